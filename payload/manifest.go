@@ -1,0 +1,229 @@
+package payload
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// DependsOnAnnotation lists, comma separated, the references (see Manifest.Ref) of the
+// manifests a manifest needs before it can be applied. Load copies it into
+// Manifest.DependsOn; the graph builders honour it.
+const DependsOnAnnotation = "payload.converge.dev/depends-on"
+
+// Manifest is one object of a payload, as read from one document of one file.
+type Manifest struct {
+	// File is the name of the file the manifest was read from, e.g. "0000_50_console_03_deployment.yaml".
+	File string
+	// Document is the 1-based position of the manifest's YAML document within File.
+	Document int
+	// GVK is the object's group, version and kind.
+	GVK schema.GroupVersionKind
+	// Object is the object itself.
+	Object *unstructured.Unstructured
+	// DependsOn lists the references (Ref) of manifests that must be applied first.
+	DependsOn []string
+}
+
+// Namespace returns the object's namespace ("" when cluster scoped or when there is no object).
+func (m *Manifest) Namespace() string {
+	if m == nil || m.Object == nil {
+		return ""
+	}
+	return m.Object.GetNamespace()
+}
+
+// Name returns the object's name ("" when there is no object).
+func (m *Manifest) Name() string {
+	if m == nil || m.Object == nil {
+		return ""
+	}
+	return m.Object.GetName()
+}
+
+// Ref names the manifest for dependencies: "Kind/namespace/name", or "Kind/name" when
+// cluster scoped.
+func (m *Manifest) Ref() string {
+	if m == nil {
+		return ""
+	}
+	if ns := m.Namespace(); ns != "" {
+		return m.GVK.Kind + "/" + ns + "/" + m.Name()
+	}
+	return m.GVK.Kind + "/" + m.Name()
+}
+
+// resourceID is the human form used in messages: `deployment "ns/name"`.
+func (m *Manifest) resourceID() string {
+	name := m.Name()
+	if name == "" {
+		name = m.File
+	}
+	kind := strings.ToLower(m.GVK.Kind)
+	if ns := m.Namespace(); ns != "" {
+		return fmt.Sprintf("%s \"%s/%s\"", kind, ns, name)
+	}
+	return fmt.Sprintf("%s %q", kind, name)
+}
+
+var runLevelPattern = regexp.MustCompile(`^0000_(\d+)_([a-zA-Z0-9]+(-[a-zA-Z0-9]+)*?)_`)
+
+// ParseRunLevel reads the run level and component from a payload file name of the form
+// "0000_<level>_<component>_<rest>". The level is a number: "0000_5_x_" and "0000_05_x_"
+// are the same level 5 (the cluster-version operator compares the digits as strings and
+// would keep them apart). ok is false when the name does not have that form or the level
+// does not fit an int.
+func ParseRunLevel(file string) (level int, component string, ok bool) {
+	match := runLevelPattern.FindStringSubmatch(path.Base(file))
+	if match == nil {
+		return 0, "", false
+	}
+	level, err := strconv.Atoi(match[1])
+	if err != nil {
+		return 0, "", false
+	}
+	return level, match[2], true
+}
+
+// CompareFiles orders payload file names: names with a run level first, by level as a
+// number and then by name; then names without a run level, by name.
+func CompareFiles(a, b string) int {
+	la, _, oka := ParseRunLevel(a)
+	lb, _, okb := ParseRunLevel(b)
+	switch {
+	case oka && okb:
+		if c := cmp.Compare(la, lb); c != 0 {
+			return c
+		}
+	case oka:
+		return -1
+	case okb:
+		return 1
+	}
+	return strings.Compare(a, b)
+}
+
+// ManifestError reports a document of a payload file that could not be read.
+type ManifestError struct {
+	// File is the file name.
+	File string
+	// Document is the 1-based document within File (0 when the file itself could not be read).
+	Document int
+	// Err is the cause.
+	Err error
+}
+
+// Error implements error.
+func (e *ManifestError) Error() string {
+	if e.Document == 0 {
+		return fmt.Sprintf("payload: file %q: %v", e.File, e.Err)
+	}
+	return fmt.Sprintf("payload: file %q document %d: %v", e.File, e.Document, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ManifestError) Unwrap() error { return e.Err }
+
+// Is reports ErrInvalid: a manifest error is bad input.
+func (e *ManifestError) Is(target error) bool { return target == ErrInvalid }
+
+// Load reads every .yaml, .yml and .json file at the root of fsys, in CompareFiles order,
+// and returns one Manifest per non-empty document. A document that is not valid YAML or
+// lacks apiVersion, kind or metadata.name is a *ManifestError naming the file and the
+// document.
+func Load(fsys fs.FS) ([]Manifest, error) {
+	if fsys == nil {
+		return nil, fmt.Errorf("payload: Load: nil fs.FS: %w", ErrInvalid)
+	}
+	entries, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil, fmt.Errorf("payload: reading payload directory: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		switch path.Ext(e.Name()) {
+		case ".yaml", ".yml", ".json":
+			files = append(files, e.Name())
+		}
+	}
+	slices.SortFunc(files, CompareFiles)
+
+	var manifests []Manifest
+	for _, file := range files {
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, &ManifestError{File: file, Err: err}
+		}
+		manifests, err = appendDocuments(manifests, file, data)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return manifests, nil
+}
+
+func appendDocuments(manifests []Manifest, file string, data []byte) ([]Manifest, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for doc := 1; ; doc++ {
+		raw, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return manifests, nil
+		}
+		if err != nil {
+			return nil, &ManifestError{File: file, Document: doc, Err: err}
+		}
+		m, empty, err := decodeDocument(raw)
+		if err != nil {
+			return nil, &ManifestError{File: file, Document: doc, Err: err}
+		}
+		if empty {
+			continue
+		}
+		m.File, m.Document = file, doc
+		manifests = append(manifests, m)
+	}
+}
+
+func decodeDocument(raw []byte) (m Manifest, empty bool, err error) {
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return Manifest{}, false, err
+	}
+	js = bytes.TrimSpace(js)
+	if len(js) == 0 || string(js) == "null" {
+		return Manifest{}, true, nil
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(js); err != nil {
+		return Manifest{}, false, err
+	}
+	if obj.GetName() == "" {
+		return Manifest{}, false, errors.New("object has no metadata.name")
+	}
+	m = Manifest{GVK: obj.GroupVersionKind(), Object: obj}
+	if deps := obj.GetAnnotations()[DependsOnAnnotation]; deps != "" {
+		for _, d := range strings.Split(deps, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				m.DependsOn = append(m.DependsOn, d)
+			}
+		}
+	}
+	return m, false, nil
+}

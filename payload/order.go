@@ -1,0 +1,142 @@
+package payload
+
+import "math/rand/v2"
+
+// BreakFunc breaks a serial run of tasks into steps: the steps run one after the other,
+// the nodes of a step run in parallel, the tasks of a node in order. An empty result
+// means the tasks cannot be broken up.
+type BreakFunc func(tasks []*Task) [][]*TaskNode
+
+type runKey struct {
+	level     int
+	component string
+	ok        bool
+}
+
+func runKeyOf(t *Task) runKey {
+	level, component, ok := ParseRunLevel(t.file())
+	return runKey{level: level, component: component, ok: ok}
+}
+
+func newNode(tasks []*Task, key runKey) *TaskNode {
+	if !key.ok {
+		return &TaskNode{Tasks: tasks, RunLevel: -1}
+	}
+	return &TaskNode{Tasks: tasks, RunLevel: key.level, Component: key.component}
+}
+
+// ByNumberAndComponent makes one step per run level, with one node per component of the
+// level (tasks of a component in input order, components in order of first appearance),
+// so that the components of a level run in parallel and levels run in order. A task
+// whose file name has no run level is a step of its own. Consecutive steps of a single
+// node are merged into one node. Fewer than two tasks cannot be broken up.
+func ByNumberAndComponent(tasks []*Task) [][]*TaskNode {
+	if len(tasks) <= 1 {
+		return nil
+	}
+	var steps [][]*TaskNode
+	for i := 0; i < len(tasks); {
+		key := runKeyOf(tasks[i])
+		if !key.ok {
+			steps = appendStep(steps, []*TaskNode{newNode(tasks[i:i+1:i+1], key)})
+			i++
+			continue
+		}
+		var step []*TaskNode
+		j := i
+		for ; j < len(tasks); j++ {
+			next := runKeyOf(tasks[j])
+			if !next.ok || next.level != key.level {
+				break
+			}
+			step = addToComponent(step, tasks[j], next)
+		}
+		steps = appendStep(steps, step)
+		i = j
+	}
+	return steps
+}
+
+// addToComponent appends t to the node of its component in step, or to a new node.
+func addToComponent(step []*TaskNode, t *Task, key runKey) []*TaskNode {
+	for _, n := range step {
+		if n.Component == key.component {
+			n.Tasks = append(n.Tasks, t)
+			return step
+		}
+	}
+	return append(step, newNode([]*Task{t}, key))
+}
+
+// appendStep appends step to steps, merging it into the previous step when both are a
+// single node.
+func appendStep(steps [][]*TaskNode, step []*TaskNode) [][]*TaskNode {
+	if len(step) == 1 && len(steps) > 0 && len(steps[len(steps)-1]) == 1 {
+		last := steps[len(steps)-1][0]
+		last.Tasks = append(last.Tasks[:len(last.Tasks):len(last.Tasks)], step[0].Tasks...)
+		return steps
+	}
+	return append(steps, step)
+}
+
+// FlattenByNumberAndComponent makes a single step in which every contiguous run of tasks
+// of the same run level and component is a node, and every task without a run level is
+// a node of its own: everything runs in parallel, files of one component in order. Fewer
+// than two tasks cannot be broken up.
+func FlattenByNumberAndComponent(tasks []*Task) [][]*TaskNode {
+	if len(tasks) <= 1 {
+		return nil
+	}
+	var step []*TaskNode
+	for i := 0; i < len(tasks); {
+		key := runKeyOf(tasks[i])
+		j := i + 1
+		for key.ok && j < len(tasks) && runKeyOf(tasks[j]) == key {
+			j++
+		}
+		step = append(step, newNode(tasks[i:j:j], key))
+		i = j
+	}
+	return [][]*TaskNode{step}
+}
+
+// ShiftOrder rotates the nodes of every step of breakFn's result left by step positions
+// when the step has fewer nodes than stride, and by step*len/stride positions otherwise,
+// so that successive attempts (step = 0, 1, … stride-1) start at different nodes. Empty
+// steps are left alone; a stride below 1 counts as 1.
+func ShiftOrder(breakFn BreakFunc, step, stride int) BreakFunc {
+	stride = max(stride, 1)
+	return func(tasks []*Task) [][]*TaskNode {
+		steps := breakFn(tasks)
+		for i, nodes := range steps {
+			n := len(nodes)
+			if n == 0 {
+				continue
+			}
+			shift := step
+			if n >= stride {
+				shift = int(int64(step) * int64(n) / int64(stride))
+			}
+			shift = ((shift % n) + n) % n
+			rotated := make([]*TaskNode, 0, n)
+			rotated = append(rotated, nodes[shift:]...)
+			steps[i] = append(rotated, nodes[:shift]...)
+		}
+		return steps
+	}
+}
+
+// PermuteOrder shuffles the nodes of every step of breakFn's result with r, so that a
+// seeded r gives the same order every time. A nil r leaves the order alone.
+func PermuteOrder(breakFn BreakFunc, r *rand.Rand) BreakFunc {
+	return func(tasks []*Task) [][]*TaskNode {
+		steps := breakFn(tasks)
+		if r == nil {
+			return steps
+		}
+		for _, nodes := range steps {
+			r.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		}
+		return steps
+	}
+}

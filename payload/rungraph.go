@@ -1,0 +1,244 @@
+package payload
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+
+	"k8s.io/klog/v2"
+)
+
+// IncompleteError reports task nodes that never ran because the run was cancelled.
+type IncompleteError struct {
+	// Count is the number of nodes that did not run, with or without tasks.
+	Count int
+	// First is the first task of the lowest-indexed node with tasks that did not run.
+	First *Task
+}
+
+// Error implements error.
+func (e *IncompleteError) Error() string {
+	return fmt.Sprintf("payload: %d incomplete task nodes, beginning with %s", e.Count, e.First)
+}
+
+// PanicError is the error of a task node whose function panicked.
+type PanicError struct {
+	// Node is the index of the node.
+	Node int
+	// Value is what the function panicked with.
+	Value any
+	// Stack is the stack of the panicking goroutine.
+	Stack []byte
+}
+
+// Error implements error.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("payload: task node %d panicked: %v", e.Node, e.Value)
+}
+
+// RunGraph runs the nodes of graph with exactly workers goroutines (fewer than 1 means
+// 1), calling fn with the tasks of every node that has tasks once all the node's
+// predecessors have succeeded; task-less nodes only join edges. When fn fails (or
+// panics: the panic becomes a *PanicError), the node's dependents never run while
+// independent nodes go on. When several nodes are ready the lowest index runs first.
+//
+// RunGraph returns the errors of the failed nodes in node order. When no node failed but
+// ctx ended before every node ran, it returns an *IncompleteError followed by ctx's
+// error. An invalid graph (see TaskGraph.Validate) or a nil fn is a single error and
+// nothing runs. RunGraph returns only after every goroutine it started has returned;
+// in-flight nodes are waited for, without spinning, after ctx ends.
+//
+// Scheduling is a ready queue: the cost is O(nodes + edges) plus a heap operation per
+// node, with a constant number of allocations per run.
+func RunGraph(ctx context.Context, graph *TaskGraph, workers int, fn func(ctx context.Context, tasks []*Task) error) []error {
+	if graph == nil || fn == nil {
+		return []error{fmt.Errorf("payload: RunGraph needs a graph and a function: %w", ErrInvalid)}
+	}
+	n := len(graph.Nodes)
+	if n == 0 {
+		return nil
+	}
+	r := &graphRun{
+		graph:     graph,
+		fn:        fn,
+		remaining: make([]int32, n),
+		ready:     make(readyHeap, 0, n),
+		errs:      make([]error, n),
+		ran:       make([]bool, n),
+		finished:  make(chan struct{}),
+	}
+	if err := validate(graph, r.remaining, r.ready); err != nil {
+		return []error{err}
+	}
+	for i, k := range r.remaining {
+		if k == 0 {
+			r.ready = append(r.ready, int32(i)) // ascending: already a heap
+		}
+	}
+	r.cond.L = &r.mu
+
+	workers = max(workers, 1)
+	var wg sync.WaitGroup
+	wg.Add(workers)
+	for range workers {
+		go r.work(ctx, &wg)
+	}
+	select {
+	case <-ctx.Done():
+		r.mu.Lock()
+		r.stopped = true
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	case <-r.finished:
+	}
+	wg.Wait()
+	klog.FromContext(ctx).V(4).Info("Task graph finished", "nodes", n, "workers", workers)
+	return r.result(ctx)
+}
+
+// graphRun is the shared state of one RunGraph call, guarded by mu.
+type graphRun struct {
+	graph *TaskGraph
+	fn    func(ctx context.Context, tasks []*Task) error
+
+	mu        sync.Mutex
+	cond      sync.Cond
+	remaining []int32 // unfinished predecessors per node
+	ready     readyHeap
+	errs      []error
+	ran       []bool
+	inflight  int
+	idle      int
+	stopped   bool // ctx ended: start nothing new
+	done      bool // nothing ready, nothing in flight
+	finished  chan struct{}
+}
+
+func (r *graphRun) work(ctx context.Context, wg *sync.WaitGroup) {
+	defer wg.Done()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for !r.stopped && !r.done {
+		if ctx.Err() != nil {
+			r.stopped = true
+			r.cond.Broadcast()
+			return
+		}
+		if len(r.ready) == 0 {
+			if r.inflight == 0 {
+				r.done = true
+				close(r.finished)
+				r.cond.Broadcast()
+				return
+			}
+			r.idle++
+			r.cond.Wait()
+			r.idle--
+			continue
+		}
+		k := r.ready.pop()
+		node := r.graph.Nodes[k]
+		var err error
+		if len(node.Tasks) > 0 {
+			r.inflight++
+			r.mu.Unlock()
+			err = r.runNode(ctx, int(k), node.Tasks)
+			r.mu.Lock()
+			r.inflight--
+		}
+		r.ran[k] = true
+		if err != nil {
+			r.errs[k] = err
+			continue
+		}
+		for _, o := range node.Out {
+			if r.remaining[o]--; r.remaining[o] == 0 {
+				r.ready.push(int32(o))
+			}
+		}
+		// This worker takes one ready node itself; wake idle workers for the others.
+		for extra := min(len(r.ready)-1, r.idle); extra > 0; extra-- {
+			r.cond.Signal()
+		}
+	}
+}
+
+func (r *graphRun) runNode(ctx context.Context, k int, tasks []*Task) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Node: k, Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return r.fn(ctx, tasks)
+}
+
+func (r *graphRun) result(ctx context.Context) []error {
+	var errs []error
+	for _, err := range r.errs {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	incomplete := &IncompleteError{}
+	for i, ran := range r.ran {
+		if ran {
+			continue
+		}
+		incomplete.Count++
+		if tasks := r.graph.Nodes[i].Tasks; incomplete.First == nil && len(tasks) > 0 {
+			incomplete.First = tasks[0]
+		}
+	}
+	if incomplete.First == nil {
+		return nil
+	}
+	errs = append(errs, incomplete)
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// readyHeap is a min-heap of node indexes.
+type readyHeap []int32
+
+func (h *readyHeap) push(v int32) {
+	*h = append(*h, v)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if s[parent] <= s[i] {
+			break
+		}
+		s[parent], s[i] = s[i], s[parent]
+		i = parent
+	}
+}
+
+func (h *readyHeap) pop() int32 {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		smallest, l, r := i, 2*i+1, 2*i+2
+		if l < len(s) && s[l] < s[smallest] {
+			smallest = l
+		}
+		if r < len(s) && s[r] < s[smallest] {
+			smallest = r
+		}
+		if smallest == i {
+			break
+		}
+		s[i], s[smallest] = s[smallest], s[i]
+		i = smallest
+	}
+	*h = s
+	return top
+}
