@@ -1,0 +1,38 @@
+package conditions
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is matched by every error this package returns for bad input:
+// errors.Is(err, ErrInvalid) holds for an *InvalidError.
+var ErrInvalid = errors.New("conditions: invalid input")
+
+// InvalidError describes one piece of bad input: a condition field, an
+// option, or a nil list. The input it was given is left unchanged.
+type InvalidError struct {
+	// Type is the condition type concerned, empty when the input is not a
+	// single condition (an option or the list itself).
+	Type string
+	// Field names what is wrong: "type", "status", "reason", "message",
+	// "observedGeneration", or an option name.
+	Field string
+	// Detail says what is wrong with it.
+	Detail string
+}
+
+// Error implements error.
+func (e *InvalidError) Error() string {
+	if e.Type == "" {
+		return fmt.Sprintf("conditions: invalid %s: %s", e.Field, e.Detail)
+	}
+	return fmt.Sprintf("conditions: condition %q: invalid %s: %s", e.Type, e.Field, e.Detail)
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(condType, field, format string, args ...any) error {
+	return &InvalidError{Type: condType, Field: field, Detail: fmt.Sprintf(format, args...)}
+}
