@@ -1,0 +1,38 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is wrapped by every error caused by bad input: duplicate or empty
+// node names, negative revisions, a target above the latest revision, unknown
+// phases, a negative policy value or a nil host interface.
+var ErrInvalid = errors.New("rollout: invalid input")
+
+// ErrConflict is wrapped by a status write that lost an optimistic-concurrency
+// race. Hosts return Conflict(err) (or any error wrapping ErrConflict) from
+// StatusWriter.UpdateStatus; Controller.Sync then re-reads and plans again.
+var ErrConflict = errors.New("rollout: status conflict")
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+}
+
+// conflictError marks a host error as a status conflict while keeping the
+// host's error in the chain.
+type conflictError struct{ err error }
+
+func (e *conflictError) Error() string { return "rollout: status conflict: " + e.err.Error() }
+
+func (e *conflictError) Unwrap() []error { return []error{ErrConflict, e.err} }
+
+// Conflict marks err as a status write conflict, so that errors.Is(err,
+// ErrConflict) holds and the host's own error stays reachable with errors.As.
+// Conflict(nil) returns nil.
+func Conflict(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &conflictError{err: err}
+}
