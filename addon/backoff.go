@@ -1,0 +1,48 @@
+package addon
+
+import "time"
+
+// Backoff is an exponential backoff with a cap and jitter: the n-th
+// consecutive failure waits min(Cap, Base·2^(n-1)) · (1 + Jitter·j), where j
+// in [0, 1) is supplied by the caller, so tests are exact. The zero value
+// takes DefaultBackoffBase, DefaultBackoffCap and DefaultBackoffJitter; a
+// negative Jitter is invalid, so set Jitter to a tiny value such as 1e-9 to
+// all but disable it.
+type Backoff struct {
+	Base   time.Duration `json:"base,omitempty"`
+	Cap    time.Duration `json:"cap,omitempty"`
+	Jitter float64       `json:"jitter,omitempty"`
+}
+
+func (b Backoff) withDefaults() Backoff {
+	b.Base = orDefault(b.Base, DefaultBackoffBase)
+	b.Cap = orDefault(b.Cap, DefaultBackoffCap)
+	if b.Cap < b.Base {
+		b.Cap = b.Base
+	}
+	if b.Jitter == 0 {
+		b.Jitter = DefaultBackoffJitter
+	}
+	return b
+}
+
+// Delay returns the wait after the failures-th consecutive failure (0 and 1
+// both give Base) with jitter j, clamped to [0, 1). It never overflows and
+// never exceeds Cap·(1+Jitter).
+func (b Backoff) Delay(failures int, j float64) time.Duration {
+	b = b.withDefaults()
+	if j < 0 || j != j {
+		j = 0
+	}
+	if j >= 1 {
+		j = 0.999999
+	}
+	d := b.Base
+	for i := 1; i < failures && d < b.Cap; i++ {
+		d *= 2
+	}
+	if d > b.Cap {
+		d = b.Cap
+	}
+	return d + time.Duration(float64(d)*b.Jitter*j)
+}

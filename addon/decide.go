@@ -1,0 +1,463 @@
+package addon
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/conditions"
+)
+
+// Input is everything Decide looks at.
+type Input struct {
+	Spec        Spec
+	Status      Status
+	Observation Observation
+	Policy      Policy
+	// Table is the lifecycle; nil means DefaultTable.
+	Table *Table
+	// Now is the current time; stored timestamps are truncated to seconds.
+	Now time.Time
+	// Jitter in [0, 1) scales the backoff jitter of a failure decided now.
+	Jitter float64
+}
+
+// Record is an event for the host to emit on its object (with its own
+// record.EventRecorder): Type is corev1.EventTypeNormal or EventTypeWarning.
+type Record struct {
+	Type    string `json:"type"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+// Decision is what Decide decided.
+type Decision struct {
+	// Status is the new status to persist.
+	Status Status
+	// Action is the one action to run now (ActionNone: nothing). After
+	// running it, report its outcome to Decide in Observation.
+	Action Action
+	// Events are the transitions and failures to emit, in order.
+	Events []Record
+	// Requeue asks to look again at once; otherwise RequeueAfter > 0 asks to
+	// look again after that long, and both zero mean: wait for a spec change.
+	Requeue      bool
+	RequeueAfter time.Duration
+	// Deleted is true once the add-on is uninstalled after a deletion
+	// request: the host drops its finalizer.
+	Deleted bool
+}
+
+// Decide is the whole lifecycle as a pure function: from the spec, the
+// persisted status, what was observed, the policy, the table and the time, it
+// returns the new status, the one action to run, the events and when to look
+// again. It does no I/O and reads no clock. It is total: for every valid input
+// it returns a decision; invalid input returns an error matching ErrInvalid.
+//
+// With an empty Observation it looks: deletion, retry requests and spec
+// changes fire their events, then the pending action is returned if due. With
+// an Observation it records the action's outcome: the event it means fires,
+// and the row's action becomes the next pending one.
+func Decide(in Input) (Decision, error) {
+	if err := in.validate(); err != nil {
+		return Decision{}, err
+	}
+	d := &decider{in: in, policy: in.Policy.withDefaults(), table: in.Table, now: metav1.NewTime(in.Now.Truncate(time.Second))}
+	if d.table == nil {
+		d.table = DefaultTable()
+	}
+	in.Status.DeepCopyInto(&d.st)
+	if d.st.Phase == "" {
+		d.start()
+	}
+	if in.Observation.Action == ActionNone {
+		d.look()
+	} else {
+		d.record()
+	}
+	if err := d.setConditions(); err != nil {
+		return Decision{}, err
+	}
+	return d.decision(), nil
+}
+
+func (in *Input) validate() error {
+	var problems []string
+	for _, err := range []error{in.Spec.Validate(), in.Status.Validate(), in.Policy.Validate()} {
+		if ie, ok := err.(*InvalidError); ok {
+			for _, p := range ie.Problems {
+				problems = append(problems, ie.What+": "+p)
+			}
+		}
+	}
+	if in.Table != nil && len(in.Table.rows) == 0 {
+		problems = append(problems, "table: no rows (build tables with NewTable)")
+	}
+	if in.Now.IsZero() {
+		problems = append(problems, "zero time")
+	}
+	if !(in.Jitter >= 0 && in.Jitter < 1) {
+		problems = append(problems, fmt.Sprintf("jitter %v is outside [0, 1)", in.Jitter))
+	}
+	obs := in.Observation
+	if !obs.Action.Known() || obs.Action == ActionRemediate {
+		problems = append(problems, fmt.Sprintf("observation: unknown action %q", obs.Action))
+	} else if obs.Action != ActionNone && obs.Action != in.Status.PendingAction {
+		problems = append(problems, fmt.Sprintf("observation: outcome of %s but the pending action is %q", obs.Action, in.Status.PendingAction))
+	}
+	if len(problems) > 0 {
+		return invalid("input", problems...)
+	}
+	return nil
+}
+
+type decider struct {
+	in     Input
+	policy Policy
+	table  *Table
+	now    metav1.Time
+	st     Status
+	action Action
+	events []Record
+	// note explains an observation that moved nothing (a health read error).
+	note string
+}
+
+// start initialises the status of an add-on never seen before.
+func (d *decider) start() {
+	d.st.Phase = PhaseInitializing
+	d.st.PendingAction = ActionInstall
+	d.st.LastTransitionTime = d.now
+	d.st.ObservedGeneration = d.in.Spec.Generation
+	d.st.LastRetryToken = d.in.Spec.RetryToken
+	d.st.Reason = "Created"
+	d.st.Message = fmt.Sprintf("installing %s", d.in.Spec.Version)
+	d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Created", Message: d.st.Message})
+}
+
+// look handles a fresh reconcile: spec events first, then the pending action.
+func (d *decider) look() {
+	spec := d.in.Spec
+	if d.st.Phase == PhaseDeleted {
+		return
+	}
+	if spec.Deleting {
+		d.st.Suspended = false
+		d.fire(EventDeletionRequested, "deletion requested")
+	} else if spec.Suspended {
+		if !d.st.Suspended {
+			d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Suspended", Message: "reconciliation suspended"})
+		}
+		d.st.Suspended = true
+		d.st.Reason, d.st.Message = "Suspended", fmt.Sprintf("suspended in %s", d.st.Phase)
+		return
+	} else {
+		d.st.Suspended = false
+		for _, e := range specEvents(spec, &d.st) {
+			if d.fire(e, d.specMessage(e)) {
+				break
+			}
+		}
+		d.st.LastRetryToken = spec.RetryToken
+		d.st.ObservedGeneration = spec.Generation
+	}
+	if d.st.PendingAction != ActionNone && d.due() {
+		d.action = d.st.PendingAction
+		t := d.now
+		d.st.LastAttemptTime = &t
+	}
+}
+
+func (d *decider) specMessage(e Event) string {
+	switch e {
+	case EventRetryRequested:
+		return fmt.Sprintf("retry requested (token %q)", d.in.Spec.RetryToken)
+	case EventVersionChanged:
+		return fmt.Sprintf("desired version %s, installed %s", d.in.Spec.Version, d.st.InstalledVersion)
+	}
+	return fmt.Sprintf("generation %d, observed %d", d.in.Spec.Generation, d.st.ObservedGeneration)
+}
+
+func (d *decider) due() bool {
+	return d.st.NextAttemptTime == nil || !d.in.Now.Before(d.st.NextAttemptTime.Time)
+}
+
+// record handles the outcome of the action just run.
+func (d *decider) record() {
+	obs := d.in.Observation
+	spec := d.in.Spec
+	if obs.Action == ActionCheckHealth {
+		d.recordHealth()
+		return
+	}
+	if obs.Err != nil {
+		d.fail(obs.Action, fmt.Sprintf("%s failed: %v", d.describe(obs.Action), obs.Err))
+		return
+	}
+	switch obs.Action {
+	case ActionInstall, ActionUpgrade:
+		d.st.InstalledVersion = spec.Version
+	case ActionRollback:
+		d.st.InstalledVersion = d.st.LastGoodVersion
+	case ActionUninstall:
+		d.st.InstalledVersion = ""
+		d.st.UninstallFailures = 0
+	}
+	msg := d.describe(obs.Action) + " succeeded"
+	if !d.fire(successEvent(obs.Action), msg) {
+		d.stay(ActionNone, msg)
+	}
+}
+
+// describe names an action with its versions, for messages.
+func (d *decider) describe(a Action) string {
+	switch a {
+	case ActionInstall:
+		return "install of " + d.in.Spec.Version
+	case ActionUpgrade:
+		return fmt.Sprintf("upgrade from %s to %s", d.st.InstalledVersion, d.in.Spec.Version)
+	case ActionRollback:
+		return fmt.Sprintf("rollback from %s to %s", d.st.InstalledVersion, d.st.LastGoodVersion)
+	case ActionUninstall:
+		return "uninstall"
+	}
+	return "recovery"
+}
+
+func (d *decider) recordHealth() {
+	obs := d.in.Observation
+	h := obs.Health
+	if obs.Err != nil || (h != HealthHealthy && h != HealthUnhealthy) {
+		h = HealthUnknown
+	}
+	switch {
+	case h == HealthHealthy:
+		if d.fire(EventHealthy, fmt.Sprintf("%s is healthy", d.st.InstalledVersion)) {
+			return
+		}
+	case d.st.Phase == PhaseChecking && !d.in.Now.Before(d.checkDeadline()):
+		d.fail(d.st.Verifying, fmt.Sprintf("%s: not healthy within %s (health %s)", d.describeVerifying(), d.policy.CheckTimeout, h))
+		return
+	case h == HealthUnhealthy:
+		if d.fire(EventUnhealthy, fmt.Sprintf("%s is unhealthy", d.st.InstalledVersion)) {
+			return
+		}
+	}
+	if obs.Err != nil {
+		d.note = fmt.Sprintf("health unknown: %v", obs.Err)
+	} else if h != HealthHealthy {
+		d.note = fmt.Sprintf("health %s", h)
+	}
+	d.stay(ActionCheckHealth, "")
+}
+
+func (d *decider) describeVerifying() string {
+	switch d.st.Verifying {
+	case ActionInstall:
+		return "install of " + d.st.InstalledVersion
+	case ActionUpgrade:
+		return "upgrade to " + d.st.InstalledVersion
+	case ActionRollback:
+		return "rollback to " + d.st.InstalledVersion
+	}
+	return "recovery of " + d.st.InstalledVersion
+}
+
+func (d *decider) checkDeadline() time.Time {
+	return d.st.LastTransitionTime.Add(d.policy.CheckTimeout)
+}
+
+// fail counts a failure of action a (ActionNone: a broken add-on that did not
+// recover, counted as an install failure) and fires the event it means.
+func (d *decider) fail(a Action, msg string) {
+	e := failureEvent(a)
+	switch a {
+	case ActionInstall, ActionNone:
+		d.st.InstallFailures++
+		d.st.LastFailedAction = ActionInstall
+		d.st.FailedVersion = d.in.Spec.Version
+		if d.policy.Exhausted(d.st.InstallFailures) {
+			e = EventRetriesExhausted
+		}
+	case ActionUpgrade:
+		d.st.UpgradeFailures++
+		d.st.LastFailedAction = ActionUpgrade
+		d.st.FailedVersion = d.in.Spec.Version
+		if d.policy.Exhausted(d.st.UpgradeFailures) {
+			e = EventRetriesExhausted
+		}
+	case ActionUninstall:
+		d.st.UninstallFailures++
+	}
+	if e == EventRetriesExhausted {
+		msg = fmt.Sprintf("%s; retried %d times", msg, d.policy.MaxRetries)
+	}
+	if !d.fire(e, msg) {
+		d.stay(a, msg)
+	}
+}
+
+// stay keeps the phase: the next pending action is next (ActionNone: none).
+func (d *decider) stay(next Action, msg string) {
+	if next == ActionNone && d.in.Observation.Action == ActionCheckHealth {
+		next = ActionCheckHealth
+	}
+	d.st.PendingAction = next
+	d.st.NextAttemptTime = d.schedule(next)
+	if msg != "" {
+		d.st.Message = msg
+	}
+}
+
+// fire looks event e up in the table from the current phase and, if a row
+// exists, makes the transition and returns true.
+func (d *decider) fire(e Event, msg string) bool {
+	row, ok := d.table.Next(d.st.Phase, e)
+	if !ok {
+		return false
+	}
+	st := &d.st
+	from := st.Phase
+	switch e {
+	case EventSpecChanged, EventVersionChanged, EventRetryRequested:
+		st.InstallFailures, st.UpgradeFailures, st.UninstallFailures = 0, 0, 0
+		st.FailedVersion, st.LastFailedAction = "", ActionNone
+	case EventDeletionRequested:
+		st.UninstallFailures = 0
+	case EventHealthy:
+		st.InstallFailures, st.UpgradeFailures = 0, 0
+		st.LastGoodVersion = st.InstalledVersion
+		st.LastFailedAction = ActionNone
+		if st.FailedVersion == st.InstalledVersion {
+			st.FailedVersion = ""
+		}
+	}
+	st.Verifying = ActionNone
+	if row.To == PhaseChecking {
+		st.Verifying = verifies(e)
+	}
+	st.Phase = row.To
+	if from != row.To {
+		st.LastTransitionTime = d.now
+	}
+	next := row.Action
+	if next == ActionRemediate {
+		next = d.policy.remediation(st.LastFailedAction, row.To)
+	}
+	if next == ActionRollback && st.LastGoodVersion == "" {
+		next = ActionUninstall
+	}
+	st.PendingAction = next
+	st.NextAttemptTime = d.schedule(next)
+	st.Reason, st.Message = string(e), msg
+	typ := corev1.EventTypeNormal
+	if isWarning(e) {
+		typ = corev1.EventTypeWarning
+	}
+	text := fmt.Sprintf("%s -> %s: %s", from, row.To, msg)
+	if next != ActionNone {
+		text += "; next: " + string(next)
+	}
+	d.events = append(d.events, Record{Type: typ, Reason: string(e), Message: text})
+	return true
+}
+
+func isWarning(e Event) bool {
+	switch e {
+	case EventInstallFailed, EventUnhealthy, EventDeadlinePassed, EventUpgradeFailed, EventRollbackFailed,
+		EventUninstallFailed, EventRetriesExhausted:
+		return true
+	}
+	return false
+}
+
+// schedule returns when action a becomes due: a retry of a failed action
+// after its backoff, a health check after a health check at the phase's
+// poll interval (never past the check deadline), anything else at once.
+func (d *decider) schedule(a Action) *metav1.Time {
+	var wait time.Duration
+	switch {
+	case a == ActionInstall && d.st.InstallFailures > 0:
+		wait = d.policy.Backoff.Delay(d.st.InstallFailures, d.in.Jitter)
+	case a == ActionUpgrade && d.st.UpgradeFailures > 0:
+		wait = d.policy.Backoff.Delay(d.st.UpgradeFailures, d.in.Jitter)
+	case a == ActionUninstall && d.st.UninstallFailures > 0:
+		wait = d.policy.Backoff.Delay(d.st.UninstallFailures, d.in.Jitter)
+	case a == ActionCheckHealth && d.in.Observation.Action == ActionCheckHealth:
+		wait = d.policy.RunningInterval
+		if d.st.Phase == PhaseChecking {
+			wait = d.policy.CheckInterval
+			if left := d.checkDeadline().Sub(d.now.Time); left < wait {
+				wait = max(left, 0)
+			}
+		}
+	default:
+		return nil
+	}
+	t := metav1.NewTime(d.now.Add(wait))
+	return &t
+}
+
+// setConditions writes Ready, Reconciling, Stalled and Degraded for the phase.
+func (d *decider) setConditions() error {
+	st := &d.st
+	if st.Suspended {
+		return nil
+	}
+	gen := conditions.WithObservedGeneration(st.ObservedGeneration)
+	now := d.now.Time
+	msg := st.Message
+	if d.note != "" {
+		msg += " (" + d.note + ")"
+	}
+	var err error
+	switch {
+	case st.Phase == PhaseRunning:
+		_, err = conditions.SetReady(&st.Conditions, string(st.Phase), msg, now, gen)
+	case st.Phase == PhaseFailed:
+		_, err = conditions.SetStalled(&st.Conditions, st.Reason, msg, now, gen)
+	case st.Phase == PhaseDeleted:
+		conditions.Remove(&st.Conditions, conditions.TypeReconciling)
+		conditions.Remove(&st.Conditions, conditions.TypeStalled)
+		_, err = conditions.Set(&st.Conditions, metav1.Condition{Type: conditions.TypeReady, Status: metav1.ConditionFalse, Reason: string(st.Phase), Message: msg}, now, gen)
+	case st.Phase == PhaseDeleting && d.policy.Exhausted(st.UninstallFailures):
+		_, err = conditions.SetStalled(&st.Conditions, "UninstallFailing", msg, now, gen)
+	default:
+		_, err = conditions.SetReconciling(&st.Conditions, string(st.Phase), msg, now, gen)
+	}
+	if err != nil {
+		return fmt.Errorf("addon: conditions: %w", err)
+	}
+	degraded := metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected}
+	switch {
+	case st.Phase == PhaseFailed || st.Phase == PhaseReinitializing || st.Phase == PhaseRemediating:
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, string(st.Phase), msg
+	case st.Phase == PhaseChecking && st.Verifying == ActionNone, st.Phase == PhaseChecking && st.Verifying == ActionRollback:
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, "Unhealthy", msg
+	case st.FailedVersion != "" && st.Phase == PhaseRunning:
+		degraded.Status, degraded.Reason = metav1.ConditionTrue, "VersionFailed"
+		degraded.Message = fmt.Sprintf("version %s failed; running %s", st.FailedVersion, st.InstalledVersion)
+	case d.note != "":
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionUnknown, "HealthUnknown", d.note
+	}
+	if _, err := conditions.Set(&st.Conditions, degraded, now, gen); err != nil {
+		return fmt.Errorf("addon: conditions: %w", err)
+	}
+	return nil
+}
+
+func (d *decider) decision() Decision {
+	out := Decision{Status: d.st, Action: d.action, Events: d.events}
+	switch {
+	case d.st.Phase == PhaseDeleted:
+		out.Deleted = true
+	case d.st.Suspended && !d.in.Spec.Deleting, d.action != ActionNone, d.st.PendingAction == ActionNone:
+	case d.due():
+		out.Requeue = true
+	default:
+		out.RequeueAfter = d.st.NextAttemptTime.Sub(d.in.Now)
+	}
+	return out
+}

@@ -1,0 +1,219 @@
+package addon
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Row is one transition: in phase From, event Event moves the add-on to phase
+// To, and Action is what runs on entering To (ActionNone: nothing).
+type Row struct {
+	From   Phase  `json:"from"`
+	Event  Event  `json:"event"`
+	To     Phase  `json:"to"`
+	Action Action `json:"action,omitempty"`
+}
+
+type rowKey struct {
+	from  Phase
+	event Event
+}
+
+// Table is the add-on lifecycle as data: a list of rows. Build one with
+// NewTable (which validates it) or take DefaultTable. A Table is immutable
+// and safe for concurrent use.
+type Table struct {
+	rows  []Row
+	index map[rowKey]int
+}
+
+// NewTable validates rows and returns the table. The error matches ErrInvalid
+// and lists every problem Validate finds.
+func NewTable(rows []Row) (*Table, error) {
+	t := indexRows(rows)
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// indexRows copies rows into a Table; the first row of a duplicate pair wins
+// in Next (Validate reports the duplicate).
+func indexRows(rows []Row) *Table {
+	t := &Table{rows: append([]Row(nil), rows...), index: make(map[rowKey]int, len(rows))}
+	for i, r := range t.rows {
+		if _, dup := t.index[rowKey{r.From, r.Event}]; !dup {
+			t.index[rowKey{r.From, r.Event}] = i
+		}
+	}
+	return t
+}
+
+// Next returns the row for (from, event), and false when the table has none:
+// the event is then ignored in that phase.
+func (t *Table) Next(from Phase, event Event) (Row, bool) {
+	if t == nil {
+		return Row{}, false
+	}
+	i, ok := t.index[rowKey{from, event}]
+	if !ok {
+		return Row{}, false
+	}
+	return t.rows[i], true
+}
+
+// Rows returns a copy of the rows in their original order.
+func (t *Table) Rows() []Row {
+	if t == nil {
+		return nil
+	}
+	return append([]Row(nil), t.rows...)
+}
+
+// outcomeEvents are the events an action's outcome can produce; a phase
+// entered with that action needs a row for each.
+func outcomeEvents(a Action) []Event {
+	switch a {
+	case ActionInstall:
+		return []Event{EventInstallSucceeded, EventInstallFailed}
+	case ActionUpgrade:
+		return []Event{EventUpgradeSucceeded, EventUpgradeFailed}
+	case ActionRollback:
+		return []Event{EventRollbackSucceeded, EventRollbackFailed}
+	case ActionUninstall:
+		return []Event{EventUninstallSucceeded, EventUninstallFailed}
+	}
+	return nil
+}
+
+// entryActions lists the actions a row can run on entering its To phase:
+// ActionRemediate stands for every action a Policy can resolve it to.
+func entryActions(r Row) []Action {
+	if r.Action != ActionRemediate {
+		return []Action{r.Action}
+	}
+	switch r.Event {
+	case EventInstallFailed, EventDeadlinePassed:
+		if r.To == PhaseFailed {
+			return []Action{ActionUninstall}
+		}
+		return []Action{ActionUninstall, ActionInstall}
+	case EventUpgradeFailed:
+		if r.To == PhaseFailed {
+			return []Action{ActionRollback, ActionUninstall}
+		}
+		return []Action{ActionRollback, ActionUninstall, ActionUpgrade}
+	}
+	return []Action{ActionRollback, ActionUninstall}
+}
+
+// Validate reports every problem of the table: unknown phases, events or
+// actions; duplicate (From, Event) rows; phases that cannot be reached from
+// PhaseInitializing or cannot be left (PhaseDeleted is the only terminal);
+// phases without a DeletionRequested row (PhaseDeleting and PhaseDeleted
+// excepted); a Deleting phase that cannot reach PhaseDeleted; no
+// SpecChanged row out of PhaseFailed; and a phase entered with an action that
+// has no row for that action's success or failure.
+func (t *Table) Validate() error {
+	if t == nil || len(t.rows) == 0 {
+		return invalid("table", "no rows")
+	}
+	var problems []string
+	seen := map[rowKey]bool{}
+	used := map[Phase]bool{PhaseInitializing: true}
+	leaves := map[Phase]bool{}
+	next := map[Phase][]Phase{}
+	for i, r := range t.rows {
+		if !r.From.Known() {
+			problems = append(problems, fmt.Sprintf("row %d: unknown phase %q", i, r.From))
+		}
+		if !r.To.Known() {
+			problems = append(problems, fmt.Sprintf("row %d: unknown phase %q", i, r.To))
+		}
+		if !r.Event.Known() {
+			problems = append(problems, fmt.Sprintf("row %d: unknown event %q", i, r.Event))
+		}
+		if !r.Action.Known() {
+			problems = append(problems, fmt.Sprintf("row %d: unknown action %q", i, r.Action))
+		}
+		if r.From == PhaseDeleted {
+			problems = append(problems, fmt.Sprintf("row %d: %s is terminal", i, PhaseDeleted))
+		}
+		k := rowKey{r.From, r.Event}
+		if seen[k] {
+			problems = append(problems, fmt.Sprintf("row %d: duplicate (%s, %s)", i, r.From, r.Event))
+		}
+		seen[k] = true
+		used[r.From], used[r.To] = true, true
+		if r.To != r.From {
+			leaves[r.From] = true
+			next[r.From] = append(next[r.From], r.To)
+		}
+		for _, a := range entryActions(r) {
+			for _, e := range outcomeEvents(a) {
+				if _, ok := t.index[rowKey{r.To, e}]; !ok {
+					problems = append(problems, fmt.Sprintf("row %d: %s is entered with %s but has no %s row", i, r.To, a, e))
+				}
+			}
+		}
+	}
+	reached := map[Phase]bool{PhaseInitializing: true}
+	queue := []Phase{PhaseInitializing}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, n := range next[p] {
+			if !reached[n] {
+				reached[n] = true
+				queue = append(queue, n)
+			}
+		}
+	}
+	for _, p := range Phases() {
+		if !used[p] {
+			continue
+		}
+		if !reached[p] {
+			problems = append(problems, fmt.Sprintf("phase %s cannot be reached from %s", p, PhaseInitializing))
+		}
+		if p != PhaseDeleted && !leaves[p] {
+			problems = append(problems, fmt.Sprintf("phase %s cannot be left", p))
+		}
+		if p != PhaseDeleting && p != PhaseDeleted {
+			if r, ok := t.Next(p, EventDeletionRequested); !ok || r.To != PhaseDeleting {
+				problems = append(problems, fmt.Sprintf("phase %s has no %s row to %s", p, EventDeletionRequested, PhaseDeleting))
+			}
+		}
+	}
+	if r, ok := t.Next(PhaseDeleting, EventUninstallSucceeded); !ok || r.To != PhaseDeleted {
+		problems = append(problems, fmt.Sprintf("phase %s has no %s row to %s", PhaseDeleting, EventUninstallSucceeded, PhaseDeleted))
+	}
+	if used[PhaseFailed] {
+		if r, ok := t.Next(PhaseFailed, EventSpecChanged); !ok || r.To == PhaseFailed {
+			problems = append(problems, fmt.Sprintf("no way out of %s: no %s row to another phase", PhaseFailed, EventSpecChanged))
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return invalid("table", problems...)
+	}
+	return nil
+}
+
+// Mermaid renders the table as a Mermaid state diagram: one edge per row,
+// labelled "event / action", in row order.
+func (t *Table) Mermaid() string {
+	var b strings.Builder
+	b.WriteString("stateDiagram-v2\n")
+	fmt.Fprintf(&b, "    [*] --> %s\n", PhaseInitializing)
+	for _, r := range t.Rows() {
+		label := string(r.Event)
+		if r.Action != ActionNone {
+			label += " / " + string(r.Action)
+		}
+		fmt.Fprintf(&b, "    %s --> %s: %s\n", r.From, r.To, label)
+	}
+	fmt.Fprintf(&b, "    %s --> [*]\n", PhaseDeleted)
+	return b.String()
+}
