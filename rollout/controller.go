@@ -64,7 +64,9 @@ type NodeReadiness interface {
 type NodeReadinessFunc func(ctx context.Context, node string) (bool, error)
 
 // NodeReady calls f.
-func (f NodeReadinessFunc) NodeReady(ctx context.Context, node string) (bool, error) { return f(ctx, node) }
+func (f NodeReadinessFunc) NodeReady(ctx context.Context, node string) (bool, error) {
+	return f(ctx, node)
+}
 
 // EventSink records the events of a plan (a host wraps its record.EventRecorder).
 type EventSink interface {

@@ -1,0 +1,38 @@
+package rollout
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestObservationValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		obs     Observation
+		wantErr string
+	}{
+		{name: "nil", obs: nil},
+		{name: "zero values mean not found", obs: Observation{"a": {}}},
+		{name: "every phase", obs: Observation{
+			"a": {Operand: OperandState{Phase: OperandReady, Revision: 1}, Installer: InstallerState{Phase: InstallerSucceeded}},
+			"b": {Operand: OperandState{Phase: OperandFailed}, Installer: InstallerState{Phase: InstallerFailed}},
+			"c": {Operand: OperandState{Phase: OperandPending}, Installer: InstallerState{Phase: InstallerRunning}},
+			"d": {Operand: OperandState{Phase: OperandNotFound}, Installer: InstallerState{Phase: InstallerPending}},
+		}},
+		{name: "unknown operand phase", obs: Observation{"a": {Operand: OperandState{Phase: "Crashing"}}}, wantErr: `node "a": rollout: invalid input: unknown operand phase "Crashing"`},
+		{name: "unknown installer phase", obs: Observation{"a": {Installer: InstallerState{Phase: "Done"}}}, wantErr: `node "a": rollout: invalid input: unknown installer phase "Done"`},
+		{name: "negative operand revision", obs: Observation{"a": {Operand: OperandState{Revision: -1}}}, wantErr: `node "a": rollout: invalid input: negative operand revision -1`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.obs.Validate()
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, ErrInvalid)
+			assert.EqualError(t, err, tt.wantErr)
+		})
+	}
+}
