@@ -1,0 +1,132 @@
+package fake
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/converge-dev/converge/payload"
+)
+
+func configMap(name string) *payload.Manifest {
+	obj := &unstructured.Unstructured{}
+	obj.SetName(name)
+	obj.SetNamespace("ns")
+	return &payload.Manifest{File: name + ".yaml", GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Object: obj}
+}
+
+func TestPayloadApplierScripts(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name   string
+		script func(a *PayloadApplier, ref string)
+		calls  int
+		want   []error
+	}{
+		{name: "unscripted calls succeed", script: func(*PayloadApplier, string) {}, calls: 2, want: []error{nil, nil}},
+		{
+			name:   "fail twice then succeed",
+			script: func(a *PayloadApplier, ref string) { a.FailTimes(ref, 2, boom) },
+			calls:  4,
+			want:   []error{boom, boom, nil, nil},
+		},
+		{
+			name:   "fail forever",
+			script: func(a *PayloadApplier, ref string) { a.FailForever(ref, boom) },
+			calls:  3,
+			want:   []error{boom, boom, boom},
+		},
+		{
+			name: "queued outcomes play in order",
+			script: func(a *PayloadApplier, ref string) {
+				a.Push(ref, PayloadOutcome{Times: 1}, PayloadOutcome{Err: boom, Times: 1})
+			},
+			calls: 3,
+			want:  []error{nil, boom, nil},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &PayloadApplier{}
+			m := configMap("a")
+			tt.script(a, m.Ref())
+			var got []error
+			for range tt.calls {
+				got = append(got, a.Apply(context.Background(), m, payload.StateUpdating))
+			}
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.calls, a.Count(m.Ref()))
+			for _, c := range a.Recorded() {
+				assert.Equal(t, PayloadApply{Ref: "ConfigMap/ns/a", File: "a.yaml", State: payload.StateUpdating}, c)
+			}
+		})
+	}
+}
+
+func TestPayloadApplierBlockAndPanic(t *testing.T) {
+	a := &PayloadApplier{}
+	m := configMap("a")
+	a.BlockUntilCancelled(m.Ref())
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	a.OnApply = func(PayloadApply) { close(started) }
+	done := make(chan error)
+	go func() { done <- a.Apply(ctx, m, payload.StateReconciling) }()
+	<-started
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	p := &PayloadApplier{}
+	p.PanicWith(m.Ref(), "kaboom")
+	assert.PanicsWithValue(t, "kaboom", func() { _ = p.Apply(context.Background(), m, payload.StateUpdating) })
+	assert.NoError(t, p.Apply(context.Background(), m, payload.StateUpdating), "a panic is scripted once")
+	assert.Equal(t, 0, p.running, "a panicking call is no longer counted as running")
+}
+
+func TestPayloadApplierConcurrency(t *testing.T) {
+	a := &PayloadApplier{}
+	const n = 3
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	release := make(chan struct{})
+	a.OnApply = func(PayloadApply) {
+		arrived.Done()
+		<-release
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = a.Apply(context.Background(), configMap(string(rune('a'+i))), payload.StateInitializing)
+		}()
+	}
+	arrived.Wait()
+	close(release)
+	wg.Wait()
+	assert.Equal(t, n, a.Concurrency())
+	assert.Len(t, a.Recorded(), n)
+}
+
+func TestPayloadLoader(t *testing.T) {
+	r1 := payload.Release{Version: "1.0.0", Image: "example/payload:1"}
+	l := &PayloadLoader{}
+	l.Add(&payload.Payload{Release: r1})
+	boom := errors.New("registry down")
+	l.FailNext(r1, boom)
+
+	_, err := l.LoadPayload(context.Background(), r1)
+	require.ErrorIs(t, err, boom)
+	p, err := l.LoadPayload(context.Background(), r1)
+	require.NoError(t, err)
+	assert.Equal(t, r1, p.Release)
+	_, err = l.LoadPayload(context.Background(), payload.Release{Version: "2.0.0"})
+	require.ErrorContains(t, err, `version="2.0.0"`)
+	assert.Equal(t, []payload.Release{r1, r1, {Version: "2.0.0"}}, l.Recorded())
+}
