@@ -224,7 +224,7 @@ func leaderView(prev *NodeStatus) *NodeStatus {
 
 func summarize(p Plan) string {
 	if p.Status.Converged() {
-		return fmt.Sprintf("all %d nodes are at revision %d", len(p.Status.NodeStatuses), p.Latest)
+		return fmt.Sprintf("%s at revision %d", nodesAre(len(p.Status.NodeStatuses)), p.Latest)
 	}
 	for _, s := range p.Steps {
 		if s.Acts() {

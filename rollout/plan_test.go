@@ -1,0 +1,290 @@
+package rollout
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/conditions"
+)
+
+// stepSummary is the part of a step a table compares.
+type stepSummary struct {
+	Node   string
+	Target int32
+	Create string
+}
+
+func summarizeSteps(p Plan) []stepSummary {
+	var out []stepSummary
+	for _, s := range p.Steps {
+		if !s.Acts() {
+			continue
+		}
+		sum := stepSummary{Node: s.Node, Target: s.From.TargetRevision}
+		if s.To != nil {
+			sum.Target = s.To.TargetRevision
+		}
+		if s.Create != nil {
+			sum.Create = s.Create.Name
+		}
+		out = append(out, sum)
+	}
+	return out
+}
+
+func TestPlanRollout(t *testing.T) {
+	now := t0.Add(time.Hour)
+	threeFresh := []NodeStatus{node("a", 0, 0), node("b", 0, 0), node("c", 0, 0)}
+	allReady := func(rev int32, names ...string) Observation {
+		o := Observation{}
+		for _, n := range names {
+			o[n] = ready(rev)
+		}
+		return o
+	}
+	tests := []struct {
+		name        string
+		st          Status
+		obs         Observation
+		policy      Policy
+		wantSteps   []stepSummary
+		wantStart   string
+		wantBlocked string
+		wantRequeue time.Duration
+	}{
+		{
+			name:        "three fresh nodes: one at a time",
+			st:          Status{LatestAvailableRevision: 1, NodeStatuses: threeFresh},
+			wantSteps:   []stepSummary{{"a", 1, "installer-1-a"}},
+			wantStart:   "a",
+			wantBlocked: "maxUnavailable 1 reached: 1 in transition, 3 unavailable; b waits for revision 1",
+		},
+		{
+			name:      "three fresh nodes with a budget of three",
+			st:        Status{LatestAvailableRevision: 1, NodeStatuses: threeFresh},
+			policy:    Policy{MaxUnavailable: 3},
+			wantSteps: []stepSummary{{"a", 1, "installer-1-a"}, {"b", 1, "installer-1-b"}, {"c", 1, "installer-1-c"}},
+			wantStart: "a",
+		},
+		{
+			name: "one node already transitioning: nothing else starts",
+			st:   Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 2), node("c", 1, 0)}},
+			obs: Observation{"a": ready(1), "c": ready(1),
+				"b": withInstaller(ready(1), InstallerRunning)},
+			wantStart:   "b",
+			wantBlocked: "maxUnavailable 1 reached: 1 in transition, 1 unavailable; c waits for revision 2",
+		},
+		{
+			name: "a node that failed the latest revision halts the rollout",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0),
+				failed(node("c", 1, 0), 2, 1, FailureOperandFailed, t0, "crash")}},
+			obs:       Observation{"a": ready(1), "b": ready(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
+			policy:    Policy{MaxUnavailable: 3},
+			wantStart: "c",
+		},
+		{
+			name:      "nodes at different old revisions: the oldest first, to the latest",
+			st:        Status{LatestAvailableRevision: 5, NodeStatuses: []NodeStatus{node("a", 4, 0), node("b", 2, 0), node("c", 3, 0)}},
+			obs:       Observation{"a": ready(4), "b": ready(2), "c": ready(3)},
+			wantSteps: []stepSummary{{"b", 5, "installer-5-b"}},
+			wantStart: "b", wantBlocked: "maxUnavailable 1 reached: 1 in transition, 1 unavailable; c waits for revision 5",
+		},
+		{
+			name: "after the first node is at the latest, the next follows it",
+			st:   Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 3, 0), node("b", 2, 0), node("c", 2, 0)}},
+			obs:  allReady(0, "a", "b", "c"),
+			// operands at revision 0 differ from every current revision: the oldest, a, starts and is at the latest already.
+			wantSteps: []stepSummary{{"b", 3, "installer-3-b"}},
+			wantStart: "a", wantBlocked: "maxUnavailable 1 reached: 1 in transition, 1 unavailable; c waits for revision 3",
+		},
+		{
+			name:        "unready operands chosen first",
+			st:          Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 2, 0), node("c", 2, 0)}},
+			obs:         Observation{"a": ready(2), "b": ready(2), "c": pending(2)},
+			wantSteps:   []stepSummary{{"c", 3, "installer-3-c"}},
+			wantStart:   "c",
+			wantBlocked: "maxUnavailable 1 reached: 1 in transition, 1 unavailable; a waits for revision 3",
+		},
+		{
+			name:      "a broken operand does not let a healthy node go down too",
+			st:        Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 3, 0), node("c", 2, 0)}},
+			obs:       Observation{"a": ready(2), "b": pending(3), "c": ready(2)},
+			wantStart: "b",
+			// b is at the latest but not ready: a would be a second unavailable node.
+			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; c waits for revision 3",
+		},
+		{
+			name:        "a completed node lets the next one start in the same plan",
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0)}},
+			obs:         Observation{"a": withInstaller(ready(2), InstallerSucceeded), "b": ready(1)},
+			wantSteps:   []stepSummary{{"a", 0, ""}, {"b", 2, "installer-2-b"}},
+			wantStart:   "b",
+			wantBlocked: "",
+		},
+		{
+			name:        "paused: nothing starts",
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0)}},
+			obs:         allReady(1, "a"),
+			policy:      Policy{Paused: true},
+			wantStart:   "a",
+			wantBlocked: "paused: not starting revision 2 on a",
+		},
+		{
+			name:        "paused: in-flight completion is still recorded",
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0)}},
+			obs:         Observation{"a": ready(2), "b": ready(1)},
+			policy:      Policy{Paused: true},
+			wantSteps:   []stepSummary{{"a", 0, ""}},
+			wantStart:   "b",
+			wantBlocked: "paused: not starting revision 2 on b",
+		},
+		{
+			name: "soak: wait until every ready operand was ready long enough",
+			st:   Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
+			obs: Observation{"a": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-10 * time.Second)}},
+				"b": {Operand: OperandState{Phase: OperandReady, Revision: 1, ReadySince: now.Add(-time.Hour)}}},
+			policy:      Policy{MinReadyDuration: 30 * time.Second},
+			wantStart:   "b",
+			wantBlocked: "operands soaking for another 20s before b starts revision 2",
+			wantRequeue: 20 * time.Second,
+		},
+		{
+			name: "soak over: start",
+			st:   Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
+			obs: Observation{"a": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-30 * time.Second)}},
+				"b": {Operand: OperandState{Phase: OperandReady, Revision: 1, ReadySince: now.Add(-time.Hour)}}},
+			policy:    Policy{MinReadyDuration: 30 * time.Second},
+			wantSteps: []stepSummary{{"b", 2, "installer-2-b"}},
+			wantStart: "b",
+		},
+		{
+			name: "unreachable nodes neither block nor start",
+			st:   Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 2), node("c", 1, 0)}},
+			obs: Observation{"a": {Unreachable: true}, "c": ready(1),
+				"b": {Unreachable: true, Installer: InstallerState{Phase: InstallerPending}}},
+			wantSteps: []stepSummary{{"c", 2, "installer-2-c"}},
+			wantStart: "c",
+		},
+		{
+			name: "budget above one: a failing node stops the revision from spreading",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
+				failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "x"), node("b", 1, 0), node("c", 1, 0)}},
+			obs:         Observation{"a": ready(1), "b": ready(1), "c": ready(1)},
+			policy:      Policy{MaxUnavailable: 3},
+			wantStart:   "a",
+			wantRequeue: 10 * time.Second,
+		},
+		{
+			name:      "budget above one: healthy nodes move together behind a healthy leader",
+			st:        Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0), node("c", 1, 0)}},
+			obs:       Observation{"a": withInstaller(ready(1), InstallerRunning), "b": ready(1), "c": ready(1)},
+			policy:    Policy{MaxUnavailable: 2},
+			wantSteps: []stepSummary{{"b", 2, "installer-2-b"}},
+			wantStart: "a", wantBlocked: "maxUnavailable 2 reached: 2 in transition, 2 unavailable; c waits for revision 2",
+		},
+		{
+			name: "backoff wait is the requeue",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
+				failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now.Add(-3*time.Second), "x")}},
+			obs:         Observation{"a": ready(1)},
+			wantStart:   "a",
+			wantRequeue: 7 * time.Second,
+		},
+		{
+			name:      "no nodes",
+			st:        Status{LatestAvailableRevision: 2},
+			wantStart: "",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan, err := PlanRollout(tt.st, tt.obs, tt.policy, now)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantSteps, summarizeSteps(plan))
+			assert.Equal(t, tt.wantStart, plan.Start)
+			assert.Equal(t, tt.wantBlocked, plan.Blocked)
+			assert.Equal(t, tt.wantRequeue, plan.RequeueAfter)
+			assert.Len(t, plan.Status.Conditions, 3)
+
+			again, err := PlanRollout(tt.st, tt.obs, tt.policy, now)
+			require.NoError(t, err)
+			assert.Equal(t, plan, again, "deterministic")
+		})
+	}
+}
+
+func TestPlanRolloutSortsAndDoesNotMutate(t *testing.T) {
+	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("c", 1, 0), node("a", 1, 0), node("b", 1, 0)}}
+	orig := st.DeepCopy()
+	obs := Observation{"a": ready(1), "b": ready(1), "c": ready(1)}
+	plan, err := PlanRollout(st, obs, Policy{}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, *orig, st, "input untouched")
+	var names []string
+	for _, n := range plan.Status.NodeStatuses {
+		names = append(names, n.NodeName)
+	}
+	assert.Equal(t, []string{"a", "b", "c"}, names)
+
+	reversed := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("b", 1, 0), node("a", 1, 0), node("c", 1, 0)}}
+	other, err := PlanRollout(reversed, obs, Policy{}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, plan, other, "input order does not matter")
+}
+
+func TestPlanRolloutInvalid(t *testing.T) {
+	tests := []struct {
+		name   string
+		st     Status
+		obs    Observation
+		policy Policy
+	}{
+		{name: "bad policy", st: Status{LatestAvailableRevision: 1}, policy: Policy{MaxUnavailable: -1}},
+		{name: "duplicate nodes", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0), node("a", 0, 0)}}},
+		{name: "target above latest", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 2)}}},
+		{name: "unknown phase", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}},
+			obs: Observation{"a": {Operand: OperandState{Phase: "Weird"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := PlanRollout(tt.st, tt.obs, tt.policy, t0)
+			assert.ErrorIs(t, err, ErrInvalid)
+		})
+	}
+}
+
+func TestPlanRolloutConditionsAndEvents(t *testing.T) {
+	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0)}}
+	obs := Observation{"a": withInstaller(ready(2), InstallerSucceeded), "b": ready(1)}
+	plan, err := PlanRollout(st, obs, Policy{}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, []Event{
+		{Type: EventTypeNormal, Reason: EventNodeCurrentRevisionChanged, Node: "a", Message: `Updated node "a" from revision 1 to 2`},
+		{Type: EventTypeNormal, Reason: EventNodeTargetRevisionChanged, Node: "b", Message: `Updating node "b" from revision 1 to 2`},
+	}, plan.Events())
+	p, ok := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
+	require.True(t, ok)
+	assert.Equal(t, metav1.ConditionTrue, p.Status)
+	assert.Equal(t, "1 node is at revision 1; 1 node is at revision 2", p.Message)
+	assert.Equal(t, "a: static pod of revision 2 is ready", plan.Reason)
+}
+
+func TestPlanString(t *testing.T) {
+	st := Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 2, 3), node("b", 2, 0), node("c", 1, 2)}}
+	obs := Observation{"a": withInstaller(ready(2), InstallerRunning), "b": ready(2), "c": withInstaller(ready(1), InstallerPending)}
+	plan, err := PlanRollout(st, obs, Policy{MaxUnavailable: 2, InstallerPendingTimeout: time.Minute}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, `revision 3: c: new revision pending
+start a (a is moving to revision 3)
+  a: installer installer-3-a is Running
+  c: new revision pending; target 2->3; delete installer-2-c; create installer-3-c
+blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; b waits for revision 3`, plan.String())
+
+	done, err := PlanRollout(Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 0)}}, Observation{"a": ready(1)}, Policy{}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, "revision 1: 1 node is at revision 1\nstart a (a has the oldest current revision)", done.String())
+}
