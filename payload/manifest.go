@@ -163,7 +163,7 @@ func Load(fsys fs.FS) ([]Manifest, error) {
 			files = append(files, e.Name())
 		}
 	}
-	slices.SortFunc(files, CompareFiles)
+	sortFiles(files)
 
 	var manifests []Manifest
 	for _, file := range files {
@@ -227,3 +227,5 @@ func decodeDocument(raw []byte) (m Manifest, empty bool, err error) {
 	}
 	return m, false, nil
 }
+
+func sortFiles(files []string) { slices.SortFunc(files, CompareFiles) }

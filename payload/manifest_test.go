@@ -1,0 +1,108 @@
+package payload
+
+import (
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseRunLevel(t *testing.T) {
+	tests := []struct {
+		file      string
+		level     int
+		component string
+		ok        bool
+	}{
+		{"0000_50_console_03_deployment.yaml", 50, "console", true},
+		{"0000_05_x-y-z_file1", 5, "x-y-z", true},
+		{"0000_5_x-y-z_file1", 5, "x-y-z", true},
+		{"dir/0000_10_a_b.yaml", 10, "a", true},
+		{"0000_10_cluster-version-operator_01_adminack.yaml", 10, "cluster-version-operator", true},
+		{"0000_99999999999999999999999_a_b.yaml", 0, "", false},
+		{"0000_50_console.yaml", 0, "", false},
+		{"image-references", 0, "", false},
+		{"0001_50_a_b.yaml", 0, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			level, component, ok := ParseRunLevel(tt.file)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.level, level)
+			assert.Equal(t, tt.component, component)
+		})
+	}
+}
+
+func TestCompareFiles(t *testing.T) {
+	files := []string{"b.yaml", "0000_10_a_x.yaml", "0000_5_b_x.yaml", "a.yaml", "0000_05_a_x.yaml", "0000_100_a_x.yaml"}
+	want := []string{"0000_05_a_x.yaml", "0000_5_b_x.yaml", "0000_10_a_x.yaml", "0000_100_a_x.yaml", "a.yaml", "b.yaml"}
+	sortFiles(files)
+	assert.Equal(t, want, files)
+}
+
+func TestLoad(t *testing.T) {
+	fsys := fstest.MapFS{
+		"0000_10_b_01_ns.yaml": {Data: []byte(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: b
+---
+# only a comment
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: b
+  annotations:
+    payload.converge.dev/depends-on: "Namespace/b, ConfigMap/a/base"
+`)},
+		"0000_05_a_00_cm.json": {Data: []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"base","namespace":"a"}}`)},
+		"README.md":            {Data: []byte("not a manifest")},
+		"sub/0000_01_x_y.yaml": {Data: []byte("ignored: true")},
+	}
+	manifests, err := Load(fsys)
+	require.NoError(t, err)
+	require.Len(t, manifests, 3)
+
+	assert.Equal(t, "0000_05_a_00_cm.json", manifests[0].File)
+	assert.Equal(t, "ConfigMap/a/base", manifests[0].Ref())
+
+	assert.Equal(t, "Namespace/b", manifests[1].Ref())
+	assert.Equal(t, 1, manifests[1].Document)
+
+	assert.Equal(t, 3, manifests[2].Document, "documents are counted in the file, empty ones too")
+	assert.Equal(t, "ConfigMap/b/settings", manifests[2].Ref())
+	assert.Equal(t, "b", manifests[2].Namespace())
+	assert.Equal(t, []string{"Namespace/b", "ConfigMap/a/base"}, manifests[2].DependsOn)
+	assert.Equal(t, "v1", manifests[2].GVK.Version)
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		data     string
+		document int
+		contains string
+	}{
+		{name: "bad yaml", data: "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\nmetadata: [unclosed\n", document: 2},
+		{name: "no kind", data: "apiVersion: v1\nmetadata:\n  name: x\n", document: 1, contains: "Kind"},
+		{name: "no name", data: "apiVersion: v1\nkind: ConfigMap\n", document: 1, contains: "metadata.name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(fstest.MapFS{"0000_10_a_x.yaml": {Data: []byte(tt.data)}})
+			require.ErrorIs(t, err, ErrInvalid)
+			var mErr *ManifestError
+			require.ErrorAs(t, err, &mErr)
+			assert.Equal(t, "0000_10_a_x.yaml", mErr.File)
+			assert.Equal(t, tt.document, mErr.Document)
+			assert.Contains(t, err.Error(), `payload: file "0000_10_a_x.yaml" document`)
+			assert.Contains(t, err.Error(), tt.contains)
+		})
+	}
+	_, err := Load(nil)
+	require.ErrorIs(t, err, ErrInvalid)
+}
