@@ -1,0 +1,201 @@
+package fake
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge/rollout"
+)
+
+var rolloutT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestRolloutClusterInstallerOutcomes(t *testing.T) {
+	tests := []struct {
+		name        string
+		script      []InstallerScript
+		failOperand string
+		ticks       int
+		wantPhase   rollout.InstallerPhase
+		wantCont    []rollout.ContainerTermination
+		wantOperand rollout.OperandState
+	}{
+		{
+			name: "succeeds by default and the operand becomes ready", ticks: 3,
+			wantPhase:   rollout.InstallerSucceeded,
+			wantOperand: rollout.OperandState{Phase: rollout.OperandReady, Revision: 2, ReadySince: rolloutT0},
+		},
+		{
+			name: "operand fails as scripted", ticks: 3, failOperand: "CrashLoopBackOff",
+			wantPhase:   rollout.InstallerSucceeded,
+			wantOperand: rollout.OperandState{Phase: rollout.OperandFailed, Revision: 2, Message: "CrashLoopBackOff"},
+		},
+		{
+			name: "fails with a message", ticks: 2, script: []InstallerScript{{Outcome: InstallerFails, Message: "disk full"}},
+			wantPhase:   rollout.InstallerFailed,
+			wantCont:    []rollout.ContainerTermination{{Name: "installer", Message: "disk full"}},
+			wantOperand: rollout.OperandState{Phase: rollout.OperandReady, Revision: 1, ReadySince: rolloutT0},
+		},
+		{
+			name: "OOM killed", ticks: 2, script: []InstallerScript{{Outcome: InstallerOOMKilled}},
+			wantPhase:   rollout.InstallerFailed,
+			wantCont:    []rollout.ContainerTermination{{Name: "installer", OOMKilled: true}},
+			wantOperand: rollout.OperandState{Phase: rollout.OperandReady, Revision: 1, ReadySince: rolloutT0},
+		},
+		{
+			name: "hangs pending", ticks: 5, script: []InstallerScript{{Outcome: InstallerHangs}},
+			wantPhase:   rollout.InstallerPending,
+			wantOperand: rollout.OperandState{Phase: rollout.OperandReady, Revision: 1, ReadySince: rolloutT0},
+		},
+		{
+			name: "disappears", ticks: 1, script: []InstallerScript{{Outcome: InstallerDisappears}},
+			wantPhase:   rollout.InstallerNotFound,
+			wantOperand: rollout.OperandState{Phase: rollout.OperandReady, Revision: 1, ReadySince: rolloutT0},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := NewRolloutCluster(clocktesting.NewFakePassiveClock(rolloutT0), 1, "a")
+			c.ScriptInstallers("a", tt.script...)
+			if tt.failOperand != "" {
+				c.OperandFails = map[string]map[int32]string{"a": {2: tt.failOperand}}
+			}
+			inst := rollout.Installer{Node: "a", Revision: 2, Name: "installer-2-a"}
+			require.NoError(t, c.EnsureInstaller(ctx, inst))
+			st, err := c.GetInstaller(ctx, inst)
+			require.NoError(t, err)
+			assert.Equal(t, rollout.InstallerPending, st.Phase)
+			assert.Equal(t, rolloutT0, st.StartTime)
+			for range tt.ticks {
+				c.Tick()
+			}
+			st, err = c.GetInstaller(ctx, inst)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantPhase, st.Phase)
+			assert.Equal(t, tt.wantCont, st.Containers)
+			op, err := c.GetOperand(ctx, "a")
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantOperand, op)
+		})
+	}
+}
+
+func TestRolloutClusterAttemptsAndCalls(t *testing.T) {
+	ctx := context.Background()
+	c := NewRolloutCluster(clocktesting.NewFakePassiveClock(rolloutT0), 0, "a")
+	c.ScriptInstallers("a", InstallerScript{Outcome: InstallerFails, Message: "first"})
+	first := rollout.Installer{Node: "a", Revision: 1, Name: "installer-1-a"}
+	retry := rollout.Installer{Node: "a", Revision: 1, Name: "installer-1-retry-1-a"}
+	require.NoError(t, c.EnsureInstaller(ctx, first))
+	require.NoError(t, c.EnsureInstaller(ctx, first), "ensure is idempotent")
+	require.NoError(t, c.EnsureInstaller(ctx, retry))
+	c.Tick()
+	c.Tick()
+	a, _ := c.GetInstaller(ctx, first)
+	b, _ := c.GetInstaller(ctx, retry)
+	assert.Equal(t, rollout.InstallerFailed, a.Phase, "first attempt scripted to fail")
+	assert.Equal(t, rollout.InstallerSucceeded, b.Phase, "second attempt unscripted")
+	assert.Equal(t, []rollout.Installer{first, retry}, c.CreatedInstallers())
+
+	require.NoError(t, c.DeleteInstaller(ctx, first))
+	require.NoError(t, c.DeleteInstaller(ctx, first), "deleting a missing pod is fine")
+	gone, _ := c.GetInstaller(ctx, first)
+	assert.Equal(t, rollout.InstallerNotFound, gone.Phase)
+
+	missing, err := c.GetOperand(ctx, "nowhere")
+	require.NoError(t, err)
+	assert.Equal(t, rollout.OperandNotFound, missing.Phase)
+
+	calls := c.Recorded()
+	require.Len(t, calls, 9)
+	assert.Equal(t, RolloutCall{Method: "EnsureInstaller", Node: "a", Installer: "installer-1-a"}, calls[0])
+	assert.Equal(t, RolloutCall{Method: "GetOperand", Node: "nowhere"}, calls[8])
+}
+
+func TestRolloutClusterUnreachableAndErrors(t *testing.T) {
+	ctx := context.Background()
+	c := NewRolloutCluster(clocktesting.NewFakePassiveClock(rolloutT0), 1, "a")
+	c.SetUnreachable("a", true)
+	ok, err := c.NodeReady(ctx, "a")
+	require.NoError(t, err)
+	assert.False(t, ok)
+	inst := rollout.Installer{Node: "a", Revision: 2, Name: "installer-2-a"}
+	require.NoError(t, c.EnsureInstaller(ctx, inst))
+	assert.False(t, c.Tick(), "nothing moves on an unreachable node")
+	c.SetUnreachable("a", false)
+	assert.True(t, c.Tick())
+
+	boom := errors.New("boom")
+	c.Errors = map[string]error{"GetOperand": boom, "EnsureInstaller": boom}
+	_, err = c.GetOperand(ctx, "a")
+	assert.ErrorIs(t, err, boom)
+	assert.ErrorIs(t, c.EnsureInstaller(ctx, rollout.Installer{Node: "a", Name: "x"}), boom)
+}
+
+func TestRolloutStatusStore(t *testing.T) {
+	ctx := context.Background()
+	s := NewRolloutStatusStore(2, 1, "a", "b")
+	st, rv, err := s.GetStatus(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "0", rv)
+	assert.Equal(t, int32(2), st.LatestAvailableRevision)
+
+	st.NodeStatuses[0].TargetRevision = 2
+	rv2, err := s.UpdateStatus(ctx, st, rv)
+	require.NoError(t, err)
+	assert.Equal(t, "1", rv2)
+
+	_, err = s.UpdateStatus(ctx, st, rv)
+	require.ErrorIs(t, err, rollout.ErrConflict, "stale version")
+
+	s.Conflicts = 1
+	_, err = s.UpdateStatus(ctx, st, rv2)
+	require.ErrorIs(t, err, rollout.ErrConflict, "injected conflict")
+	assert.Equal(t, 2, s.ConflictsReturned)
+
+	cur, rv3, err := s.GetStatus(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), cur.NodeStatuses[0].TargetRevision, "the first write stuck")
+	_, err = s.UpdateStatus(ctx, cur, rv3)
+	require.NoError(t, err)
+	assert.Equal(t, 2, s.WriteCount())
+	assert.Equal(t, 2, s.Reads)
+
+	cur.NodeStatuses[0].CurrentRevision = 9
+	assert.Equal(t, int32(1), s.Current().NodeStatuses[0].CurrentRevision, "store keeps its own copy")
+
+	s.UpdateErr = errors.New("down")
+	_, err = s.UpdateStatus(ctx, cur, "4")
+	assert.EqualError(t, err, "down")
+}
+
+func TestRolloutFakesConcurrent(t *testing.T) {
+	ctx := context.Background()
+	c := NewRolloutCluster(clocktesting.NewFakePassiveClock(rolloutT0), 1, "a", "b")
+	s := NewRolloutStatusStore(1, 1, "a", "b")
+	var ev RolloutEvents
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.EnsureInstaller(ctx, rollout.Installer{Node: "a", Revision: 2, Name: "installer-2-a"})
+			_, _ = c.GetOperand(ctx, "b")
+			c.Tick()
+			st, rv, _ := s.GetStatus(ctx)
+			_, _ = s.UpdateStatus(ctx, st, rv)
+			ev.Emit(ctx, rollout.Event{Reason: "R", Node: string(rune('a' + i))})
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, c.Recorded(), 16)
+	assert.Len(t, ev.Reasons(), 8)
+	assert.Len(t, c.CreatedInstallers(), 1)
+}
