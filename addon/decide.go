@@ -2,6 +2,8 @@ package addon
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -412,12 +414,13 @@ func (d *decider) setConditions() error {
 	if d.note != "" {
 		msg += " (" + d.note + ")"
 	}
+	msg = truncate(msg)
 	var err error
 	switch {
 	case st.Phase == PhaseRunning:
 		_, err = conditions.SetReady(&st.Conditions, string(st.Phase), msg, now, gen)
 	case st.Phase == PhaseFailed:
-		_, err = conditions.SetStalled(&st.Conditions, st.Reason, msg, now, gen)
+		_, err = conditions.SetStalled(&st.Conditions, safeReason(st.Reason, st.Phase), msg, now, gen)
 	case st.Phase == PhaseDeleted:
 		conditions.Remove(&st.Conditions, conditions.TypeReconciling)
 		conditions.Remove(&st.Conditions, conditions.TypeStalled)
@@ -440,12 +443,34 @@ func (d *decider) setConditions() error {
 		degraded.Status, degraded.Reason = metav1.ConditionTrue, "VersionFailed"
 		degraded.Message = fmt.Sprintf("version %s failed; running %s", st.FailedVersion, st.InstalledVersion)
 	case d.note != "":
-		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionUnknown, "HealthUnknown", d.note
+		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionUnknown, "HealthUnknown", truncate(d.note)
 	}
 	if _, err := conditions.Set(&st.Conditions, degraded, now, gen); err != nil {
 		return fmt.Errorf("addon: conditions: %w", err)
 	}
 	return nil
+}
+
+// reasonPattern is the API's format for a condition reason.
+var reasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// safeReason returns reason if the API accepts it as a condition reason (a
+// host may have persisted anything), else the phase.
+func safeReason(reason string, p Phase) string {
+	if len(reason) <= 1024 && reasonPattern.MatchString(reason) {
+		return reason
+	}
+	return string(p)
+}
+
+// maxMessage keeps condition messages within the API's 32768 bytes.
+const maxMessage = 32000
+
+func truncate(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	return strings.ToValidUTF8(msg[:maxMessage], "") + "…"
 }
 
 func (d *decider) decision() Decision {

@@ -132,6 +132,7 @@ func (m *Machine) Reconcile(ctx context.Context, spec Spec, status Status) (Stat
 	}
 	events := d.Events
 	if d.Action == ActionNone {
+		logEvents(log, events)
 		return d.Status, result(d, events, ActionNone), m.write(ctx, spec, d.Status)
 	}
 	if err := m.write(ctx, spec, d.Status); err != nil {
@@ -148,10 +149,14 @@ func (m *Machine) Reconcile(ctx context.Context, spec Spec, status Status) (Stat
 		return d.Status, result(d, events, d.Action), err
 	}
 	events = append(events, after.Events...)
-	if after.Status.Phase != status.Phase {
-		log.Info("Phase changed", "from", status.Phase, "to", after.Status.Phase, "reason", after.Status.Reason)
-	}
+	logEvents(log, events)
 	return after.Status, result(after, events, d.Action), m.write(ctx, spec, after.Status)
+}
+
+func logEvents(log klog.Logger, events []Record) {
+	for _, e := range events {
+		log.V(1).Info("Event", "type", e.Type, "reason", e.Reason, "message", e.Message)
+	}
 }
 
 func (m *Machine) jitter() float64 {
