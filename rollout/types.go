@@ -117,7 +117,7 @@ func (s *Status) DeepCopy() *Status {
 }
 
 // Node returns the status of the named node.
-func (s *Status) Node(name string) (NodeStatus, bool) {
+func (s Status) Node(name string) (NodeStatus, bool) {
 	for _, n := range s.NodeStatuses {
 		if n.NodeName == name {
 			return n, true
