@@ -148,9 +148,15 @@ func TestControllerSyncHostErrors(t *testing.T) {
 	}{
 		{name: "status read", setup: func(s *fake.RolloutStatusStore, _ *fake.RolloutCluster) { s.GetErr = boom }, wantErr: "rollout: reading status: boom"},
 		{name: "status write", setup: func(s *fake.RolloutStatusStore, _ *fake.RolloutCluster) { s.UpdateErr = boom }, wantErr: "rollout: writing status of node a: boom"},
-		{name: "operand read", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) { c.Errors = map[string]error{"GetOperand": boom} }, wantErr: "rollout: reading operand of node a: boom"},
-		{name: "node read", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) { c.Errors = map[string]error{"NodeReady": boom} }, wantErr: "rollout: reading node a: boom"},
-		{name: "installer create", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) { c.Errors = map[string]error{"EnsureInstaller": boom} }, wantErr: "rollout: creating installer installer-2-a: boom"},
+		{name: "operand read", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
+			c.Errors = map[string]error{"GetOperand": boom}
+		}, wantErr: "rollout: reading operand of node a: boom"},
+		{name: "node read", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
+			c.Errors = map[string]error{"NodeReady": boom}
+		}, wantErr: "rollout: reading node a: boom"},
+		{name: "installer create", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
+			c.Errors = map[string]error{"EnsureInstaller": boom}
+		}, wantErr: "rollout: creating installer installer-2-a: boom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
