@@ -1,0 +1,155 @@
+package testenv
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+)
+
+// Environment variables that point at existing binaries and skip the build.
+const (
+	EnvKubeAPIServer = "CONVERGE_KUBE_APISERVER"
+	EnvEtcd          = "CONVERGE_ETCD"
+)
+
+// Binaries are the paths of the two programs an Environment runs.
+type Binaries struct {
+	KubeAPIServer string
+	Etcd          string
+}
+
+// sourceDir is the directory of this file; the tools module and the cache
+// are found from it, so the package works from any working directory.
+func sourceDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(file)
+}
+
+// ToolsDir is the tools module the binaries are built from.
+func ToolsDir() string { return filepath.Join(sourceDir(), "tools") }
+
+// CacheDir is the git-ignored directory that holds built binaries, one
+// sub-directory per version key.
+func CacheDir() string { return filepath.Join(sourceDir(), "..", "..", ".cache", "testbin") }
+
+// versionKey identifies the pinned versions: a digest of the tools module's
+// go.mod, go.sum and etcd main.
+func versionKey() (string, error) {
+	h := sha256.New()
+	for _, name := range []string{"go.mod", "go.sum", filepath.Join("etcd", "main.go")} {
+		b, err := os.ReadFile(filepath.Join(ToolsDir(), name))
+		if err != nil {
+			return "", fmt.Errorf("testenv: version key: %w", err)
+		}
+		fmt.Fprintf(h, "%s %d\n", name, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// EnsureBinaries returns the binaries named by the environment variables,
+// or those in the cache for the current version key, building them first
+// when they are missing. Concurrent callers, in this process or others,
+// build once: the build holds a file lock.
+func EnsureBinaries(ctx context.Context) (Binaries, error) {
+	if api, etcd := os.Getenv(EnvKubeAPIServer), os.Getenv(EnvEtcd); api != "" || etcd != "" {
+		if api == "" || etcd == "" {
+			return Binaries{}, fmt.Errorf("testenv: set both %s and %s, or neither", EnvKubeAPIServer, EnvEtcd)
+		}
+		for _, p := range []string{api, etcd} {
+			if err := executable(p); err != nil {
+				return Binaries{}, err
+			}
+		}
+		return Binaries{KubeAPIServer: api, Etcd: etcd}, nil
+	}
+	key, err := versionKey()
+	if err != nil {
+		return Binaries{}, err
+	}
+	dir := filepath.Join(CacheDir(), key)
+	bins := Binaries{KubeAPIServer: filepath.Join(dir, "kube-apiserver"), Etcd: filepath.Join(dir, "etcd")}
+	if executable(bins.KubeAPIServer) == nil && executable(bins.Etcd) == nil {
+		return bins, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return Binaries{}, fmt.Errorf("testenv: %w", err)
+	}
+	unlock, err := lock(filepath.Join(dir, ".lock"))
+	if err != nil {
+		return Binaries{}, err
+	}
+	defer unlock()
+	for _, b := range []struct{ out, pkg string }{
+		{bins.Etcd, "./etcd"},
+		{bins.KubeAPIServer, "k8s.io/kubernetes/cmd/kube-apiserver"},
+	} {
+		if executable(b.out) == nil {
+			continue // another process built it while we waited for the lock
+		}
+		if err := goBuild(ctx, b.out, b.pkg); err != nil {
+			return Binaries{}, err
+		}
+	}
+	return bins, nil
+}
+
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return fmt.Errorf("testenv: binary %s: %w", path, err)
+	case fi.IsDir() || fi.Mode()&0o111 == 0:
+		return fmt.Errorf("testenv: binary %s is not an executable file", path)
+	}
+	return nil
+}
+
+// goBuild builds pkg of the tools module into out, atomically.
+func goBuild(ctx context.Context, out, pkg string) error {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	tmp := out + ".tmp"
+	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, pkg)
+	cmd.Dir = ToolsDir()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
+	if outb, err := cmd.CombinedOutput(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("testenv: go build %s: %w\n%s", pkg, err, outb)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("testenv: %w", err)
+	}
+	return nil
+}
+
+// lock takes an exclusive flock on path, waiting for it.
+func lock(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("testenv: lock: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("testenv: lock %s: %w", path, err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}
