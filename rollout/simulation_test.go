@@ -1,0 +1,248 @@
+package rollout_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/fake"
+	"github.com/converge-dev/converge/rollout"
+)
+
+// sim is a multi-node rollout driven by the Controller against the fakes.
+type sim struct {
+	t       *testing.T
+	clk     *clocktesting.FakeClock
+	cluster *fake.RolloutCluster
+	store   *fake.RolloutStatusStore
+	events  *fake.RolloutEvents
+	policy  rollout.Policy
+	// maxUnavailable is the most reachable nodes seen in transition or not ready after any sync.
+	maxUnavailable int
+	maxTransition  int
+	syncs          int
+}
+
+// newSim builds five nodes in different states, latest revision 4:
+// a at 3, b at 1, c at 2, d at 3 with a crashed operand, e at 2.
+func newSim(t *testing.T, p rollout.Policy) *sim {
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 0)
+	store := &fake.RolloutStatusStore{Status: rollout.Status{LatestAvailableRevision: 4}}
+	for _, n := range []struct {
+		name string
+		rev  int32
+	}{{"a", 3}, {"b", 1}, {"c", 2}, {"d", 3}, {"e", 2}} {
+		store.Status.NodeStatuses = append(store.Status.NodeStatuses, rollout.NodeStatus{NodeName: n.name, CurrentRevision: n.rev})
+		cluster.Operands[n.name] = rollout.OperandState{Phase: rollout.OperandReady, Revision: n.rev, ReadySince: t0}
+	}
+	cluster.Operands["d"] = rollout.OperandState{Phase: rollout.OperandFailed, Revision: 3, Message: "crashed"}
+	return &sim{t: t, clk: clk, cluster: cluster, store: store, events: &fake.RolloutEvents{}, policy: p}
+}
+
+func (s *sim) controller() *rollout.Controller {
+	return &rollout.Controller{Status: s.store, Installers: s.cluster, Operands: s.cluster, Nodes: s.cluster,
+		Events: s.events, Clock: s.clk, Policy: s.policy}
+}
+
+// run syncs with c until converged or max syncs, letting the kubelet move
+// and the clock advance in between, and checks the budget after every sync.
+func (s *sim) run(c *rollout.Controller, max int) bool {
+	s.t.Helper()
+	ctx := context.Background()
+	for range max {
+		res, err := c.Sync(ctx)
+		require.NoError(s.t, err)
+		s.syncs++
+		s.check()
+		if res.Converged {
+			return true
+		}
+		step := time.Second
+		if !s.cluster.Tick() && res.RequeueAfter > 0 {
+			step = res.RequeueAfter
+		}
+		s.clk.Step(step)
+	}
+	return false
+}
+
+// check records how many reachable nodes are in transition or not ready
+// now, and how many are in transition in every status written.
+func (s *sim) check() {
+	st := s.store.Current()
+	unavailable := 0
+	for _, n := range st.NodeStatuses {
+		if s.cluster.Unreachable[n.NodeName] {
+			continue
+		}
+		if n.InTransition() || s.cluster.Operand(n.NodeName).Phase != rollout.OperandReady {
+			unavailable++
+		}
+	}
+	s.maxUnavailable = max(s.maxUnavailable, unavailable)
+	for _, w := range s.store.Writes {
+		inTransition := 0
+		for _, n := range w.NodeStatuses {
+			if n.InTransition() && !s.cluster.Unreachable[n.NodeName] {
+				inTransition++
+			}
+		}
+		s.maxTransition = max(s.maxTransition, inTransition)
+	}
+}
+
+func (s *sim) installerOrder() []string {
+	var out []string
+	for _, i := range s.cluster.CreatedInstallers() {
+		out = append(out, i.Name)
+	}
+	return out
+}
+
+func TestSimulationWorstFirst(t *testing.T) {
+	s := newSim(t, rollout.Policy{})
+	require.True(t, s.run(s.controller(), 100))
+
+	// d (crashed operand) first, then the oldest current revisions, ties by name.
+	assert.Equal(t, []string{"installer-4-d", "installer-4-b", "installer-4-c", "installer-4-e", "installer-4-a"}, s.installerOrder())
+	assert.LessOrEqual(t, s.maxUnavailable, 1, "MaxUnavailable never exceeded")
+	assert.Equal(t, 1, s.maxTransition)
+	for _, n := range s.store.Current().NodeStatuses {
+		assert.Equal(t, rollout.NodeStatus{NodeName: n.NodeName, CurrentRevision: 4}, n)
+	}
+	p, _ := conditions.Get(s.store.Current().Conditions, conditions.TypeProgressing)
+	assert.Equal(t, metav1.ConditionFalse, p.Status)
+	assert.Equal(t, "5 nodes are at revision 4", p.Message)
+	current := 0
+	for _, r := range s.events.Reasons() {
+		if r == rollout.EventNodeCurrentRevisionChanged {
+			current++
+		}
+	}
+	assert.Equal(t, 5, current, "one current-revision change per node")
+}
+
+func TestSimulationMaxUnavailable(t *testing.T) {
+	for _, budget := range []int{1, 2, 3, 5} {
+		t.Run(fmt.Sprintf("budget %d", budget), func(t *testing.T) {
+			s := newSim(t, rollout.Policy{MaxUnavailable: budget})
+			s.cluster.ScriptInstallers("c", fake.InstallerScript{Outcome: fake.InstallerFails, Message: "flaky"})
+			require.True(t, s.run(s.controller(), 200))
+			assert.LessOrEqual(t, s.maxUnavailable, budget)
+			assert.LessOrEqual(t, s.maxTransition, budget)
+			if budget > 1 {
+				assert.Greater(t, s.maxTransition, 1, "a larger budget is used")
+			}
+			assert.True(t, s.store.Current().Converged())
+		})
+	}
+}
+
+func TestSimulationRestartAndConflicts(t *testing.T) {
+	reference := newSim(t, rollout.Policy{})
+	require.True(t, reference.run(reference.controller(), 100))
+
+	t.Run("restart mid-rollout", func(t *testing.T) {
+		s := newSim(t, rollout.Policy{})
+		assert.False(t, s.run(s.controller(), 7), "still rolling out")
+		mid := s.store.Current()
+		assert.False(t, mid.Converged())
+		require.True(t, s.run(s.controller(), 100), "a new controller continues from status alone")
+		assert.Equal(t, reference.installerOrder(), s.installerOrder())
+		assert.Equal(t, reference.store.Current().NodeStatuses, s.store.Current().NodeStatuses)
+	})
+
+	t.Run("injected conflicts lose nothing", func(t *testing.T) {
+		s := newSim(t, rollout.Policy{})
+		c := s.controller()
+		ctx := context.Background()
+		converged := false
+		for i := 0; i < 200 && !converged; i++ {
+			if i%2 == 0 {
+				s.store.Conflicts = 1
+			}
+			res, err := c.Sync(ctx)
+			require.NoError(t, err)
+			s.check()
+			converged = res.Converged
+			step := time.Second
+			if !s.cluster.Tick() && res.RequeueAfter > 0 {
+				step = res.RequeueAfter
+			}
+			s.clk.Step(step)
+		}
+		require.True(t, converged)
+		assert.Positive(t, s.store.ConflictsReturned)
+		assert.Equal(t, reference.installerOrder(), s.installerOrder())
+		assert.Equal(t, reference.events.Reasons(), s.events.Reasons(), "every transition reported once")
+		assert.LessOrEqual(t, s.maxUnavailable, 1)
+	})
+}
+
+func TestSimulationFailuresAndRetries(t *testing.T) {
+	s := newSim(t, rollout.Policy{})
+	s.cluster.ScriptInstallers("b",
+		fake.InstallerScript{Outcome: fake.InstallerOOMKilled},
+		fake.InstallerScript{Outcome: fake.InstallerOOMKilled},
+	)
+	s.cluster.ScriptInstallers("e", fake.InstallerScript{Outcome: fake.InstallerDisappears})
+	require.True(t, s.run(s.controller(), 200))
+	assert.Equal(t, []string{"installer-4-d", "installer-4-b", "installer-4-retry-1-b", "installer-4-retry-2-b",
+		"installer-4-c", "installer-4-e", "installer-4-e", "installer-4-a"}, s.installerOrder(), "e's vanished installer is re-created")
+	b, _ := s.store.Current().Node("b")
+	assert.Equal(t, int32(4), b.CurrentRevision)
+	assert.Equal(t, int32(2), b.LastFailedCount)
+	assert.Equal(t, []string{"installer: OOMKilled"}, b.LastFailedErrors)
+	assert.False(t, b.Failing())
+	e, _ := s.store.Current().Node("e")
+	assert.Zero(t, e.LastFailedRevision, "a vanished installer is not a failure")
+}
+
+func TestSimulationPendingTimeoutAndGiveUp(t *testing.T) {
+	s := newSim(t, rollout.Policy{InstallerPendingTimeout: time.Minute, MaxInstallerRetries: 1})
+	s.cluster.ScriptInstallers("d",
+		fake.InstallerScript{Outcome: fake.InstallerHangs},
+		fake.InstallerScript{Outcome: fake.InstallerHangs},
+	)
+	assert.False(t, s.run(s.controller(), 300))
+	d, _ := s.store.Current().Node("d")
+	assert.Equal(t, int32(4), d.TargetRevision)
+	assert.Equal(t, int32(2), d.LastFailedCount)
+	assert.Equal(t, []string{"installer-4-d", "installer-4-retry-1-d"}, s.installerOrder(), "gave up after one retry; the budget holds the rest")
+	assert.Empty(t, s.cluster.Pods["installer-4-d"], "timed out installers are deleted")
+	deg, _ := conditions.Get(s.store.Current().Conditions, conditions.TypeDegraded)
+	assert.Equal(t, metav1.ConditionTrue, deg.Status)
+	assert.Equal(t, rollout.ReasonInstallerRetriesExhausted, deg.Reason)
+	assert.Contains(t, deg.Message, "1 node is failing on revision 4:\nd: installer installer-4-retry-1-d did not finish within 1m0s (Pending)")
+
+	// A newer revision supersedes the stuck one and the rollout converges.
+	s.store.SetLatest(5)
+	require.True(t, s.run(s.controller(), 300))
+}
+
+func TestSimulationUnreachableNode(t *testing.T) {
+	s := newSim(t, rollout.Policy{})
+	s.cluster.SetUnreachable("a", true)
+	assert.False(t, s.run(s.controller(), 100))
+	for _, n := range s.store.Current().NodeStatuses {
+		if n.NodeName == "a" {
+			assert.Equal(t, rollout.NodeStatus{NodeName: "a", CurrentRevision: 3}, n, "never started")
+			continue
+		}
+		assert.Equal(t, int32(4), n.CurrentRevision, n.NodeName)
+	}
+	deg, _ := conditions.Get(s.store.Current().Conditions, conditions.TypeDegraded)
+	assert.Equal(t, rollout.ReasonNodesUnreachable, deg.Reason)
+	assert.Equal(t, "1 node is unreachable: a", deg.Message)
+
+	s.cluster.SetUnreachable("a", false)
+	require.True(t, s.run(s.controller(), 100))
+}
