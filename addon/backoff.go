@@ -1,6 +1,9 @@
 package addon
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Backoff is an exponential backoff with a cap and jitter: the n-th
 // consecutive failure waits min(Cap, Base·2^(n-1)) · (1 + Jitter·j), where j
@@ -39,10 +42,15 @@ func (b Backoff) Delay(failures int, j float64) time.Duration {
 	}
 	d := b.Base
 	for i := 1; i < failures && d < b.Cap; i++ {
+		if d > b.Cap/2 {
+			d = b.Cap
+			break
+		}
 		d *= 2
 	}
-	if d > b.Cap {
-		d = b.Cap
+	extra := float64(d) * b.Jitter * j
+	if extra >= float64(math.MaxInt64-d) {
+		return math.MaxInt64
 	}
-	return d + time.Duration(float64(d)*b.Jitter*j)
+	return d + time.Duration(extra)
 }

@@ -1,0 +1,167 @@
+package addon_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/fake"
+)
+
+var meshSpec = addon.Spec{Name: "tke/mesh-manager", Generation: 1, Version: "v1"}
+
+func newMachine(t *testing.T, cfg addon.Config) *addon.Machine {
+	t.Helper()
+	if cfg.Clock == nil {
+		cfg.Clock = clocktesting.NewFakeClock(t0)
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = func() float64 { return 0 }
+	}
+	m, err := addon.NewMachine(cfg)
+	require.NoError(t, err)
+	return m
+}
+
+func TestReconcileRunsAtMostOneActionPerCall(t *testing.T) {
+	drv := &fake.AddonDriver{}
+	m := newMachine(t, addon.Config{Driver: drv})
+	st, res, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
+	require.NoError(t, err)
+	assert.Equal(t, []fake.AddonCall{{Method: fake.AddonInstall, Name: meshSpec.Name, Version: "v1"}}, drv.Recorded())
+	assert.Equal(t, addon.ActionInstall, res.Action)
+	assert.True(t, res.Requeue, "the health check is due at once, in the next call")
+	assert.Equal(t, addon.PhaseChecking, st.Phase)
+	require.Len(t, res.Events, 2)
+	assert.Equal(t, "Created", res.Events[0].Reason)
+	assert.Equal(t, "InstallSucceeded", res.Events[1].Reason)
+}
+
+func TestReconcileHangingActionFailsAtItsTimeout(t *testing.T) {
+	drv := &fake.AddonDriver{}
+	drv.Push(fake.AddonInstall, fake.AddonOutcome{Hang: true})
+	m := newMachine(t, addon.Config{Driver: drv, Policy: addon.Policy{ActionTimeout: 5 * time.Millisecond}})
+	st, _, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
+	require.NoError(t, err, "a failed action is recorded, not returned")
+	assert.Equal(t, addon.PhaseReinitializing, st.Phase)
+	assert.Equal(t, 1, st.InstallFailures)
+	assert.Contains(t, st.Message, context.DeadlineExceeded.Error())
+}
+
+func TestReconcileConflictBeforeTheActionRunsNothing(t *testing.T) {
+	drv := &fake.AddonDriver{}
+	store := &fake.AddonStatusStore{Conflicts: 1}
+	m := newMachine(t, addon.Config{Driver: drv, Writer: store})
+	st, res, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
+	require.ErrorIs(t, err, addon.ErrConflict)
+	assert.Empty(t, drv.Recorded(), "another writer won: this one must not install too (seed bug 2)")
+	assert.Equal(t, addon.ActionNone, res.Action)
+	assert.Equal(t, addon.ActionInstall, st.PendingAction, "the decision is still returned")
+
+	st, _, err = m.Reconcile(context.Background(), meshSpec, addon.Status{})
+	require.NoError(t, err)
+	assert.Equal(t, addon.PhaseChecking, st.Phase)
+	stored, ok := store.Get(meshSpec.Name)
+	require.True(t, ok)
+	assert.Equal(t, st, stored)
+	assert.Equal(t, 2, store.Writes, "claimed before the action, recorded after it")
+}
+
+func TestReconcileConflictAfterTheActionLosesNothing(t *testing.T) {
+	drv := &fake.AddonDriver{}
+	var writes int
+	var stored addon.Status
+	writer := addon.StatusWriterFunc(func(_ context.Context, _ addon.Spec, st addon.Status) error {
+		writes++
+		if writes == 2 {
+			return apierrors.NewConflict(schema.GroupResource{Group: "mesh.tkestack.io", Resource: "meshmanagers"}, "mesh-manager", errors.New("changed"))
+		}
+		stored = st
+		return nil
+	})
+	m := newMachine(t, addon.Config{Driver: drv, Writer: writer, IsConflict: apierrors.IsConflict})
+	st, _, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
+	require.ErrorIs(t, err, addon.ErrConflict, "seed bug 3: the conflict surfaces instead of being logged")
+	assert.True(t, apierrors.IsConflict(errors.Unwrap(err)))
+	assert.Equal(t, addon.PhaseChecking, st.Phase, "the outcome is in the returned status")
+
+	// The host retries with a fresh read (the claim written before the
+	// install): the idempotent install runs again and reaches the same place.
+	require.Equal(t, addon.ActionInstall, stored.PendingAction)
+	st2, _, err := m.Reconcile(context.Background(), meshSpec, stored)
+	require.NoError(t, err)
+	assert.Equal(t, st.Phase, st2.Phase)
+	assert.Equal(t, 2, drv.Count(fake.AddonInstall))
+}
+
+func TestReconcileWriteErrorIsWrapped(t *testing.T) {
+	boom := errors.New("etcd down")
+	m := newMachine(t, addon.Config{Driver: &fake.AddonDriver{}, Writer: addon.StatusWriterFunc(func(context.Context, addon.Spec, addon.Status) error { return boom })})
+	_, _, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
+	require.ErrorIs(t, err, boom)
+	assert.NotErrorIs(t, err, addon.ErrConflict)
+	assert.Contains(t, err.Error(), "addon: write status")
+}
+
+func TestReconcileBadInputIsAnErrorNotAPanic(t *testing.T) {
+	drv := &fake.AddonDriver{}
+	m := newMachine(t, addon.Config{Driver: drv})
+	_, _, err := m.Reconcile(context.Background(), addon.Spec{}, addon.Status{Phase: "Bogus"})
+	require.ErrorIs(t, err, addon.ErrInvalid)
+	assert.Empty(t, drv.Recorded())
+}
+
+func TestReconcileRestartMidActionRerunsIt(t *testing.T) {
+	drv := &fake.AddonDriver{}
+	store := &fake.AddonStatusStore{}
+	var claimed addon.Status
+	writer := addon.StatusWriterFunc(func(ctx context.Context, spec addon.Spec, st addon.Status) error {
+		if claimed.Phase == "" {
+			claimed = *st.DeepCopy() // the process dies after this write
+		}
+		return store.WriteStatus(ctx, spec, st)
+	})
+	m := newMachine(t, addon.Config{Driver: drv, Writer: writer})
+	_, _, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
+	require.NoError(t, err)
+	require.Equal(t, addon.ActionInstall, claimed.PendingAction, "the claim records the action before it runs")
+
+	restarted := newMachine(t, addon.Config{Driver: drv})
+	st, res, err := restarted.Reconcile(context.Background(), meshSpec, claimed)
+	require.NoError(t, err)
+	assert.Equal(t, addon.ActionInstall, res.Action, "the lost outcome is recovered by running the idempotent action again")
+	assert.Equal(t, addon.PhaseChecking, st.Phase)
+	assert.Equal(t, 2, drv.Count(fake.AddonInstall))
+}
+
+func TestDeletedAddonIsNeverReinstalled(t *testing.T) {
+	drv := &fake.AddonDriver{}
+	clk := clocktesting.NewFakeClock(t0)
+	m := newMachine(t, addon.Config{Driver: drv, Clock: clk})
+	before := runtime.NumGoroutine()
+	spec := meshSpec
+	st, _, err := m.Reconcile(context.Background(), spec, addon.Status{})
+	require.NoError(t, err)
+	spec.Deleting = true
+	st, res, err := m.Reconcile(context.Background(), spec, st)
+	require.NoError(t, err)
+	require.True(t, res.Deleted)
+	for range 10 {
+		clk.Step(time.Hour)
+		st, res, err = m.Reconcile(context.Background(), spec, st)
+		require.NoError(t, err)
+		assert.True(t, res.Deleted)
+		assert.Equal(t, addon.ActionNone, res.Action)
+	}
+	assert.Equal(t, 1, drv.Count(fake.AddonInstall), "seed bug 1: nothing left running re-installs a deleted add-on")
+	assert.Equal(t, before, runtime.NumGoroutine(), "no goroutine per object or phase")
+}

@@ -1,0 +1,188 @@
+package addon_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-dev/converge/addon"
+)
+
+func TestDefaultTableIsValid(t *testing.T) {
+	require.NoError(t, addon.DefaultTable().Validate())
+	_, err := addon.NewTable(addon.DefaultTable().Rows())
+	require.NoError(t, err)
+}
+
+func TestDefaultTableCoversTheSeedLifecycle(t *testing.T) {
+	tb := addon.DefaultTable()
+	for _, tc := range []struct {
+		from  addon.Phase
+		event addon.Event
+		to    addon.Phase
+	}{
+		{addon.PhaseInitializing, addon.EventInstallSucceeded, addon.PhaseChecking},
+		{addon.PhaseInitializing, addon.EventInstallFailed, addon.PhaseReinitializing},
+		{addon.PhaseReinitializing, addon.EventInstallSucceeded, addon.PhaseChecking},
+		{addon.PhaseReinitializing, addon.EventRetriesExhausted, addon.PhaseFailed},
+		{addon.PhaseChecking, addon.EventHealthy, addon.PhaseRunning},
+		{addon.PhaseRunning, addon.EventUnhealthy, addon.PhaseChecking},
+		{addon.PhaseRunning, addon.EventVersionChanged, addon.PhaseUpgrading},
+		{addon.PhaseUpgrading, addon.EventUpgradeSucceeded, addon.PhaseChecking},
+		{addon.PhaseChecking, addon.EventUpgradeFailed, addon.PhaseRemediating},
+		{addon.PhaseRemediating, addon.EventRollbackSucceeded, addon.PhaseChecking},
+		{addon.PhaseFailed, addon.EventSpecChanged, addon.PhaseInitializing},
+		{addon.PhaseFailed, addon.EventRetryRequested, addon.PhaseInitializing},
+		{addon.PhaseDeleting, addon.EventUninstallSucceeded, addon.PhaseDeleted},
+	} {
+		r, ok := tb.Next(tc.from, tc.event)
+		require.True(t, ok, "%s + %s", tc.from, tc.event)
+		assert.Equal(t, tc.to, r.To, "%s + %s", tc.from, tc.event)
+	}
+	_, ok := tb.Next(addon.PhaseDeleted, addon.EventSpecChanged)
+	assert.False(t, ok, "Deleted is terminal")
+	var nilTable *addon.Table
+	_, ok = nilTable.Next(addon.PhaseRunning, addon.EventHealthy)
+	assert.False(t, ok, "a nil table has no rows and does not panic")
+}
+
+// minimal is a small valid table: install, check, run, fail, delete.
+func minimal() []addon.Row {
+	return []addon.Row{
+		{From: addon.PhaseInitializing, Event: addon.EventInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
+		{From: addon.PhaseInitializing, Event: addon.EventInstallFailed, To: addon.PhaseFailed},
+		{From: addon.PhaseInitializing, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+		{From: addon.PhaseRunning, Event: addon.EventSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall},
+		{From: addon.PhaseRunning, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+		{From: addon.PhaseFailed, Event: addon.EventSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall},
+		{From: addon.PhaseFailed, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+		{From: addon.PhaseDeleting, Event: addon.EventUninstallSucceeded, To: addon.PhaseDeleted},
+		{From: addon.PhaseDeleting, Event: addon.EventUninstallFailed, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+	}
+}
+
+func TestTableValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func([]addon.Row) []addon.Row
+		want string // "" = valid
+	}{
+		{"minimal table is valid", func(r []addon.Row) []addon.Row { return r }, ""},
+		{"no rows", func([]addon.Row) []addon.Row { return nil }, "no rows"},
+		{"duplicate (from, event)", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseInitializing, Event: addon.EventInstallFailed, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
+		}, "duplicate (Initializing, InstallFailed)"},
+		{"unknown phase", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseRunning, Event: addon.EventUnhealthy, To: "Limbo"})
+		}, `unknown phase "Limbo"`},
+		{"unknown event", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseRunning, Event: "Sneezed", To: addon.PhaseRunning})
+		}, `unknown event "Sneezed"`},
+		{"unknown action", func(r []addon.Row) []addon.Row {
+			r[1].Action = "Dance"
+			return r
+		}, `unknown action "Dance"`},
+		{"unreachable phase", func(r []addon.Row) []addon.Row {
+			return append(r,
+				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventUpgradeFailed, To: addon.PhaseFailed},
+				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
+		}, "phase Upgrading cannot be reached"},
+		{"phase that cannot be left", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseRunning, Event: addon.EventUnhealthy, To: addon.PhaseChecking})
+		}, "phase Checking cannot be left"},
+		{"no way out of Failed", func(r []addon.Row) []addon.Row {
+			return without(r, addon.PhaseFailed, addon.EventSpecChanged)
+		}, "no way out of Failed"},
+		{"Failed's spec change loops back to Failed", func(r []addon.Row) []addon.Row {
+			for i := range r {
+				if r[i].From == addon.PhaseFailed && r[i].Event == addon.EventSpecChanged {
+					r[i].To, r[i].Action = addon.PhaseFailed, addon.ActionNone
+				}
+			}
+			return r
+		}, "no way out of Failed"},
+		{"no deletion from a phase", func(r []addon.Row) []addon.Row {
+			return without(r, addon.PhaseRunning, addon.EventDeletionRequested)
+		}, "phase Running has no DeletionRequested row"},
+		{"Deleting never finishes", func(r []addon.Row) []addon.Row {
+			return without(r, addon.PhaseDeleting, addon.EventUninstallSucceeded)
+		}, "phase Deleting has no UninstallSucceeded row to Deleted"},
+		{"Deleted is terminal", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseDeleted, Event: addon.EventSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall})
+		}, "Deleted is terminal"},
+		{"an entry action without its outcome rows", func(r []addon.Row) []addon.Row {
+			return without(r, addon.PhaseDeleting, addon.EventUninstallFailed)
+		}, "Deleting is entered with Uninstall but has no UninstallFailed row"},
+		{"remediation into Reinitializing needs its outcome rows", func(r []addon.Row) []addon.Row {
+			r[1] = addon.Row{From: addon.PhaseInitializing, Event: addon.EventInstallFailed, To: addon.PhaseReinitializing, Action: addon.ActionRemediate}
+			return append(r,
+				addon.Row{From: addon.PhaseReinitializing, Event: addon.EventInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
+				addon.Row{From: addon.PhaseReinitializing, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
+		}, "Reinitializing is entered with Uninstall but has no UninstallSucceeded row"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tb, err := addon.NewTable(tc.mod(minimal()))
+			if tc.want == "" {
+				require.NoError(t, err)
+				require.NotNil(t, tb)
+				return
+			}
+			require.ErrorIs(t, err, addon.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Nil(t, tb)
+		})
+	}
+}
+
+func without(rows []addon.Row, from addon.Phase, e addon.Event) []addon.Row {
+	var out []addon.Row
+	for _, r := range rows {
+		if r.From != from || r.Event != e {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func TestTableValidateListsEveryProblemSorted(t *testing.T) {
+	rows := without(without(minimal(), addon.PhaseRunning, addon.EventDeletionRequested), addon.PhaseFailed, addon.EventSpecChanged)
+	_, err := addon.NewTable(rows)
+	var ie *addon.InvalidError
+	require.ErrorAs(t, err, &ie)
+	assert.Equal(t, "table", ie.What)
+	assert.IsNonDecreasing(t, ie.Problems)
+	assert.GreaterOrEqual(t, len(ie.Problems), 2)
+}
+
+func TestCustomTableDrivesDecide(t *testing.T) {
+	tb, err := addon.NewTable(minimal())
+	require.NoError(t, err)
+	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v1"}, Table: tb, Now: tNow,
+		Status: st(addon.PhaseInitializing, addon.ActionInstall), Observation: ran(addon.ActionInstall, errBoom)})
+	require.NoError(t, err)
+	assert.Equal(t, addon.PhaseFailed, d.Status.Phase, "the custom table sends a failed install straight to Failed")
+}
+
+func TestMermaid(t *testing.T) {
+	tb, err := addon.NewTable(minimal())
+	require.NoError(t, err)
+	got := tb.Mermaid()
+	want := `stateDiagram-v2
+    [*] --> Initializing
+    Initializing --> Running: InstallSucceeded / CheckHealth
+    Initializing --> Failed: InstallFailed
+    Initializing --> Deleting: DeletionRequested / Uninstall
+    Running --> Initializing: SpecChanged / Install
+    Running --> Deleting: DeletionRequested / Uninstall
+    Failed --> Initializing: SpecChanged / Install
+    Failed --> Deleting: DeletionRequested / Uninstall
+    Deleting --> Deleted: UninstallSucceeded
+    Deleting --> Deleting: UninstallFailed / Uninstall
+    Deleted --> [*]
+`
+	assert.Equal(t, want, got)
+	def := addon.DefaultTable().Mermaid()
+	assert.Equal(t, len(addon.DefaultTable().Rows())+3, strings.Count(def, "\n"), "one line per row plus header, start and end")
+}
