@@ -1,11 +1,16 @@
 package addon_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/conditions"
@@ -60,5 +65,102 @@ func TestScenarioFullLifecycle(t *testing.T) {
 	h.reconcile()
 	assert.Equal(t, addon.PhaseDeleted, h.status.Phase)
 	assert.True(t, h.last.Deleted)
-	t.Log(h.trace)
+}
+
+// story runs the example's lifecycle. With restart, every reconcile gets a
+// new Machine and a status that went through JSON, as after a process
+// restart. It returns one line per reconcile and the driver's calls.
+func story(t *testing.T, restart bool) ([]string, []fake.AddonCall) {
+	t.Helper()
+	h := newHarness(t, addon.Policy{})
+	h.driver.Push(fake.AddonInstall, fake.AddonOutcome{Err: errors.New("image pull backoff")})
+	h.driver.Push(fake.AddonUninstall, fake.AddonOutcome{}, fake.AddonOutcome{Err: errors.New("apiserver timeout")})
+	var lines []string
+	stage := 0
+	for i := 0; i < 200 && h.status.Phase != addon.PhaseDeleted; i++ {
+		if h.status.Phase == addon.PhaseRunning {
+			switch stage {
+			case 0:
+				h.spec.Version, h.spec.Generation = "v2", 2
+			case 1:
+				h.spec.Version, h.spec.Generation = "v3", 3
+				for range 61 {
+					h.driver.Push(fake.AddonHealth, fake.AddonOutcome{Health: addon.HealthUnhealthy})
+				}
+			case 2:
+				h.spec.Deleting = true
+			}
+			stage++
+		}
+		if restart {
+			b, err := json.Marshal(h.status)
+			require.NoError(t, err)
+			h.status = addon.Status{}
+			require.NoError(t, json.Unmarshal(b, &h.status))
+			h.restart()
+		}
+		h.wait()
+		res := h.reconcile()
+		lines = append(lines, fmt.Sprintf("%s %s %s %s", h.clock.Since(t0), res.Action, h.status.Phase, h.status.Reason))
+	}
+	require.Equal(t, addon.PhaseDeleted, h.status.Phase)
+	return lines, h.driver.Recorded()
+}
+
+func TestScenarioRestartBeforeEveryReconcileChangesNothing(t *testing.T) {
+	plain, plainCalls := story(t, false)
+	restarted, restartedCalls := story(t, true)
+	assert.Equal(t, plain, restarted)
+	assert.Equal(t, plainCalls, restartedCalls)
+	phases := map[string]bool{}
+	for _, l := range restarted {
+		phases[strings.Fields(l)[2]] = true
+	}
+	for _, p := range []addon.Phase{addon.PhaseReinitializing, addon.PhaseChecking, addon.PhaseRunning,
+		addon.PhaseRemediating, addon.PhaseDeleting, addon.PhaseDeleted} {
+		assert.True(t, phases[string(p)], "the story restarts in %s", p)
+	}
+}
+
+func TestScenarioRestartInEveryPhaseContinues(t *testing.T) {
+	v2 := addon.Spec{Name: "tke/mesh-manager", Generation: 2, Version: "v2"}
+	for _, tc := range []struct {
+		name      string
+		spec      addon.Spec
+		status    addon.Status
+		wantCalls []fake.AddonCall
+		wantPhase addon.Phase
+	}{
+		{"Initializing: the install runs", meshSpec,
+			st(addon.PhaseInitializing, addon.ActionInstall, func(s *addon.Status) { s.InstalledVersion, s.LastGoodVersion = "", "" }),
+			[]fake.AddonCall{{Method: fake.AddonInstall, Name: meshSpec.Name, Version: "v1"}}, addon.PhaseChecking},
+		{"Reinitializing: the retry runs", meshSpec,
+			st(addon.PhaseReinitializing, addon.ActionInstall, func(s *addon.Status) { s.InstallFailures, s.NextAttemptTime = 2, at(t0) }),
+			[]fake.AddonCall{{Method: fake.AddonInstall, Name: meshSpec.Name, Version: "v1"}}, addon.PhaseChecking},
+		{"Checking: the check runs", meshSpec,
+			st(addon.PhaseChecking, addon.ActionCheckHealth, func(s *addon.Status) { s.Verifying = addon.ActionInstall }),
+			[]fake.AddonCall{{Method: fake.AddonHealth, Name: meshSpec.Name, Version: "v1"}}, addon.PhaseRunning},
+		{"Running: the watch runs", meshSpec, st(addon.PhaseRunning, addon.ActionCheckHealth),
+			[]fake.AddonCall{{Method: fake.AddonHealth, Name: meshSpec.Name, Version: "v1"}}, addon.PhaseRunning},
+		{"Upgrading: the upgrade runs", v2, st(addon.PhaseUpgrading, addon.ActionUpgrade, func(s *addon.Status) { s.ObservedGeneration = 2 }),
+			[]fake.AddonCall{{Method: fake.AddonUpgrade, Name: v2.Name, Version: "v2", From: "v1", To: "v2"}}, addon.PhaseChecking},
+		{"Remediating: the rollback runs", v2,
+			st(addon.PhaseRemediating, addon.ActionRollback, func(s *addon.Status) { s.ObservedGeneration, s.InstalledVersion, s.FailedVersion = 2, "v2", "v2" }),
+			[]fake.AddonCall{{Method: fake.AddonUpgrade, Name: v2.Name, Version: "v2", From: "v2", To: "v1"}}, addon.PhaseChecking},
+		{"Failed: nothing runs", meshSpec, st(addon.PhaseFailed, addon.ActionNone), nil, addon.PhaseFailed},
+		{"Deleting: the uninstall runs", addon.Spec{Name: meshSpec.Name, Generation: 1, Version: "v1", Deleting: true},
+			st(addon.PhaseDeleting, addon.ActionUninstall),
+			[]fake.AddonCall{{Method: fake.AddonUninstall, Name: meshSpec.Name, Version: "v1"}}, addon.PhaseDeleted},
+		{"Deleted: nothing runs", addon.Spec{Name: meshSpec.Name, Generation: 1, Version: "v1", Deleting: true},
+			st(addon.PhaseDeleted, addon.ActionNone), nil, addon.PhaseDeleted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			drv := &fake.AddonDriver{}
+			m := newMachine(t, addon.Config{Driver: drv, Clock: clocktesting.NewFakeClock(tNow)})
+			got, _, err := m.Reconcile(context.Background(), tc.spec, tc.status)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantCalls, drv.Recorded())
+			assert.Equal(t, tc.wantPhase, got.Phase)
+		})
+	}
 }
