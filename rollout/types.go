@@ -127,7 +127,8 @@ func (s Status) Node(name string) (NodeStatus, bool) {
 }
 
 // Validate reports bad input wrapped in ErrInvalid: an empty or duplicate node
-// name, a negative revision or count, or a target above the latest revision.
+// name, a negative revision or count, a target not above the node's current
+// revision or above the latest revision, or an unknown failure reason.
 func (s *Status) Validate() error {
 	if s.LatestAvailableRevision < 0 {
 		return invalidf("latest available revision %d is negative", s.LatestAvailableRevision)
@@ -143,6 +144,10 @@ func (s *Status) Validate() error {
 		seen[n.NodeName] = struct{}{}
 		if n.CurrentRevision < 0 || n.TargetRevision < 0 || n.LastFailedRevision < 0 || n.LastFailedCount < 0 {
 			return invalidf("node %q has a negative revision or failure count", n.NodeName)
+		}
+		if n.TargetRevision != 0 && n.TargetRevision <= n.CurrentRevision {
+			return invalidf("node %q targets revision %d, not above its current revision %d",
+				n.NodeName, n.TargetRevision, n.CurrentRevision)
 		}
 		if n.TargetRevision > s.LatestAvailableRevision {
 			return invalidf("node %q targets revision %d above the latest available revision %d",

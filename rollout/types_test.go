@@ -58,6 +58,7 @@ func TestStatusValidate(t *testing.T) {
 		{name: "duplicate", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 0), node("a", 1, 0)}}, wantErr: `duplicate node "a"`},
 		{name: "negative revision", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", -1, 0)}}, wantErr: `node "a" has a negative revision or failure count`},
 		{name: "negative count", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{{NodeName: "a", LastFailedCount: -1}}}, wantErr: `node "a" has a negative revision or failure count`},
+		{name: "target not above current", st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 3, 2)}}, wantErr: `node "a" targets revision 2, not above its current revision 3`},
 		{name: "target above latest", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 2)}}, wantErr: `node "a" targets revision 2 above the latest available revision 1`},
 		{name: "unknown failure reason", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{{NodeName: "a", LastFailedReason: "Oops"}}}, wantErr: `node "a" has unknown failure reason "Oops"`},
 	}

@@ -1,0 +1,143 @@
+package rollout
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// bytesSource hands out fuzz bytes, zeros once exhausted.
+type bytesSource struct {
+	b []byte
+	i int
+}
+
+func (s *bytesSource) next(n int) int {
+	if s.i >= len(s.b) {
+		return 0
+	}
+	v := int(s.b[s.i]) % n
+	s.i++
+	return v
+}
+
+var (
+	fuzzOperandPhases   = []OperandPhase{"", OperandPending, OperandReady, OperandFailed}
+	fuzzInstallerPhases = []InstallerPhase{"", InstallerPending, InstallerRunning, InstallerSucceeded, InstallerFailed}
+)
+
+// fuzzInput builds a status, observation and policy from fuzz bytes.
+func fuzzInput(data []byte) (Status, Observation, Policy, time.Time) {
+	src := &bytesSource{b: data}
+	now := t0.Add(time.Hour)
+	st := Status{LatestAvailableRevision: int32(src.next(8))}
+	obs := Observation{}
+	nodes := src.next(8) + 1
+	for i := range nodes {
+		n := NodeStatus{
+			NodeName:        fmt.Sprintf("n%d", (i*7)%nodes),
+			CurrentRevision: int32(src.next(7)),
+		}
+		if src.next(2) == 1 {
+			n.TargetRevision = n.CurrentRevision + 1 + int32(src.next(2))
+		}
+		if src.next(2) == 1 {
+			reason := FailureInstallerFailed
+			if src.next(2) == 1 {
+				reason = FailureOperandFailed
+			}
+			n = failed(n, int32(src.next(7)), int32(src.next(4)), reason, now.Add(-time.Duration(src.next(40))*time.Second), "e")
+		}
+		st.NodeStatuses = append(st.NodeStatuses, n)
+		obs[n.NodeName] = NodeObservation{
+			Operand: OperandState{Phase: fuzzOperandPhases[src.next(4)], Revision: int32(src.next(7)),
+				ReadySince: now.Add(-time.Duration(src.next(60)) * time.Second)},
+			Installer: InstallerState{Phase: fuzzInstallerPhases[src.next(5)], StartTime: now.Add(-time.Duration(src.next(120)) * time.Second),
+				Containers: []ContainerTermination{{Name: "installer", Message: "m", OOMKilled: src.next(2) == 1}}},
+			Unreachable: src.next(5) == 0,
+		}
+	}
+	p := Policy{
+		MaxUnavailable:          src.next(4),
+		MaxInstallerRetries:     int32(src.next(3)),
+		InstallerPendingTimeout: time.Duration(src.next(3)) * 30 * time.Second,
+		MinReadyDuration:        time.Duration(src.next(3)) * 20 * time.Second,
+		Paused:                  src.next(4) == 0,
+	}
+	return st, obs, p, now
+}
+
+// budgetUse counts reachable nodes in transition and reachable nodes unavailable.
+func budgetUse(nodes []NodeStatus, obs Observation) (inTransition, unavailable int) {
+	for _, n := range nodes {
+		o := obs[n.NodeName]
+		if o.Unreachable {
+			continue
+		}
+		if n.InTransition() {
+			inTransition++
+		}
+		if n.InTransition() || !o.operandReady() {
+			unavailable++
+		}
+	}
+	return inTransition, unavailable
+}
+
+func FuzzPlanRollout(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{3, 2, 1, 0, 0, 0, 2, 1, 0, 0, 0, 2, 1, 0, 0, 0, 2, 1})
+	f.Add([]byte{5, 4, 5, 0, 1, 0, 5, 2, 10, 2, 5, 3, 3, 4, 3, 0, 2, 5, 4, 0, 1, 4, 5, 1})
+	f.Add([]byte{4, 7, 2, 4, 1, 1, 4, 2, 0, 3, 3, 30, 100, 1, 1, 2, 2, 3, 1, 0, 4, 3, 3, 1})
+	f.Add([]byte{2, 3, 1, 2, 1, 0, 2, 3, 5, 2, 2, 10, 90, 0, 3, 1, 1, 1, 2, 2, 3, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, obs, p, now := fuzzInput(data)
+		before := st.DeepCopy()
+		plan, err := PlanRollout(st, obs, p, now)
+		require.Equal(t, *before, st, "input not mutated")
+		if err != nil {
+			require.ErrorIs(t, err, ErrInvalid)
+			return
+		}
+		again, err := PlanRollout(st, obs, p, now)
+		require.NoError(t, err)
+		require.Equal(t, plan, again, "deterministic")
+
+		out := plan.Status.NodeStatuses
+		require.Len(t, out, len(st.NodeStatuses))
+		for i, n := range out {
+			require.LessOrEqual(t, n.TargetRevision, st.LatestAvailableRevision, "never target above latest")
+			if i > 0 {
+				require.Less(t, out[i-1].NodeName, n.NodeName, "sorted")
+			}
+			old, ok := st.Node(n.NodeName)
+			require.True(t, ok)
+			require.GreaterOrEqual(t, n.CurrentRevision, old.CurrentRevision, "current never goes back")
+		}
+
+		transitionBefore, unavailableBefore := budgetUse(st.NodeStatuses, obs)
+		transitionAfter, unavailableAfter := budgetUse(out, obs)
+		budget := p.Unavailable()
+		require.LessOrEqual(t, transitionAfter, max(transitionBefore, budget), "never more than MaxUnavailable in transition")
+		require.LessOrEqual(t, unavailableAfter, max(unavailableBefore, budget), "never more than MaxUnavailable unavailable")
+
+		for _, s := range plan.Steps {
+			to := s.From
+			if s.To != nil {
+				to = *s.To
+			}
+			if s.Create != nil {
+				require.Equal(t, installerFor(to), *s.Create, "creates the installer of the new status")
+				require.False(t, p.Paused, "paused creates nothing")
+				require.False(t, obs[s.Node].Unreachable, "no installer on an unreachable node")
+			}
+			if !s.From.InTransition() && to.InTransition() {
+				require.False(t, p.Paused, "paused starts nothing")
+				require.False(t, obs[s.Node].Unreachable, "unreachable nodes are not started")
+			}
+		}
+		require.NotEmpty(t, plan.String())
+	})
+}
