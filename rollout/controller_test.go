@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/fake"
@@ -59,7 +60,7 @@ func TestControllerSyncNeedsHostInterfaces(t *testing.T) {
 }
 
 func TestControllerWritesBeforeActing(t *testing.T) {
-	ctx := context.Background()
+	_, ctx := ktesting.NewTestContext(t)
 	clk := clocktesting.NewFakeClock(t0)
 	cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
 	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
@@ -81,7 +82,7 @@ func TestControllerWritesBeforeActing(t *testing.T) {
 }
 
 func TestControllerSyncReadsOncePerNode(t *testing.T) {
-	ctx := context.Background()
+	_, ctx := ktesting.NewTestContext(t)
 	clk := clocktesting.NewFakeClock(t0)
 	cluster := fake.NewRolloutCluster(clk, 1, "a", "b", "c")
 	store := fake.NewRolloutStatusStore(2, 1, "a", "b", "c")
@@ -113,7 +114,7 @@ func TestControllerSyncConflicts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := context.Background()
+			_, ctx := ktesting.NewTestContext(t)
 			clk := clocktesting.NewFakeClock(t0)
 			cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
 			store := fake.NewRolloutStatusStore(2, 1, "a", "b")
@@ -173,7 +174,7 @@ func TestControllerSyncHostErrors(t *testing.T) {
 }
 
 func TestControllerSyncIdempotentAndConditions(t *testing.T) {
-	ctx := context.Background()
+	_, ctx := ktesting.NewTestContext(t)
 	clk := clocktesting.NewFakeClock(t0)
 	cluster := fake.NewRolloutCluster(clk, 2, "a", "b")
 	store := fake.NewRolloutStatusStore(2, 2, "b", "a")
@@ -195,7 +196,7 @@ func TestControllerSyncIdempotentAndConditions(t *testing.T) {
 }
 
 func TestControllerSyncBackoffRequeue(t *testing.T) {
-	ctx := context.Background()
+	_, ctx := ktesting.NewTestContext(t)
 	clk := clocktesting.NewFakeClock(t0)
 	cluster := fake.NewRolloutCluster(clk, 1, "a")
 	cluster.ScriptInstallers("a", fake.InstallerScript{Outcome: fake.InstallerFails, Message: "no disk"})

@@ -1,7 +1,6 @@
 package rollout_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/conditions"
@@ -56,7 +56,7 @@ func (s *sim) controller() *rollout.Controller {
 // and the clock advance in between, and checks the budget after every sync.
 func (s *sim) run(c *rollout.Controller, max int) bool {
 	s.t.Helper()
-	ctx := context.Background()
+	_, ctx := ktesting.NewTestContext(s.t)
 	for range max {
 		res, err := c.Sync(ctx)
 		require.NoError(s.t, err)
@@ -163,7 +163,7 @@ func TestSimulationRestartAndConflicts(t *testing.T) {
 	t.Run("injected conflicts lose nothing", func(t *testing.T) {
 		s := newSim(t, rollout.Policy{})
 		c := s.controller()
-		ctx := context.Background()
+		_, ctx := ktesting.NewTestContext(t)
 		converged := false
 		for i := 0; i < 200 && !converged; i++ {
 			if i%2 == 0 {
