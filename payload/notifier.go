@@ -83,7 +83,8 @@ func (n *Notifier) deliver() {
 	}
 }
 
-// Run delivers offered statuses until ctx ends.
+// Run delivers offered statuses until ctx ends. While a throttled status waits, a newer
+// offer replaces it, and an edge is delivered at once.
 func (n *Notifier) Run(ctx context.Context) {
 	for {
 		select {
@@ -95,18 +96,35 @@ func (n *Notifier) Run(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		if !edge {
-			now := n.clock.Now()
-			if delay := n.limiter.ReserveN(now, 1).DelayFrom(now); delay > 0 {
-				timer := n.clock.NewTimer(delay)
-				select {
-				case <-ctx.Done():
-					timer.Stop()
-					return
-				case <-timer.C():
-				}
-			}
+		if !edge && !n.throttle(ctx) {
+			return
 		}
 		n.deliver()
+	}
+}
+
+// throttle waits for the limiter, or for an offer that is an edge; it returns false
+// when ctx ends first.
+func (n *Notifier) throttle(ctx context.Context) bool {
+	now := n.clock.Now()
+	reservation := n.limiter.ReserveN(now, 1)
+	delay := reservation.DelayFrom(now)
+	if delay <= 0 {
+		return true
+	}
+	timer := n.clock.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timer.C():
+			return true
+		case <-n.signal:
+			if _, edge, _ := n.take(); edge {
+				reservation.CancelAt(n.clock.Now())
+				return true
+			}
+		}
 	}
 }

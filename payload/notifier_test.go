@@ -89,9 +89,12 @@ func TestNotifier(t *testing.T) {
 	clk.Step(10 * time.Second)
 	assert.Equal(t, 3, receive().Done, "after the interval the latest status is delivered")
 
+	s.Done = 4
+	n.Offer(s)
+	waitForTimer()
 	s.Failure = &Failure{Message: "boom"}
 	n.Offer(s)
-	assert.Equal(t, s, receive(), "an edge passes at once although the limiter is empty")
+	assert.Equal(t, s, receive(), "an edge passes at once, even while a throttled status waits")
 }
 
 func TestNotifierStopsWhileThrottled(t *testing.T) {

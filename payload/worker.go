@@ -106,6 +106,9 @@ type WorkerConfig struct {
 	NotifyBurst int
 	// Events receives the worker's events; nil drops them.
 	Events EventRecorder
+	// AfterApply, when set, is called by the loop after every apply that was not
+	// superseded by Update, once the next attempt is scheduled (for metrics and tests).
+	AfterApply func(ApplyResult)
 	// Status is the last status the host persisted, for a restarted worker: the first
 	// desired release is reconciled when Status.Actual is that release and
 	// Status.Reconciling is set, initialized when Status.Actual is empty (or is that
@@ -251,6 +254,21 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
+// ApplyResult describes one finished apply.
+type ApplyResult struct {
+	// Release is the release applied.
+	Release Release
+	// State is the state the apply ran in.
+	State State
+	// Attempt counts the failed applies of this release before this one.
+	Attempt int
+	// Err is the apply's error, nil on success.
+	Err error
+	// RetryAfter is the time until the next apply: RetryDelay with jitter after a
+	// failure, Interval after a success.
+	RetryAfter time.Duration
+}
+
 // work is what the loop is applying.
 type work struct {
 	desired    Release
@@ -300,6 +318,7 @@ func (w *Worker) loop(ctx context.Context) {
 			continue
 		}
 		err := w.apply(ctx, &wk)
+		result := ApplyResult{Release: wk.desired, State: wk.state, Attempt: wk.attempt, Err: err}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -309,9 +328,8 @@ func (w *Worker) loop(ctx context.Context) {
 			consecutiveErrors++
 			wk.attempt++
 			wk.completed = 0
-			delay := w.cfg.Jitter(RetryDelay(w.cfg.Interval, consecutiveErrors))
-			logger.Error(err, "Unable to apply payload", "release", wk.desired.String(), "retryAfter", delay)
-			schedule(delay)
+			result.RetryAfter = w.cfg.Jitter(RetryDelay(w.cfg.Interval, consecutiveErrors))
+			logger.Error(err, "Unable to apply payload", "release", wk.desired.String(), "retryAfter", result.RetryAfter)
 		default:
 			if wk.state != StateReconciling {
 				logger.Info("Payload applied, reconciling from now on", "release", wk.desired.String(), "from", wk.state)
@@ -320,7 +338,11 @@ func (w *Worker) loop(ctx context.Context) {
 			wk.completed++
 			wk.attempt = 0
 			wk.state = StateReconciling
-			schedule(w.cfg.Interval)
+			result.RetryAfter = w.cfg.Interval
+		}
+		schedule(result.RetryAfter)
+		if w.cfg.AfterApply != nil {
+			w.cfg.AfterApply(result)
 		}
 	}
 }
@@ -481,6 +503,9 @@ func (w *Worker) apply(ctx context.Context, wk *work) error {
 			return errSuperseded
 		}
 		err := Summarize(errs)
+		if err == nil {
+			err = errors.Join(errs...)
+		}
 		if errors.Is(context.Cause(applyCtx), ErrApplyTimeout) {
 			err = &UpdateError{
 				Nested:  errors.Join(ErrApplyTimeout, err),
@@ -488,9 +513,6 @@ func (w *Worker) apply(ctx context.Context, wk *work) error {
 				Reason:  "UpdatePayloadTimedOut",
 				Message: fmt.Sprintf("Applying %s timed out after %s: %v", prog.status.Actual, timeout, err),
 			}
-		}
-		if err == nil {
-			err = errors.Join(errs...)
 		}
 		w.cfg.Events.Event(EventTypeWarning, "ApplyFailed", err.Error())
 		prog.fail(err)
