@@ -66,10 +66,7 @@ func Decide(in Input) (Decision, error) {
 	if err := in.validate(); err != nil {
 		return Decision{}, err
 	}
-	d := &decider{in: in, policy: in.Policy.withDefaults(), table: in.Table, now: metav1.NewTime(in.Now.Truncate(time.Second))}
-	if d.table == nil {
-		d.table = DefaultTable()
-	}
+	d := &decider{in: in, policy: in.Policy.withDefaults(), table: in.tableOrDefault(), now: metav1.NewTime(in.Now.Truncate(time.Second))}
 	in.Status.DeepCopyInto(&d.st)
 	if d.st.Phase == "" {
 		d.start()
@@ -96,6 +93,8 @@ func (in *Input) validate() error {
 	}
 	if in.Table != nil && len(in.Table.rows) == 0 {
 		problems = append(problems, "table: no rows (build tables with NewTable)")
+	} else if p := in.Status.Phase; p != "" && p.Known() && !in.tableOrDefault().Has(p) {
+		problems = append(problems, fmt.Sprintf("status: phase %s is not in the table", p))
 	}
 	if in.Now.IsZero() {
 		problems = append(problems, "zero time")
@@ -113,6 +112,13 @@ func (in *Input) validate() error {
 		return invalid("input", problems...)
 	}
 	return nil
+}
+
+func (in *Input) tableOrDefault() *Table {
+	if in.Table == nil {
+		return DefaultTable()
+	}
+	return in.Table
 }
 
 type decider struct {
@@ -148,6 +154,10 @@ func (d *decider) look() {
 	if spec.Deleting {
 		d.st.Suspended = false
 		d.fire(EventDeletionRequested, "deletion requested")
+		if d.st.Phase == PhaseDeleting && d.st.PendingAction != ActionUninstall {
+			// Deleting only ever uninstalls, whatever a foreign status says.
+			d.st.PendingAction, d.st.NextAttemptTime = ActionUninstall, nil
+		}
 	} else if spec.Suspended {
 		if !d.st.Suspended {
 			d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Suspended", Message: "reconciliation suspended"})
@@ -165,11 +175,37 @@ func (d *decider) look() {
 		d.st.LastRetryToken = spec.RetryToken
 		d.st.ObservedGeneration = spec.Generation
 	}
+	if d.st.PendingAction == ActionNone && d.st.Phase != PhaseFailed {
+		d.st.PendingAction = d.resumeAction()
+	}
 	if d.st.PendingAction != ActionNone && d.due() {
 		d.action = d.st.PendingAction
 		t := d.now
 		d.st.LastAttemptTime = &t
 	}
+}
+
+// resumeAction is the action a phase runs when the status has nothing
+// pending (a hand-edited or foreign status): the first concrete action a row
+// runs on entering the phase, else its remediation.
+func (d *decider) resumeAction() Action {
+	remediate := false
+	for _, r := range d.table.rows {
+		if r.To != d.st.Phase {
+			continue
+		}
+		switch r.Action {
+		case ActionNone:
+		case ActionRemediate:
+			remediate = true
+		default:
+			return r.Action
+		}
+	}
+	if remediate {
+		return d.policy.remediation(d.st.LastFailedAction, d.st.Phase)
+	}
+	return ActionNone
 }
 
 func (d *decider) specMessage(e Event) string {
@@ -296,9 +332,15 @@ func (d *decider) fail(a Action, msg string) {
 	if e == EventRetriesExhausted {
 		msg = fmt.Sprintf("%s; retried %d times", msg, d.policy.MaxRetries)
 	}
-	if !d.fire(e, msg) {
-		d.stay(a, msg)
+	if d.fire(e, msg) {
+		return
 	}
+	if e == EventRetriesExhausted {
+		// No row for it here: stop retrying rather than exceed the policy.
+		d.st.Reason = string(e)
+		a = ActionNone
+	}
+	d.stay(a, msg)
 }
 
 // stay keeps the phase: the next pending action is next (ActionNone: none).

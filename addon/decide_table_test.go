@@ -364,6 +364,13 @@ func decideRows() []decideRow {
 			spec: func(s *addon.Spec) { s.Deleting = true }, status: st(addon.PhaseDeleted, addon.ActionNone),
 			want: want{phase: addon.PhaseDeleted, deleted: true}},
 
+		{name: "a hand-edited Deleting status with nothing pending still uninstalls",
+			spec: func(s *addon.Spec) { s.Deleting = true }, status: st(addon.PhaseDeleting, addon.ActionNone),
+			want: want{phase: addon.PhaseDeleting, action: addon.ActionUninstall, pending: addon.ActionUninstall}},
+		{name: "a Running status with nothing pending resumes watching (seed bug 5)",
+			status: st(addon.PhaseRunning, addon.ActionNone),
+			want:   want{phase: addon.PhaseRunning, action: addon.ActionCheckHealth, pending: addon.ActionCheckHealth}},
+
 		// Suspend and bookkeeping.
 		{name: "suspended: no action, the status says so",
 			spec: func(s *addon.Spec) { s.Suspended, s.Generation = true, 2 }, status: st(addon.PhaseRunning, addon.ActionCheckHealth),

@@ -63,6 +63,19 @@ func (t *Table) Next(from Phase, event Event) (Row, bool) {
 	return t.rows[i], true
 }
 
+// Has reports whether phase p appears in the table, as From or To.
+func (t *Table) Has(p Phase) bool {
+	if t == nil {
+		return false
+	}
+	for _, r := range t.rows {
+		if r.From == p || r.To == p {
+			return true
+		}
+	}
+	return false
+}
+
 // Rows returns a copy of the rows in their original order.
 func (t *Table) Rows() []Row {
 	if t == nil {
@@ -112,7 +125,8 @@ func entryActions(r Row) []Action {
 // actions; duplicate (From, Event) rows; phases that cannot be reached from
 // PhaseInitializing or cannot be left (PhaseDeleted is the only terminal);
 // phases without a DeletionRequested row (PhaseDeleting and PhaseDeleted
-// excepted); a Deleting phase that cannot reach PhaseDeleted; no
+// excepted); a phase with a failure row but no RetriesExhausted row; a
+// Deleting phase that cannot reach PhaseDeleted; no
 // SpecChanged row out of PhaseFailed; and a phase entered with an action that
 // has no row for that action's success or failure.
 func (t *Table) Validate() error {
@@ -183,6 +197,16 @@ func (t *Table) Validate() error {
 		if p != PhaseDeleting && p != PhaseDeleted {
 			if r, ok := t.Next(p, EventDeletionRequested); !ok || r.To != PhaseDeleting {
 				problems = append(problems, fmt.Sprintf("phase %s has no %s row to %s", p, EventDeletionRequested, PhaseDeleting))
+			}
+		}
+	}
+	for _, p := range Phases() {
+		for _, e := range []Event{EventInstallFailed, EventUpgradeFailed, EventDeadlinePassed} {
+			if _, ok := t.Next(p, e); ok {
+				if _, ok := t.Next(p, EventRetriesExhausted); !ok {
+					problems = append(problems, fmt.Sprintf("phase %s can fail with %s but has no %s row", p, e, EventRetriesExhausted))
+					break
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package addon_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -53,6 +54,7 @@ func minimal() []addon.Row {
 	return []addon.Row{
 		{From: addon.PhaseInitializing, Event: addon.EventInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
 		{From: addon.PhaseInitializing, Event: addon.EventInstallFailed, To: addon.PhaseFailed},
+		{From: addon.PhaseInitializing, Event: addon.EventRetriesExhausted, To: addon.PhaseFailed},
 		{From: addon.PhaseInitializing, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
 		{From: addon.PhaseRunning, Event: addon.EventSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall},
 		{From: addon.PhaseRunning, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
@@ -103,6 +105,9 @@ func TestTableValidate(t *testing.T) {
 			}
 			return r
 		}, "no way out of Failed"},
+		{"a failure row without a RetriesExhausted row", func(r []addon.Row) []addon.Row {
+			return without(r, addon.PhaseInitializing, addon.EventRetriesExhausted)
+		}, "phase Initializing can fail with InstallFailed but has no RetriesExhausted row"},
 		{"no deletion from a phase", func(r []addon.Row) []addon.Row {
 			return without(r, addon.PhaseRunning, addon.EventDeletionRequested)
 		}, "phase Running has no DeletionRequested row"},
@@ -173,6 +178,7 @@ func TestMermaid(t *testing.T) {
     [*] --> Initializing
     Initializing --> Running: InstallSucceeded / CheckHealth
     Initializing --> Failed: InstallFailed
+    Initializing --> Failed: RetriesExhausted
     Initializing --> Deleting: DeletionRequested / Uninstall
     Running --> Initializing: SpecChanged / Install
     Running --> Deleting: DeletionRequested / Uninstall
@@ -185,4 +191,22 @@ func TestMermaid(t *testing.T) {
 	assert.Equal(t, want, got)
 	def := addon.DefaultTable().Mermaid()
 	assert.Equal(t, len(addon.DefaultTable().Rows())+3, strings.Count(def, "\n"), "one line per row plus header, start and end")
+}
+
+func TestRetriesExhaustedWithoutARowStopsRetrying(t *testing.T) {
+	// A status in Running with an install pending (say, hand-edited) under the
+	// minimal table, which has no install-failure rows from Running.
+	tb, err := addon.NewTable(minimal())
+	require.NoError(t, err)
+	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v1"}, Table: tb, Now: tNow,
+		Status: st(addon.PhaseRunning, addon.ActionInstall, func(s *addon.Status) { s.InstallFailures = 5 }), Observation: ran(addon.ActionInstall, errBoom)})
+	require.NoError(t, err)
+	assert.Equal(t, addon.ActionNone, d.Status.PendingAction, "no sixth retry")
+	assert.Equal(t, "RetriesExhausted", d.Status.Reason)
+
+	d, err = addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v1"}, Table: tb, Now: tNow,
+		Status: st(addon.PhaseRunning, addon.ActionInstall, func(s *addon.Status) { s.InstallFailures = 1 }), Observation: ran(addon.ActionInstall, errBoom)})
+	require.NoError(t, err)
+	assert.Equal(t, addon.ActionInstall, d.Status.PendingAction, "retried after the backoff while retries remain")
+	assert.Equal(t, 20*time.Second, d.RequeueAfter)
 }
