@@ -33,17 +33,17 @@ const (
 	PhaseDeleted Phase = "Deleted"
 )
 
-// Phases lists every known phase in lifecycle order.
-func Phases() []Phase {
-	return []Phase{
-		PhaseInitializing, PhaseReinitializing, PhaseChecking, PhaseRunning, PhaseUpgrading,
-		PhaseRemediating, PhaseFailed, PhaseDeleting, PhaseDeleted,
-	}
+var allPhases = [...]Phase{
+	PhaseInitializing, PhaseReinitializing, PhaseChecking, PhaseRunning, PhaseUpgrading,
+	PhaseRemediating, PhaseFailed, PhaseDeleting, PhaseDeleted,
 }
+
+// Phases lists every known phase in lifecycle order.
+func Phases() []Phase { return append([]Phase(nil), allPhases[:]...) }
 
 // Known reports whether p is one of the phases above.
 func (p Phase) Known() bool {
-	for _, k := range Phases() {
+	for _, k := range allPhases {
 		if p == k {
 			return true
 		}
@@ -99,19 +99,19 @@ const (
 	EventRetryRequested Event = "RetryRequested"
 )
 
-// Events lists every known event.
-func Events() []Event {
-	return []Event{
-		EventInstallSucceeded, EventInstallFailed, EventHealthy, EventUnhealthy, EventDeadlinePassed,
-		EventVersionChanged, EventUpgradeSucceeded, EventUpgradeFailed, EventRollbackSucceeded,
-		EventRollbackFailed, EventUninstallSucceeded, EventUninstallFailed, EventRetriesExhausted,
-		EventDeletionRequested, EventSpecChanged, EventRetryRequested,
-	}
+var allEvents = [...]Event{
+	EventInstallSucceeded, EventInstallFailed, EventHealthy, EventUnhealthy, EventDeadlinePassed,
+	EventVersionChanged, EventUpgradeSucceeded, EventUpgradeFailed, EventRollbackSucceeded,
+	EventRollbackFailed, EventUninstallSucceeded, EventUninstallFailed, EventRetriesExhausted,
+	EventDeletionRequested, EventSpecChanged, EventRetryRequested,
 }
+
+// Events lists every known event.
+func Events() []Event { return append([]Event(nil), allEvents[:]...) }
 
 // Known reports whether e is one of the events above.
 func (e Event) Known() bool {
-	for _, k := range Events() {
+	for _, k := range allEvents {
 		if e == k {
 			return true
 		}

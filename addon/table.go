@@ -24,8 +24,9 @@ type rowKey struct {
 // NewTable (which validates it) or take DefaultTable. A Table is immutable
 // and safe for concurrent use.
 type Table struct {
-	rows  []Row
-	index map[rowKey]int
+	rows   []Row
+	index  map[rowKey]int
+	phases map[Phase]bool
 }
 
 // NewTable validates rows and returns the table. The error matches ErrInvalid
@@ -41,8 +42,9 @@ func NewTable(rows []Row) (*Table, error) {
 // indexRows copies rows into a Table; the first row of a duplicate pair wins
 // in Next (Validate reports the duplicate).
 func indexRows(rows []Row) *Table {
-	t := &Table{rows: append([]Row(nil), rows...), index: make(map[rowKey]int, len(rows))}
+	t := &Table{rows: append([]Row(nil), rows...), index: make(map[rowKey]int, len(rows)), phases: map[Phase]bool{}}
 	for i, r := range t.rows {
+		t.phases[r.From], t.phases[r.To] = true, true
 		if _, dup := t.index[rowKey{r.From, r.Event}]; !dup {
 			t.index[rowKey{r.From, r.Event}] = i
 		}
@@ -65,15 +67,7 @@ func (t *Table) Next(from Phase, event Event) (Row, bool) {
 
 // Has reports whether phase p appears in the table, as From or To.
 func (t *Table) Has(p Phase) bool {
-	if t == nil {
-		return false
-	}
-	for _, r := range t.rows {
-		if r.From == p || r.To == p {
-			return true
-		}
-	}
-	return false
+	return t != nil && t.phases[p]
 }
 
 // Rows returns a copy of the rows in their original order.
@@ -184,7 +178,7 @@ func (t *Table) Validate() error {
 			}
 		}
 	}
-	for _, p := range Phases() {
+	for _, p := range allPhases {
 		if !used[p] {
 			continue
 		}
@@ -200,7 +194,7 @@ func (t *Table) Validate() error {
 			}
 		}
 	}
-	for _, p := range Phases() {
+	for _, p := range allPhases {
 		for _, e := range []Event{EventInstallFailed, EventUpgradeFailed, EventDeadlinePassed} {
 			if _, ok := t.Next(p, e); ok {
 				if _, ok := t.Next(p, EventRetriesExhausted); !ok {
