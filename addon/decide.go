@@ -142,7 +142,7 @@ func (d *decider) start() {
 	d.st.LastRetryToken = d.in.Spec.RetryToken
 	d.st.Reason = "Created"
 	d.st.Message = fmt.Sprintf("installing %s", d.in.Spec.Version)
-	d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Created", Message: d.st.Message})
+	d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Created", Message: fmt.Sprintf("-> %s: %s", PhaseInitializing, d.st.Message)})
 }
 
 // look handles a fresh reconcile: spec events first, then the pending action.
@@ -234,6 +234,7 @@ func (d *decider) record() {
 		d.fail(obs.Action, fmt.Sprintf("%s failed: %v", d.describe(obs.Action), obs.Err))
 		return
 	}
+	msg := d.describe(obs.Action) + " succeeded"
 	switch obs.Action {
 	case ActionInstall, ActionUpgrade:
 		d.st.InstalledVersion = spec.Version
@@ -243,7 +244,6 @@ func (d *decider) record() {
 		d.st.InstalledVersion = ""
 		d.st.UninstallFailures = 0
 	}
-	msg := d.describe(obs.Action) + " succeeded"
 	if !d.fire(successEvent(obs.Action), msg) {
 		d.stay(ActionNone, msg)
 	}

@@ -478,3 +478,12 @@ func TestDecideRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestDecideMessagesNameBothVersions(t *testing.T) {
+	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 2, Version: "v2"}, Now: tNow,
+		Status: st(addon.PhaseUpgrading, addon.ActionUpgrade, func(s *addon.Status) { s.ObservedGeneration = 2 }), Observation: ran(addon.ActionUpgrade, nil)})
+	require.NoError(t, err)
+	require.Len(t, d.Events, 1)
+	assert.Equal(t, "Upgrading -> Checking: upgrade from v1 to v2 succeeded; next: CheckHealth", d.Events[0].Message)
+	assert.Equal(t, corev1.EventTypeNormal, d.Events[0].Type)
+}

@@ -1,0 +1,241 @@
+// Command addon-lifecycle runs the addon engine's whole story on an in-memory
+// cluster: a failed install retried with backoff, an upgrade, an upgrade that
+// never becomes healthy and is rolled back, and a deletion.
+//
+// With no flags it uses client-go's fake clientset, a simulated deployment
+// controller and a fake clock, and finishes in well under a second.
+// -kubeconfig runs the same story against a real cluster in real time.
+// -diagram prints the default transition table as a Mermaid state diagram.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge/addon"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "run against this cluster instead of an in-memory one")
+	diagram := flag.Bool("diagram", false, "print the default transition table as a Mermaid state diagram and exit")
+	flag.Parse()
+	if *diagram {
+		fmt.Print(addon.DefaultTable().Mermaid())
+		return
+	}
+	if err := run(context.Background(), *kubeconfig, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "addon-lifecycle:", err)
+		os.Exit(1)
+	}
+}
+
+// story is the lifecycle the run shows, one step each time the add-on is
+// Running: bump to v2, bump to the broken v3, delete.
+type story struct {
+	spec  addon.Spec
+	stage int
+}
+
+func (s *story) advance(st addon.Status) (string, bool) {
+	if st.Phase != addon.PhaseRunning {
+		return "", false
+	}
+	s.stage++
+	switch s.stage {
+	case 1:
+		s.spec.Version, s.spec.Generation = "v2", 2
+		return "spec: version v1 -> v2", true
+	case 2:
+		s.spec.Version, s.spec.Generation = "v3", 3
+		return "spec: version v2 -> v3 (an image that never starts)", true
+	case 3:
+		s.spec.Deleting = true
+		return "object deleted (finalizer held until the add-on is uninstalled)", true
+	}
+	return "", false
+}
+
+func run(ctx context.Context, kubeconfig string, out io.Writer) error {
+	var (
+		client kubernetes.Interface
+		clk    clock.Clock
+		sim    *deploymentSimulator
+		policy addon.Policy
+		wait   func(time.Duration)
+	)
+	if kubeconfig == "" {
+		fc := fake.NewClientset()
+		failFirstDeploymentCreate(fc)
+		client, sim = fc, &deploymentSimulator{client: fc}
+		fake := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+		clk, wait = fake, fake.Step
+	} else {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return err
+		}
+		if client, err = kubernetes.NewForConfig(cfg); err != nil {
+			return err
+		}
+		clk = clock.RealClock{}
+		// Shorter waits, so the story takes minutes on a real cluster.
+		policy = addon.Policy{CheckTimeout: 2 * time.Minute, RunningInterval: 10 * time.Second, Backoff: addon.Backoff{Base: 5 * time.Second}}
+		wait = func(d time.Duration) {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+		}
+	}
+	if err := setUp(ctx, client); err != nil {
+		return err
+	}
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(namespace)})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "addon-lifecycle"})
+	ref := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: namespace, Name: name}
+
+	machine, err := addon.NewMachine(addon.Config{
+		Driver: &meshDriver{client: client, dbHost: "mysql.tke.svc"},
+		Policy: policy,
+		Clock:  clk,
+		Jitter: func() float64 { return 0.5 },
+	})
+	if err != nil {
+		return err
+	}
+
+	start := clk.Now()
+	s := &story{spec: addon.Spec{Name: namespace + "/" + name, Generation: 1, Version: "v1"}}
+	var status addon.Status
+	fmt.Fprintf(out, "%8s  %-19s %s\n", "time", "reason", "transition")
+	for step := 0; ; step++ {
+		if step == 1000 {
+			return fmt.Errorf("story did not finish; status %+v", status)
+		}
+		if sim != nil {
+			if err := sim.Sync(ctx); err != nil {
+				return err
+			}
+		}
+		var res addon.Result
+		status, res, err = machine.Reconcile(ctx, s.spec, status)
+		if err != nil {
+			return err
+		}
+		for _, e := range res.Events {
+			recorder.Event(ref, e.Type, e.Reason, e.Message)
+			fmt.Fprintf(out, "%8s  %-19s %s\n", clk.Since(start).Round(time.Second), e.Reason, e.Message)
+		}
+		if res.Deleted {
+			break
+		}
+		if msg, ok := s.advance(status); ok {
+			fmt.Fprintf(out, "%8s  %-19s %s\n", clk.Since(start).Round(time.Second), "--", msg)
+			continue
+		}
+		if step == 0 {
+			if err := checkNoSecretInArgs(ctx, client); err != nil {
+				return err
+			}
+		}
+		switch {
+		case res.Requeue:
+		case res.RequeueAfter > 0:
+			wait(res.RequeueAfter)
+		default:
+			return fmt.Errorf("add-on idle in %s (%s): %s", status.Phase, status.Reason, status.Message)
+		}
+	}
+	return verify(ctx, client, status, out)
+}
+
+// failFirstDeploymentCreate makes the in-memory API server refuse the first
+// Deployment, as an admission webhook that is not ready yet would.
+func failFirstDeploymentCreate(c *fake.Clientset) {
+	failed := false
+	c.PrependReactor("create", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failed {
+			return false, nil, nil
+		}
+		failed = true
+		return true, nil, apierrors.NewServiceUnavailable("admission webhook \"mesh.tkestack.io\" is not ready")
+	})
+}
+
+func setUp(ctx context.Context, client kubernetes.Interface) error {
+	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: meta(dbSecretName), StringData: map[string]string{dbPasswordKey: "s3cr3t-from-vault"}}
+	_, err = client.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// checkNoSecretInArgs fails when the database password shows up in the
+// Deployment's arguments (seed bug 10): it must come from the Secret.
+func checkNoSecretInArgs(ctx context.Context, client kubernetes.Interface) error {
+	dep, err := client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		for _, a := range c.Args {
+			if strings.Contains(a, "password") {
+				return fmt.Errorf("container %s passes a password in its arguments: %q", c.Name, a)
+			}
+		}
+		for _, e := range c.Env {
+			if e.Name == "DB_PASSWORD" && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
+				return fmt.Errorf("container %s does not read DB_PASSWORD from a Secret", c.Name)
+			}
+		}
+	}
+	return nil
+}
+
+// verify checks the end of the story: v3 failed and was rolled back to v2,
+// and the deletion removed every object.
+func verify(ctx context.Context, client kubernetes.Interface, st addon.Status, out io.Writer) error {
+	if st.Phase != addon.PhaseDeleted || st.FailedVersion != "v3" || st.LastGoodVersion != "v2" {
+		return fmt.Errorf("unexpected end: phase %s, failed version %q, last good version %q", st.Phase, st.FailedVersion, st.LastGoodVersion)
+	}
+	if _, err := client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deployment still there after deletion (err %v)", err)
+	}
+	if _, err := client.RbacV1().ClusterRoleBindings().Get(ctx, crbName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		return fmt.Errorf("cluster role binding still there after deletion (err %v)", err)
+	}
+	fmt.Fprintf(out, "done: v3 failed and was rolled back to v2, then uninstalled; the finalizer can go\n")
+	return nil
+}

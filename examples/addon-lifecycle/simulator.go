@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+)
+
+// deploymentSimulator stands in for the deployment controller of the
+// in-memory cluster. Called between reconciles (no goroutine), it rolls each
+// Deployment out: a new template becomes available on the next call, and an
+// image tagged brokenImageTag never does.
+type deploymentSimulator struct {
+	client kubernetes.Interface
+	seen   map[string]string // deployment name -> image of the last call
+}
+
+func (s *deploymentSimulator) Sync(ctx context.Context) error {
+	deps := s.client.AppsV1().Deployments(namespace)
+	list, err := deps.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]string, len(list.Items))
+	defer func() { s.seen = seen }()
+	for i := range list.Items {
+		dep := &list.Items[i]
+		img := dep.Spec.Template.Spec.Containers[0].Image
+		replicas := ptr.Deref(dep.Spec.Replicas, 1)
+		available := replicas
+		if s.seen[dep.Name] != img || strings.HasSuffix(img, ":"+brokenImageTag) {
+			available = 0
+		}
+		seen[dep.Name] = img
+		dep.Status.ObservedGeneration = dep.Generation
+		dep.Status.Replicas, dep.Status.UpdatedReplicas = replicas, replicas
+		dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = available, available
+		if _, err := deps.UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
