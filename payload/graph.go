@@ -317,12 +317,13 @@ func (g *TaskGraph) Validate() error {
 		return fmt.Errorf("payload: nil graph: %w", ErrInvalid)
 	}
 	indegree := make([]int32, len(g.Nodes))
-	return validate(g, indegree, make([]int32, 0, len(g.Nodes)))
+	return validate(g, indegree, make([]int32, 0, len(g.Nodes)), nil)
 }
 
 // validate does Validate's work in caller-provided scratch space: on success indegree
-// holds each node's number of predecessors.
-func validate(g *TaskGraph, indegree, queue []int32) error {
+// holds each node's number of predecessors and, when order is not nil, *order is
+// appended a topological order of the nodes.
+func validate(g *TaskGraph, indegree, queue []int32, order *[]int32) error {
 	n := len(g.Nodes)
 	inSum := make([]int, n)
 	for i, node := range g.Nodes {
@@ -360,6 +361,9 @@ func validate(g *TaskGraph, indegree, queue []int32) error {
 		k := queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
 		visited++
+		if order != nil {
+			*order = append(*order, k)
+		}
 		for _, o := range g.Nodes[k].Out {
 			if remaining[o]--; remaining[o] == 0 {
 				queue = append(queue, int32(o))

@@ -37,6 +37,28 @@ func (e *PanicError) Error() string {
 	return fmt.Sprintf("payload: task node %d panicked: %v", e.Node, e.Value)
 }
 
+// Priority decides which of several ready nodes runs first.
+type Priority int
+
+const (
+	// LowestIndexFirst runs the ready node with the lowest index first, as the
+	// cluster-version operator does; ShiftOrder and PermuteOrder rely on it to vary the
+	// order of nodes.
+	LowestIndexFirst Priority = iota
+	// CriticalPathFirst runs the ready node with the most tasks left on its longest path
+	// first (lowest index on ties), which keeps the wall time near the critical path
+	// when the pool is smaller than the graph is wide.
+	CriticalPathFirst
+)
+
+// RunOptions configures RunGraphWith.
+type RunOptions struct {
+	// Workers is the number of goroutines; fewer than 1 means 1.
+	Workers int
+	// Priority orders ready nodes (default LowestIndexFirst).
+	Priority Priority
+}
+
 // RunGraph runs the nodes of graph with exactly workers goroutines (fewer than 1 means
 // 1), calling fn with the tasks of every node that has tasks once all the node's
 // predecessors have succeeded; task-less nodes only join edges. When fn fails (or
@@ -52,6 +74,11 @@ func (e *PanicError) Error() string {
 // Scheduling is a ready queue: the cost is O(nodes + edges) plus a heap operation per
 // node, with a constant number of allocations per run.
 func RunGraph(ctx context.Context, graph *TaskGraph, workers int, fn func(ctx context.Context, tasks []*Task) error) []error {
+	return RunGraphWith(ctx, graph, RunOptions{Workers: workers}, fn)
+}
+
+// RunGraphWith is RunGraph with a choice of priority among ready nodes.
+func RunGraphWith(ctx context.Context, graph *TaskGraph, opts RunOptions, fn func(ctx context.Context, tasks []*Task) error) []error {
 	if graph == nil || fn == nil {
 		return []error{fmt.Errorf("payload: RunGraph needs a graph and a function: %w", ErrInvalid)}
 	}
@@ -63,22 +90,26 @@ func RunGraph(ctx context.Context, graph *TaskGraph, workers int, fn func(ctx co
 		graph:     graph,
 		fn:        fn,
 		remaining: make([]int32, n),
-		ready:     make(readyHeap, 0, n),
 		errs:      make([]error, n),
 		ran:       make([]bool, n),
 		finished:  make(chan struct{}),
 	}
-	if err := validate(graph, r.remaining, r.ready); err != nil {
+	r.ready.ids = make([]int32, 0, n)
+	order := make([]int32, 0, n)
+	if err := validate(graph, r.remaining, r.ready.ids, &order); err != nil {
 		return []error{err}
+	}
+	if opts.Priority == CriticalPathFirst {
+		r.ready.key = criticalPathKeys(graph, order)
 	}
 	for i, k := range r.remaining {
 		if k == 0 {
-			r.ready = append(r.ready, int32(i)) // ascending: already a heap
+			r.ready.push(int32(i))
 		}
 	}
 	r.cond.L = &r.mu
 
-	workers = max(workers, 1)
+	workers := max(opts.Workers, 1)
 	var wg sync.WaitGroup
 	wg.Add(workers)
 	for range workers {
@@ -95,6 +126,24 @@ func RunGraph(ctx context.Context, graph *TaskGraph, workers int, fn func(ctx co
 	wg.Wait()
 	klog.FromContext(ctx).V(4).Info("Task graph finished", "nodes", n, "workers", workers)
 	return r.result(ctx)
+}
+
+// criticalPathKeys gives every node a heap key that sorts by the number of tasks on
+// its longest path to a leaf, descending, then by index; order is topological.
+func criticalPathKeys(g *TaskGraph, order []int32) []int64 {
+	key := make([]int64, len(g.Nodes))
+	for k := len(order) - 1; k >= 0; k-- {
+		i := order[k]
+		longest := int64(0)
+		for _, o := range g.Nodes[i].Out {
+			longest = max(longest, key[o])
+		}
+		key[i] = longest + int64(len(g.Nodes[i].Tasks))
+	}
+	for i := range key {
+		key[i] = -key[i]<<32 | int64(i)
+	}
+	return key
 }
 
 // graphRun is the shared state of one RunGraph call, guarded by mu.
@@ -125,7 +174,7 @@ func (r *graphRun) work(ctx context.Context, wg *sync.WaitGroup) {
 			r.cond.Broadcast()
 			return
 		}
-		if len(r.ready) == 0 {
+		if r.ready.len() == 0 {
 			if r.inflight == 0 {
 				r.done = true
 				close(r.finished)
@@ -158,7 +207,7 @@ func (r *graphRun) work(ctx context.Context, wg *sync.WaitGroup) {
 			}
 		}
 		// This worker takes one ready node itself; wake idle workers for the others.
-		for extra := min(len(r.ready)-1, r.idle); extra > 0; extra-- {
+		for extra := min(r.ready.len()-1, r.idle); extra > 0; extra-- {
 			r.cond.Signal()
 		}
 	}
@@ -203,15 +252,27 @@ func (r *graphRun) result(ctx context.Context) []error {
 	return errs
 }
 
-// readyHeap is a min-heap of node indexes.
-type readyHeap []int32
+// readyHeap is a min-heap of node indexes, ordered by key when key is set.
+type readyHeap struct {
+	ids []int32
+	key []int64
+}
+
+func (h *readyHeap) len() int { return len(h.ids) }
+
+func (h *readyHeap) less(a, b int32) bool {
+	if h.key == nil {
+		return a < b
+	}
+	return h.key[a] < h.key[b]
+}
 
 func (h *readyHeap) push(v int32) {
-	*h = append(*h, v)
-	s := *h
+	h.ids = append(h.ids, v)
+	s := h.ids
 	for i := len(s) - 1; i > 0; {
 		parent := (i - 1) / 2
-		if s[parent] <= s[i] {
+		if !h.less(s[i], s[parent]) {
 			break
 		}
 		s[parent], s[i] = s[i], s[parent]
@@ -220,17 +281,17 @@ func (h *readyHeap) push(v int32) {
 }
 
 func (h *readyHeap) pop() int32 {
-	s := *h
+	s := h.ids
 	top := s[0]
 	last := len(s) - 1
 	s[0] = s[last]
 	s = s[:last]
 	for i := 0; ; {
 		smallest, l, r := i, 2*i+1, 2*i+2
-		if l < len(s) && s[l] < s[smallest] {
+		if l < len(s) && h.less(s[l], s[smallest]) {
 			smallest = l
 		}
-		if r < len(s) && s[r] < s[smallest] {
+		if r < len(s) && h.less(s[r], s[smallest]) {
 			smallest = r
 		}
 		if smallest == i {
@@ -239,6 +300,6 @@ func (h *readyHeap) pop() int32 {
 		s[i], s[smallest] = s[smallest], s[i]
 		i = smallest
 	}
-	*h = s
+	h.ids = s
 	return top
 }

@@ -368,3 +368,29 @@ func TestRunGraphWaitsForInFlightNodesAfterCancel(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.ErrorIs(t, errs[0], context.Canceled)
 }
+
+func TestRunGraphCriticalPathFirst(t *testing.T) {
+	// n0 is a lone task; n1 -> n2 -> n3 is a longer chain; n4 is a lone task tied with n0.
+	g := &TaskGraph{Nodes: []*TaskNode{
+		{Tasks: pods("n0")},
+		{Tasks: pods("n1"), Out: []int{2}},
+		{Tasks: pods("n2"), In: []int{1}, Out: []int{3}},
+		{Tasks: pods("n3"), In: []int{2}},
+		{Tasks: pods("n4")},
+	}}
+	tests := []struct {
+		priority Priority
+		want     []string
+	}{
+		{LowestIndexFirst, []string{"n0", "n1", "n2", "n3", "n4"}},
+		{CriticalPathFirst, []string{"n1", "n2", "n0", "n3", "n4"}}, // n3 and n0 tie: lowest index
+	}
+	for _, tt := range tests {
+		rec := &recorder{}
+		errs := RunGraphWith(context.Background(), g, RunOptions{Workers: 1, Priority: tt.priority}, func(ctx context.Context, tasks []*Task) error {
+			return rec.run(ctx, tasks, nil)
+		})
+		assert.Empty(t, errs)
+		assert.Equal(t, tt.want, rec.started, "priority %d", tt.priority)
+	}
+}

@@ -402,17 +402,21 @@ func (w *Worker) applyTimeout(state State) time.Duration {
 	return 2 * w.cfg.Interval
 }
 
-// strategy returns how to break the payload and how many workers to run in state.
-func (w *Worker) strategy(wk *work) (BreakFunc, int) {
+// strategy returns how to break the payload and how to run it in state: Initializing
+// runs every node at once, Updating a bounded pool that favours the critical path,
+// Reconciling a small pool in a permutation seeded by the attempt's epoch and shifted
+// by the attempt within it.
+func (w *Worker) strategy(wk *work) (BreakFunc, RunOptions) {
 	switch wk.state {
 	case StateInitializing:
-		return FlattenByNumberAndComponent, 0
+		return FlattenByNumberAndComponent, RunOptions{}
 	case StateReconciling:
 		epoch, iteration := wk.attempt/reconcileStride, wk.attempt%reconcileStride
 		r := rand.New(rand.NewPCG(uint64(epoch), 0))
-		return ShiftOrder(PermuteOrder(FlattenByNumberAndComponent, r), iteration, reconcileStride), w.cfg.ReconcileWorkers
+		return ShiftOrder(PermuteOrder(FlattenByNumberAndComponent, r), iteration, reconcileStride),
+			RunOptions{Workers: w.cfg.ReconcileWorkers, Priority: LowestIndexFirst}
 	}
-	return ByNumberAndComponent, w.cfg.Workers
+	return ByNumberAndComponent, RunOptions{Workers: w.cfg.Workers, Priority: CriticalPathFirst}
 }
 
 func superseded(ctx context.Context) bool {
@@ -469,7 +473,7 @@ func (w *Worker) apply(ctx context.Context, wk *work) error {
 	prog.total = len(p.Manifests)
 
 	tasks := NewTasks(p.Manifests, w.cfg.Backoff)
-	breakFn, workers := w.strategy(wk)
+	breakFn, opts := w.strategy(wk)
 	graph, err := BuildGraph(tasks, breakFn)
 	if err != nil {
 		err = &UpdateError{Nested: err, Effect: EffectFail, Reason: "UpdatePayloadIntegrity", Message: fmt.Sprintf("The payload %s cannot be ordered: %v", wk.desired, err)}
@@ -478,11 +482,11 @@ func (w *Worker) apply(ctx context.Context, wk *work) error {
 		return err
 	}
 	if wk.state == StateInitializing {
-		workers = len(graph.Nodes)
+		opts.Workers = len(graph.Nodes)
 	}
-	logger.V(2).Info("Applying payload", "manifests", len(tasks), "nodes", len(graph.Nodes), "workers", workers)
+	logger.V(2).Info("Applying payload", "manifests", len(tasks), "nodes", len(graph.Nodes), "workers", opts.Workers)
 
-	errs := RunGraph(applyCtx, graph, workers, func(ctx context.Context, tasks []*Task) error {
+	errs := RunGraphWith(applyCtx, graph, opts, func(ctx context.Context, tasks []*Task) error {
 		for _, t := range tasks {
 			if err := ctx.Err(); err != nil {
 				return err
