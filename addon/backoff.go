@@ -8,13 +8,16 @@ import (
 // Backoff is an exponential backoff with a cap and jitter: the n-th
 // consecutive failure waits min(Cap, Base·2^(n-1)) · (1 + Jitter·j), where j
 // in [0, 1) is supplied by the caller, so tests are exact. The zero value
-// takes DefaultBackoffBase, DefaultBackoffCap and DefaultBackoffJitter; a
-// negative Jitter is invalid, so set Jitter to a tiny value such as 1e-9 to
-// all but disable it.
+// takes DefaultBackoffBase, DefaultBackoffCap and DefaultBackoffJitter. To
+// run without jitter, inject a jitter source that returns 0
+// (Config.Jitter, Input.Jitter).
 type Backoff struct {
-	Base   time.Duration `json:"base,omitempty"`
-	Cap    time.Duration `json:"cap,omitempty"`
-	Jitter float64       `json:"jitter,omitempty"`
+	// Base is the first delay.
+	Base time.Duration `json:"base,omitempty"`
+	// Cap bounds the delay before jitter.
+	Cap time.Duration `json:"cap,omitempty"`
+	// Jitter is the largest fraction added to a delay, in [0, 1].
+	Jitter float64 `json:"jitter,omitempty"`
 }
 
 func (b Backoff) withDefaults() Backoff {

@@ -14,10 +14,14 @@ import (
 
 // Input is everything Decide looks at.
 type Input struct {
-	Spec        Spec
-	Status      Status
+	// Spec is what the add-on should be.
+	Spec Spec
+	// Status is the persisted status (zero for a new add-on).
+	Status Status
+	// Observation is the outcome of the action just run, or zero for a look.
 	Observation Observation
-	Policy      Policy
+	// Policy holds the retry, remediation, deadline and polling rules.
+	Policy Policy
 	// Table is the lifecycle; nil means DefaultTable.
 	Table *Table
 	// Now is the current time; stored timestamps are truncated to seconds.
@@ -29,8 +33,11 @@ type Input struct {
 // Record is an event for the host to emit on its object (with its own
 // record.EventRecorder): Type is corev1.EventTypeNormal or EventTypeWarning.
 type Record struct {
-	Type    string `json:"type"`
-	Reason  string `json:"reason"`
+	// Type is Normal or Warning.
+	Type string `json:"type"`
+	// Reason is the event (or "Created", "Suspended").
+	Reason string `json:"reason"`
+	// Message reads "From -> To: what happened; next: Action".
 	Message string `json:"message"`
 }
 

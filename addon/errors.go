@@ -23,6 +23,7 @@ type InvalidError struct {
 	Problems []string
 }
 
+// Error lists the problems.
 func (e *InvalidError) Error() string {
 	if len(e.Problems) == 1 {
 		return fmt.Sprintf("addon: invalid %s: %s", e.What, e.Problems[0])

@@ -119,10 +119,11 @@ func NewMachine(cfg Config) (*Machine, error) {
 // decided action (if any) through the Driver with the policy's
 // ActionTimeout, decides again from the outcome, and returns the new status.
 // A failed action is not an error: it is recorded in the status and the
-// events, and retried as the policy says. The error is for bad input, for
-// conditions that cannot be written, or for a status write that failed; with
-// a conflict (errors.Is(err, ErrConflict)) the returned status still holds
-// what was decided.
+// events, and retried as the policy says. The error is for bad input, for a
+// status write that failed, or for an action cut short because ctx ended (the
+// returned status then keeps the action pending). With a conflict
+// (errors.Is(err, ErrConflict)) the returned status still holds what was
+// decided.
 func (m *Machine) Reconcile(ctx context.Context, spec Spec, status Status) (Status, Result, error) {
 	log := klog.FromContext(ctx).WithValues("addon", spec.Name)
 	in := Input{Spec: spec, Status: status, Policy: m.cfg.Policy, Table: m.cfg.Table, Now: m.cfg.Clock.Now(), Jitter: m.jitter()}
@@ -140,6 +141,11 @@ func (m *Machine) Reconcile(ctx context.Context, spec Spec, status Status) (Stat
 	}
 	log.V(2).Info("Running action", "action", d.Action, "phase", d.Status.Phase)
 	obs := m.run(ctx, spec, d.Status, d.Action)
+	if err := ctx.Err(); err != nil {
+		// The host is shutting down: the action's outcome says nothing about
+		// the add-on. The status keeps it pending, so it runs again.
+		return d.Status, result(d, events, d.Action), fmt.Errorf("addon: %s interrupted: %w", d.Action, err)
+	}
 	if obs.Err != nil {
 		log.V(1).Info("Action failed", "action", d.Action, "err", obs.Err)
 	}

@@ -165,3 +165,16 @@ func TestDeletedAddonIsNeverReinstalled(t *testing.T) {
 	assert.Equal(t, 1, drv.Count(fake.AddonInstall), "seed bug 1: nothing left running re-installs a deleted add-on")
 	assert.Equal(t, before, runtime.NumGoroutine(), "no goroutine per object or phase")
 }
+
+func TestReconcileCancelledContextIsNotAFailure(t *testing.T) {
+	drv := &fake.AddonDriver{}
+	drv.Push(fake.AddonInstall, fake.AddonOutcome{Hang: true})
+	m := newMachine(t, addon.Config{Driver: drv})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st, res, err := m.Reconcile(ctx, meshSpec, addon.Status{})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, addon.ActionInstall, res.Action)
+	assert.Zero(t, st.InstallFailures, "shutting down says nothing about the add-on")
+	assert.Equal(t, addon.ActionInstall, st.PendingAction, "the install runs again next time")
+}

@@ -9,9 +9,15 @@ import (
 // Row is one transition: in phase From, event Event moves the add-on to phase
 // To, and Action is what runs on entering To (ActionNone: nothing).
 type Row struct {
-	From   Phase  `json:"from"`
-	Event  Event  `json:"event"`
-	To     Phase  `json:"to"`
+	// From is the phase the row applies in.
+	From Phase `json:"from"`
+	// Event is what happened.
+	Event Event `json:"event"`
+	// To is the phase entered (may equal From).
+	To Phase `json:"to"`
+	// Action runs on entering To: at once, or after the backoff when it
+	// retries a failed action, or after the poll interval for a health check
+	// that follows a health check.
 	Action Action `json:"action,omitempty"`
 }
 
