@@ -126,11 +126,10 @@ func (g *TaskGraph) Parallelize(breakFn BreakFunc) {
 	for i, n := 0, len(g.Nodes); i < n; i++ {
 		node := g.Nodes[i]
 		steps := breakFn(node.Tasks)
-		if len(steps) == 0 {
-			continue
-		}
-		if len(steps) == 1 && len(steps[0]) == 1 {
-			node.RunLevel, node.Component = steps[0][0].RunLevel, steps[0][0].Component
+		if len(steps) == 0 || (len(steps) == 1 && len(steps[0]) == 1) {
+			if len(node.Tasks) > 0 {
+				*node = *newNodeLike(node, runKeyOf(node.Tasks[0]))
+			}
 			continue
 		}
 		node.Tasks = nil
@@ -382,11 +381,13 @@ func validate(g *TaskGraph, indegree, queue []int32, order *[]int32) error {
 	return &CycleError{Nodes: cyclic}
 }
 
-// String prints the graph as a text plan: one line per node with its run level,
-// component and predecessors, then one indented line per task.
+// String prints the graph as a text plan, nodes in the order a single worker would run
+// them: one line per node with its run level, component and predecessors, then one
+// indented line per task. An invalid graph prints its nodes in index order.
 func (g *TaskGraph) String() string {
 	var b strings.Builder
-	for i, n := range g.Nodes {
+	for _, i := range g.runOrder() {
+		n := g.Nodes[i]
 		fmt.Fprintf(&b, "node %d: %s", i, n.label())
 		if len(n.In) > 0 {
 			fmt.Fprintf(&b, ", after %s", joinInts(sortedInts(n.In), ", "))
@@ -397,6 +398,35 @@ func (g *TaskGraph) String() string {
 		}
 	}
 	return b.String()
+}
+
+// runOrder returns the node indexes in the order RunGraph with one worker starts them,
+// or in index order when the graph is invalid.
+func (g *TaskGraph) runOrder() []int {
+	order := make([]int, 0, len(g.Nodes))
+	remaining := make([]int32, len(g.Nodes))
+	if validate(g, remaining, make([]int32, 0, len(g.Nodes)), nil) != nil {
+		for i := range g.Nodes {
+			order = append(order, i)
+		}
+		return order
+	}
+	ready := readyHeap{ids: make([]int32, 0, len(g.Nodes))}
+	for i, r := range remaining {
+		if r == 0 {
+			ready.push(int32(i))
+		}
+	}
+	for ready.len() > 0 {
+		k := ready.pop()
+		order = append(order, int(k))
+		for _, o := range g.Nodes[k].Out {
+			if remaining[o]--; remaining[o] == 0 {
+				ready.push(int32(o))
+			}
+		}
+	}
+	return order
 }
 
 // Mermaid prints the graph as a Mermaid flowchart, one box per node.

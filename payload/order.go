@@ -25,6 +25,13 @@ func newNode(tasks []*Task, key runKey) *TaskNode {
 	return &TaskNode{Tasks: tasks, RunLevel: key.level, Component: key.component}
 }
 
+// newNodeLike returns a copy of n labelled with key's run level and component.
+func newNodeLike(n *TaskNode, key runKey) *TaskNode {
+	labelled := newNode(n.Tasks, key)
+	labelled.In, labelled.Out = n.In, n.Out
+	return labelled
+}
+
 // ByNumberAndComponent makes one step per run level, with one node per component of the
 // level (tasks of a component in input order, components in order of first appearance),
 // so that the components of a level run in parallel and levels run in order. A task
