@@ -225,18 +225,29 @@ func (t *Table) Validate() error {
 	return nil
 }
 
-// Mermaid renders the table as a Mermaid state diagram: one edge per row,
-// labelled "event / action", in row order.
+// Mermaid renders the table as a Mermaid state diagram: one edge per (From,
+// To) pair in the order of its first row, labelled with its rows'
+// "event / action", comma-separated.
 func (t *Table) Mermaid() string {
-	var b strings.Builder
-	b.WriteString("stateDiagram-v2\n")
-	fmt.Fprintf(&b, "    [*] --> %s\n", PhaseInitializing)
+	type edge struct{ from, to Phase }
+	var order []edge
+	labels := map[edge][]string{}
 	for _, r := range t.Rows() {
+		e := edge{r.From, r.To}
+		if _, seen := labels[e]; !seen {
+			order = append(order, e)
+		}
 		label := string(r.Event)
 		if r.Action != ActionNone {
 			label += " / " + string(r.Action)
 		}
-		fmt.Fprintf(&b, "    %s --> %s: %s\n", r.From, r.To, label)
+		labels[e] = append(labels[e], label)
+	}
+	var b strings.Builder
+	b.WriteString("stateDiagram-v2\n")
+	fmt.Fprintf(&b, "    [*] --> %s\n", PhaseInitializing)
+	for _, e := range order {
+		fmt.Fprintf(&b, "    %s --> %s: %s\n", e.from, e.to, strings.Join(labels[e], ", "))
 	}
 	fmt.Fprintf(&b, "    %s --> [*]\n", PhaseDeleted)
 	return b.String()
