@@ -507,16 +507,11 @@ func (w *Worker) apply(ctx context.Context, wk *work) error {
 			return errSuperseded
 		}
 		err := Summarize(errs)
+		if errors.Is(context.Cause(applyCtx), ErrApplyTimeout) {
+			err = timedOut(prog.current(), timeout, err)
+		}
 		if err == nil {
 			err = errors.Join(errs...)
-		}
-		if errors.Is(context.Cause(applyCtx), ErrApplyTimeout) {
-			err = &UpdateError{
-				Nested:  errors.Join(ErrApplyTimeout, err),
-				Effect:  EffectOf(err),
-				Reason:  "UpdatePayloadTimedOut",
-				Message: fmt.Sprintf("Applying %s timed out after %s: %v", prog.status.Actual, timeout, err),
-			}
 		}
 		w.cfg.Events.Event(EventTypeWarning, "ApplyFailed", err.Error())
 		prog.fail(err)
@@ -527,6 +522,18 @@ func (w *Worker) apply(ctx context.Context, wk *work) error {
 		w.cfg.Events.Event(EventTypeNormal, "PayloadApplied", fmt.Sprintf("Applied %d manifests of %s", len(tasks), prog.status.Actual))
 	}
 	return nil
+}
+
+// timedOut describes an apply stopped by the apply timeout, with the summary of the
+// errors it met, if any.
+func timedOut(s Status, timeout time.Duration, summary error) error {
+	msg := fmt.Sprintf("Applying %s timed out after %s with %d of %d manifests applied", s.Actual, timeout, s.Done, s.Total)
+	effect := EffectFail
+	if summary != nil {
+		msg += ": " + summary.Error()
+		effect = EffectOf(summary)
+	}
+	return &UpdateError{Nested: errors.Join(ErrApplyTimeout, summary), Effect: effect, Reason: "UpdatePayloadTimedOut", Message: msg}
 }
 
 // load returns the payload of desired, loading it when it is not the one loaded last.
@@ -565,10 +572,17 @@ type applyProgress struct {
 	reportErrs []error
 }
 
+// snapshot returns the status with the current counts; the caller holds mu.
 func (p *applyProgress) snapshot() Status {
 	s := p.status
 	s.Done, s.Total = p.done, p.total
 	return s
+}
+
+func (p *applyProgress) current() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.snapshot()
 }
 
 func (p *applyProgress) update() {

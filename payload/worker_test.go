@@ -234,8 +234,9 @@ func TestWorkerApplyTimeout(t *testing.T) {
 	s := h.worker.Status()
 	require.NotNil(t, s.Failure)
 	assert.Equal(t, "UpdatePayloadTimedOut", s.Failure.Reason)
-	assert.Contains(t, s.Failure.Message, "timed out after 5m0s")
-	assert.Equal(t, 5, s.Done, "the other manifests were applied")
+	assert.Contains(t, s.Failure.Message, "timed out after 5m0s with ")
+	assert.Contains(t, s.Failure.Message, " of 6 manifests applied")
+	assert.Equal(t, payload.EffectFail, s.Failure.Effect)
 }
 
 func TestWorkerLoadFailureBacksOff(t *testing.T) {
