@@ -171,11 +171,7 @@ func (g *TaskGraph) bulkAdd(nodes []*TaskNode, in []int) []int {
 		g.Nodes[from+k].In = slices.Clone(in)
 	}
 	for _, k := range in {
-		for _, a := range added {
-			if !slices.Contains(g.Nodes[k].Out, a) {
-				g.Nodes[k].Out = append(g.Nodes[k].Out, a)
-			}
-		}
+		g.Nodes[k].Out = append(g.Nodes[k].Out, added...) // new nodes: no duplicates possible
 	}
 	return added
 }

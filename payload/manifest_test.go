@@ -1,6 +1,9 @@
 package payload
 
 import (
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -105,4 +108,36 @@ func TestLoadErrors(t *testing.T) {
 	}
 	_, err := Load(nil)
 	require.ErrorIs(t, err, ErrInvalid)
+}
+
+// cvoPattern is the cluster-version operator's expression that ParseRunLevel implements.
+var cvoPattern = regexp.MustCompile(`^0000_(\d+)_([a-zA-Z0-9]+(-[a-zA-Z0-9]+)*?)_`)
+
+func FuzzParseRunLevel(f *testing.F) {
+	for _, s := range []string{"0000_50_console_03_x.yaml", "0000_05_x-y-z_f", "0000_1_a--b_c", "0000_1_-a_c", "0000__a_", "0000_1_a.b_c", "0000_1_é_c", "0000_99999999999999999999_a_b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if strings.Contains(name, "/") {
+			return // ParseRunLevel reads the base name
+		}
+		level, component, ok := ParseRunLevel(name)
+		match := cvoPattern.FindStringSubmatch(name)
+		if match == nil {
+			if ok {
+				t.Fatalf("%q: parsed %d %q, the expression does not match", name, level, component)
+			}
+			return
+		}
+		want, err := strconv.Atoi(match[1])
+		if err != nil {
+			if ok {
+				t.Fatalf("%q: parsed a level that does not fit an int", name)
+			}
+			return
+		}
+		if !ok || level != want || component != match[2] {
+			t.Fatalf("%q: got %d %q %t, want %d %q", name, level, component, ok, want, match[2])
+		}
+	})
 }

@@ -32,6 +32,7 @@ type clusterApplier struct {
 
 var _ payload.Applier = (*clusterApplier)(nil)
 
+// Apply applies m and reports a failed attempt to onError.
 func (a *clusterApplier) Apply(ctx context.Context, m *payload.Manifest, _ payload.State) error {
 	err := a.apply(ctx, m)
 	if err != nil && a.onError != nil {
