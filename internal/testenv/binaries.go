@@ -17,6 +17,9 @@ import (
 const (
 	EnvKubeAPIServer = "CONVERGE_KUBE_APISERVER"
 	EnvEtcd          = "CONVERGE_ETCD"
+	// EnvCache moves the cache of built binaries out of the repository, so
+	// that several checkouts (CI's fresh clones) share one build.
+	EnvCache = "CONVERGE_TESTBIN_CACHE"
 )
 
 // Binaries are the paths of the two programs an Environment runs.
@@ -35,9 +38,15 @@ func sourceDir() string {
 // ToolsDir is the tools module the binaries are built from.
 func ToolsDir() string { return filepath.Join(sourceDir(), "tools") }
 
-// CacheDir is the git-ignored directory that holds built binaries, one
-// sub-directory per version key.
-func CacheDir() string { return filepath.Join(sourceDir(), "..", "..", ".cache", "testbin") }
+// CacheDir is the directory that holds built binaries, one sub-directory per
+// version key: $CONVERGE_TESTBIN_CACHE when set, else .cache/testbin at the
+// top of the repository, which git ignores.
+func CacheDir() string {
+	if dir := os.Getenv(EnvCache); dir != "" {
+		return dir
+	}
+	return filepath.Join(sourceDir(), "..", "..", ".cache", "testbin")
+}
 
 // versionKey identifies the pinned versions: a digest of the tools module's
 // go.mod, go.sum and etcd main.

@@ -20,12 +20,16 @@ func TestVersionKeyIsStable(t *testing.T) {
 	assert.Len(t, a, 16)
 }
 
-func TestCacheDirIsIgnoredByGit(t *testing.T) {
+func TestCacheDir(t *testing.T) {
+	t.Setenv(EnvCache, "")
 	gitignore, err := os.ReadFile(filepath.Join(sourceDir(), "..", "..", ".gitignore"))
 	require.NoError(t, err)
 	assert.Contains(t, string(gitignore), "/.cache/")
 	assert.Equal(t, "testbin", filepath.Base(CacheDir()))
 	assert.Equal(t, ".cache", filepath.Base(filepath.Dir(CacheDir())))
+
+	t.Setenv(EnvCache, "/var/cache/converge")
+	assert.Equal(t, "/var/cache/converge", CacheDir())
 }
 
 func TestEnsureBinariesFromEnvironment(t *testing.T) {

@@ -127,6 +127,7 @@ func Start(ctx context.Context) (env *Environment, err error) {
 		"--etcd-servers="+etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		"--endpoint-reconciler-type=none",
 		"--secure-port="+strconv.Itoa(ports[2]),
 		"--cert-dir="+filepath.Join(dir, "certs"),
 		"--token-auth-file="+filepath.Join(dir, "tokens.csv"),
