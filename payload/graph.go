@@ -233,20 +233,17 @@ func (g *TaskGraph) AddDependencies() error {
 	if err := g.Validate(); err != nil {
 		return err
 	}
+	if !g.hasDependencies() {
+		return nil
+	}
 	positions := map[string][]taskPos{}
-	hasDeps := false
 	for i, n := range g.Nodes {
 		for p, t := range n.Tasks {
-			if t == nil || t.Manifest == nil {
-				continue
+			if t != nil && t.Manifest != nil {
+				ref := t.Manifest.Ref()
+				positions[ref] = append(positions[ref], taskPos{i, p})
 			}
-			ref := t.Manifest.Ref()
-			positions[ref] = append(positions[ref], taskPos{i, p})
-			hasDeps = hasDeps || len(t.Manifest.DependsOn) > 0
 		}
-	}
-	if !hasDeps {
-		return nil
 	}
 	for i, n := range g.Nodes {
 		for p, t := range n.Tasks {
@@ -278,6 +275,17 @@ func (g *TaskGraph) AddDependencies() error {
 		}
 	}
 	return nil
+}
+
+func (g *TaskGraph) hasDependencies() bool {
+	for _, n := range g.Nodes {
+		for _, t := range n.Tasks {
+			if t != nil && t.Manifest != nil && len(t.Manifest.DependsOn) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func sortedPair(a, b int) []int {
