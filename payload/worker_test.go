@@ -303,16 +303,23 @@ func TestWorkerUpdatingFollowsRunLevels(t *testing.T) {
 
 func TestWorkerReportEffectDoesNotFail(t *testing.T) {
 	h := newHarness(t, nil)
-	h.applier.FailForever("Namespace/a", &payload.UpdateError{Reason: "SlowOperator", Message: "operator a is slow", Effect: payload.EffectReport})
+	slow := func(name string) error {
+		return &payload.UpdateError{Reason: "SlowOperator", Message: "operator " + name + " is slow", Effect: payload.EffectReport}
+	}
+	// Initializing runs the three components in parallel: both reports are collected concurrently.
+	h.applier.FailForever("Namespace/a", slow("a"))
+	h.applier.FailForever("Namespace/b", slow("b"))
 	h.worker.Update(1, v1)
 	r := h.next()
 	require.NoError(t, r.Err)
 	s := h.worker.Status()
 	assert.True(t, s.Reconciling)
+	assert.Equal(t, 6, s.Done)
 	require.NotNil(t, s.Failure)
 	assert.Equal(t, payload.EffectReport, s.Failure.Effect)
-	assert.Equal(t, "operator a is slow", s.Failure.Message)
-	assert.Equal(t, 1, h.applier.Count("ConfigMap/a/one"), "the dependent manifest still ran")
+	assert.Equal(t, payload.ReasonMultipleErrors, s.Failure.Reason)
+	assert.Equal(t, "Multiple errors are preventing progress:\n* operator a is slow\n* operator b is slow", s.Failure.Message)
+	assert.Equal(t, 1, h.applier.Count("ConfigMap/a/one"), "the manifest after the reported one still ran")
 }
 
 func TestWorkerNotifiesStatus(t *testing.T) {
