@@ -248,6 +248,8 @@ func BenchmarkSleepingTasks(b *testing.B) {
 				}
 				wall := b.Elapsed() / time.Duration(b.N)
 				b.ReportMetric(float64(wall.Microseconds())/1000, "wall-ms")
+				b.ReportMetric(float64(bound), "bound-sleeps")
+				b.ReportMetric(float64(unit.Microseconds())/1000, "ms/sleep")
 				b.ReportMetric(float64((time.Duration(bound)*unit).Microseconds())/1000, "bound-ms")
 				b.ReportMetric(float64(wall)/float64(time.Duration(bound)*unit), "wall/bound")
 			})
