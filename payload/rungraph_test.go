@@ -394,3 +394,17 @@ func TestRunGraphCriticalPathFirst(t *testing.T) {
 		assert.Equal(t, tt.want, rec.started, "priority %d", tt.priority)
 	}
 }
+
+func TestRunGraphAllocationsDoNotGrowWithNodes(t *testing.T) {
+	noop := func(context.Context, []*Task) error { return nil }
+	allocs := func(g *TaskGraph) float64 {
+		return testing.AllocsPerRun(20, func() {
+			if errs := RunGraph(context.Background(), g, 2, noop); errs != nil {
+				t.Fatal(errs)
+			}
+		})
+	}
+	small, large := allocs(independentGraph(10)), allocs(independentGraph(5000))
+	assert.LessOrEqual(t, large, small+2, "10 nodes: %v allocations, 5000 nodes: %v", small, large)
+	assert.LessOrEqual(t, allocs(chainGraph(5000)), small+2)
+}

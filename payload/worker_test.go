@@ -3,6 +3,7 @@ package payload_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -376,4 +377,58 @@ func TestRetryDelay(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, payload.RetryDelay(16*time.Minute, tt.errors), "errors=%d", tt.errors)
 	}
+}
+
+func TestWorkerInitializingRunsEveryNodeAtOnce(t *testing.T) {
+	h := newHarness(t, func(c *payload.WorkerConfig) { c.Workers = 1 })
+	// The sample payload flattens into five nodes: (10,a) (10,b) (20,a) (20,b) (30,c).
+	var mu sync.Mutex
+	started := 0
+	all := make(chan struct{})
+	h.applier.OnApply = func(fake.PayloadApply) {
+		mu.Lock()
+		started++
+		if started == 5 {
+			close(all)
+		}
+		mu.Unlock()
+		select { // hold every call until five run at once
+		case <-all:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	h.worker.Update(1, v1)
+	require.NoError(t, h.next().Err)
+	assert.Equal(t, 5, h.applier.Concurrency())
+}
+
+func TestWorkerReconcilesInSeededPermutation(t *testing.T) {
+	h := newHarness(t, func(c *payload.WorkerConfig) {
+		c.ReconcileWorkers = 1
+		c.Status = payload.Status{Actual: v1, Reconciling: true}
+	})
+	h.worker.Update(1, v1)
+	r := h.next()
+	require.Equal(t, payload.StateReconciling, r.State)
+
+	// Attempt 0: epoch 0, no shift.
+	order := payload.ShiftOrder(payload.PermuteOrder(payload.FlattenByNumberAndComponent, rand.New(rand.NewPCG(0, 0))), 0, 8)
+	graph, err := payload.BuildGraph(payload.NewTasks(samplePayload(v1).Manifests, wait.Backoff{Steps: 1}), order)
+	require.NoError(t, err)
+	var want []string
+	payload.RunGraph(context.Background(), graph, 1, func(_ context.Context, tasks []*payload.Task) error {
+		for _, task := range tasks {
+			want = append(want, task.Manifest.File)
+		}
+		return nil
+	})
+	var got []string
+	for _, c := range h.applier.Recorded() {
+		got = append(got, c.File)
+	}
+	assert.Equal(t, want, got)
+	assert.NotEqual(t, []string{
+		"0000_10_a_00_ns.yaml", "0000_10_a_01_cm.yaml", "0000_10_b_00_ns.yaml",
+		"0000_20_a_02_cm.yaml", "0000_20_b_01_cm.yaml", "0000_30_c_00_cm.yaml",
+	}, got, "reconciling does not follow the payload order")
 }
