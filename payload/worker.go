@@ -134,7 +134,7 @@ func RetryDelay(interval time.Duration, consecutiveErrors int) time.Duration {
 // consecutive failures is reset by a success or a new release. Progress is published as
 // a Status through a Reporter, readable with Status and pushed to OnStatus.
 //
-// A Worker is safe for concurrent use; Start runs once.
+// A Worker is safe for concurrent use; Start runs the loop once at a time.
 type Worker struct {
 	cfg      WorkerConfig
 	clock    clock.WithDelayedExecution
