@@ -231,11 +231,11 @@ func summarize(p Plan) string {
 			return s.Node + ": " + s.Reason
 		}
 	}
-	if p.Blocked != "" {
-		return p.Blocked
-	}
 	if len(p.Steps) > 0 {
 		return p.Steps[0].Node + ": " + p.Steps[0].Reason
+	}
+	if p.Blocked != "" {
+		return p.Blocked
 	}
 	if len(p.Status.NodeStatuses) == 0 {
 		return "no nodes"

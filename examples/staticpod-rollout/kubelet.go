@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
+)
+
+// newMemoryCluster returns a fake clientset holding ready nodes and, on each,
+// a ready operand pod of revision 1. ConfigMap updates get real optimistic
+// concurrency (the fake tracker has none).
+func newMemoryCluster(ctx context.Context, nodes []string, ns, operand string, clk clock.PassiveClock) (*k8sfake.Clientset, error) {
+	client := k8sfake.NewClientset()
+	withResourceVersions(client)
+	now := metav1.NewTime(clk.Now())
+	for _, name := range nodes {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: operandPodName(operand, name), Namespace: ns,
+				Labels: map[string]string{labelApp: operand, labelRevision: "1", labelNode: name}},
+			Spec: corev1.PodSpec{NodeName: name},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning,
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}},
+		}
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	return client, nil
+}
+
+// withResourceVersions makes ConfigMap writes carry resource versions and
+// rejects an update whose version is stale with a Conflict, as the API server does.
+func withResourceVersions(client *k8sfake.Clientset) {
+	var mu sync.Mutex
+	next := 0
+	bump := func(cm *corev1.ConfigMap) {
+		next++
+		cm.ResourceVersion = strconv.Itoa(next)
+	}
+	client.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		bump(a.(k8stesting.CreateAction).GetObject().(*corev1.ConfigMap))
+		return false, nil, nil
+	})
+	client.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		cm := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap)
+		cur, err := client.Tracker().Get(a.GetResource(), cm.Namespace, cm.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		if cur.(*corev1.ConfigMap).ResourceVersion != cm.ResourceVersion {
+			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), cm.Name,
+				fmt.Errorf("resource version %s is stale", cm.ResourceVersion))
+		}
+		bump(cm)
+		return false, nil, nil
+	})
+}
+
+// kubelet is a small simulated kubelet for the in-memory cluster: each step
+// moves every pod one phase on. Installer pods go Pending → Running →
+// Succeeded (or Failed, as scripted); a succeeded installer restarts the
+// node's operand pod at its revision, not ready; a not-ready operand becomes
+// ready on the next step.
+type kubelet struct {
+	client  kubernetes.Interface
+	ns      string
+	operand string
+	clock   clock.PassiveClock
+	// failures scripts installer pods that fail, by pod name, with their termination message.
+	failures map[string]string
+}
+
+// step moves every pod one phase on and reports whether anything moved.
+func (k *kubelet) step(ctx context.Context) (bool, error) {
+	list, err := k.client.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return false, err
+	}
+	pods := list.Items
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+	now := metav1.NewTime(k.clock.Now())
+	moved := false
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Labels[labelApp] != k.operand || pod.Status.Phase != corev1.PodRunning || podReady(pod) {
+			continue
+		}
+		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
+		if _, err := k.client.CoreV1().Pods(k.ns).Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			return false, err
+		}
+		moved = true
+	}
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Labels[labelApp] != appInstaller {
+			continue
+		}
+		switch pod.Status.Phase {
+		case "", corev1.PodPending:
+			pod.Status.Phase, pod.Status.StartTime = corev1.PodRunning, &now
+		case corev1.PodRunning:
+			if err := k.finish(ctx, pod, now); err != nil {
+				return false, err
+			}
+		default:
+			continue
+		}
+		if _, err := k.client.CoreV1().Pods(k.ns).Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			return false, err
+		}
+		moved = true
+	}
+	return moved, nil
+}
+
+// finish ends a running installer pod and, on success, restarts the operand.
+func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod, now metav1.Time) error {
+	if msg, fail := k.failures[pod.Name]; fail {
+		pod.Status.Phase = corev1.PodFailed
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "installer",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: msg}}}}
+		return nil
+	}
+	pod.Status.Phase = corev1.PodSucceeded
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "installer",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
+	node := pod.Spec.NodeName
+	op, err := k.client.CoreV1().Pods(k.ns).Get(ctx, operandPodName(k.operand, node), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		op = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: operandPodName(k.operand, node), Namespace: k.ns,
+			Labels: map[string]string{labelApp: k.operand, labelNode: node}}, Spec: corev1.PodSpec{NodeName: node}}
+		if op, err = k.client.CoreV1().Pods(k.ns).Create(ctx, op, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	op.Labels[labelRevision] = pod.Labels[labelRevision]
+	op.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now,
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now}}}
+	_, err = k.client.CoreV1().Pods(k.ns).Update(ctx, op, metav1.UpdateOptions{})
+	return err
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podFingerprint summarises what the engine reads from pods, to tell when an
+// informer cache has caught up with the clientset.
+func podFingerprint(pods []*corev1.Pod) string {
+	lines := make([]string, 0, len(pods))
+	for _, p := range pods {
+		lines = append(lines, fmt.Sprintf("%s/%s/%s/%t", p.Name, p.Labels[labelRevision], p.Status.Phase, podReady(p)))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, ",")
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge/rollout"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestRunInMemory(t *testing.T) {
+	for _, args := range [][]string{nil, {"-nodes", "1"}, {"-nodes", "6"}} {
+		t.Run(fmtArgs(args), func(t *testing.T) {
+			var out bytes.Buffer
+			require.NoError(t, run(context.Background(), args, &out), out.String())
+			s := out.String()
+			assert.Contains(t, s, "installer: copying secret/serving-cert: connection refused")
+			assert.Contains(t, s, "retrying in 10s")
+			assert.Contains(t, s, "creating installer installer-2-retry-1-")
+			assert.Contains(t, s, "converged on revision 3")
+			assert.Contains(t, s, "Progressing  False   AllNodesAtLatestRevision")
+		})
+	}
+}
+
+func fmtArgs(args []string) string {
+	if len(args) == 0 {
+		return "defaults"
+	}
+	return args[0] + "=" + args[1]
+}
+
+func TestRunBadFlags(t *testing.T) {
+	var out bytes.Buffer
+	assert.Error(t, run(context.Background(), []string{"-nodes", "0"}, &out))
+	assert.Error(t, run(context.Background(), []string{"-bogus"}, &out))
+}
+
+func TestInstallerState(t *testing.T) {
+	start := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	tests := []struct {
+		name string
+		pod  corev1.Pod
+		want rollout.InstallerState
+	}{
+		{name: "pending without start time uses creation time",
+			pod:  corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: start}},
+			want: rollout.InstallerState{Phase: rollout.InstallerPending, StartTime: start.Time}},
+		{name: "running", pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &start}},
+			want: rollout.InstallerState{Phase: rollout.InstallerRunning, StartTime: start.Time}},
+		{name: "succeeded", pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
+			want: rollout.InstallerState{Phase: rollout.InstallerSucceeded}},
+		{name: "OOM killed", pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Message: "m",
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "installer", State: corev1.ContainerState{
+				Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", Message: "out of memory"}}}}}},
+			want: rollout.InstallerState{Phase: rollout.InstallerFailed, Message: "m",
+				Containers: []rollout.ContainerTermination{{Name: "installer", Message: "out of memory", OOMKilled: true}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, installerState(&tt.pod))
+		})
+	}
+}
+
+func TestOperandState(t *testing.T) {
+	since := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rev := func(r string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: "p", Labels: map[string]string{labelRevision: r}} }
+	tests := []struct {
+		name    string
+		pod     corev1.Pod
+		want    rollout.OperandState
+		wantErr bool
+	}{
+		{name: "ready", pod: corev1.Pod{ObjectMeta: rev("3"), Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: since}}}},
+			want: rollout.OperandState{Phase: rollout.OperandReady, Revision: 3, ReadySince: since.Time}},
+		{name: "running, not ready", pod: corev1.Pod{ObjectMeta: rev("3"), Status: corev1.PodStatus{Phase: corev1.PodRunning}},
+			want: rollout.OperandState{Phase: rollout.OperandPending, Revision: 3}},
+		{name: "failed", pod: corev1.Pod{ObjectMeta: rev("2"), Status: corev1.PodStatus{Phase: corev1.PodFailed, Message: "crash"}},
+			want: rollout.OperandState{Phase: rollout.OperandFailed, Revision: 2, Message: "crash"}},
+		{name: "no revision label", pod: corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := operandState(&tt.pod)
+			if tt.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestConfigMapStatusConflict(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	client, err := newMemoryCluster(ctx, []string{"a"}, "ns", "op", clk)
+	require.NoError(t, err)
+	s := &configMapStatus{client: client, ns: "ns", name: "status"}
+	require.NoError(t, s.create(ctx, rollout.Status{LatestAvailableRevision: 1}))
+
+	st, rv, err := s.GetStatus(ctx)
+	require.NoError(t, err)
+	st.LatestAvailableRevision = 2
+	rv2, err := s.UpdateStatus(ctx, st, rv)
+	require.NoError(t, err)
+	assert.NotEqual(t, rv, rv2)
+
+	_, err = s.UpdateStatus(ctx, st, rv)
+	assert.ErrorIs(t, err, rollout.ErrConflict, "a stale resource version is a conflict")
+
+	got, _, err := s.GetStatus(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int32(2), got.LatestAvailableRevision)
+}
