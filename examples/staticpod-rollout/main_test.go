@@ -77,7 +77,9 @@ func TestInstallerState(t *testing.T) {
 
 func TestOperandState(t *testing.T) {
 	since := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	rev := func(r string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: "p", Labels: map[string]string{labelRevision: r}} }
+	rev := func(r string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: "p", Labels: map[string]string{labelRevision: r}}
+	}
 	tests := []struct {
 		name    string
 		pod     corev1.Pod
