@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -64,7 +65,8 @@ type Config struct {
 	Driver Driver
 	// Writer, if set, persists the status before an action runs (so a
 	// concurrent writer loses the race instead of starting the same action
-	// twice) and after its outcome. Nil: the host persists the returned status.
+	// twice), after its outcome, and whenever a look changed it. Nil: the
+	// host persists the returned status.
 	Writer StatusWriter
 	// IsConflict classifies a Writer error as a conflict; nil means
 	// errors.Is(err, ErrConflict). Hosts using client-go pass
@@ -75,7 +77,8 @@ type Config struct {
 	Table  *Table
 	// Clock defaults to clock.RealClock{}.
 	Clock clock.PassiveClock
-	// Jitter returns values in [0, 1); nil uses math/rand/v2.
+	// Jitter returns values in [0, 1) and must be safe for concurrent use;
+	// nil uses math/rand/v2.
 	Jitter func() float64
 }
 
@@ -95,7 +98,9 @@ func NewMachine(cfg Config) (*Machine, error) {
 		problems = append(problems, "nil driver")
 	}
 	if err := cfg.Policy.Validate(); err != nil {
-		problems = append(problems, err.Error())
+		for _, p := range err.(*InvalidError).Problems {
+			problems = append(problems, "policy: "+p)
+		}
 	}
 	if cfg.Table != nil && len(cfg.Table.rows) == 0 {
 		problems = append(problems, "empty table (build tables with NewTable)")
@@ -134,6 +139,9 @@ func (m *Machine) Reconcile(ctx context.Context, spec Spec, status Status) (Stat
 	events := d.Events
 	if d.Action == ActionNone {
 		logEvents(log, events)
+		if equality.Semantic.DeepEqual(d.Status, status) {
+			return d.Status, result(d, events, ActionNone), nil
+		}
 		return d.Status, result(d, events, ActionNone), m.write(ctx, spec, d.Status)
 	}
 	if err := m.write(ctx, spec, d.Status); err != nil {

@@ -3,7 +3,6 @@ package addon_test
 import (
 	"context"
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 
@@ -12,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"go.uber.org/goleak"
 
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
@@ -147,7 +148,7 @@ func TestDeletedAddonIsNeverReinstalled(t *testing.T) {
 	drv := &fake.AddonDriver{}
 	clk := clocktesting.NewFakeClock(t0)
 	m := newMachine(t, addon.Config{Driver: drv, Clock: clk})
-	before := runtime.NumGoroutine()
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // no goroutine per object or phase
 	spec := meshSpec
 	st, _, err := m.Reconcile(context.Background(), spec, addon.Status{})
 	require.NoError(t, err)
@@ -163,7 +164,6 @@ func TestDeletedAddonIsNeverReinstalled(t *testing.T) {
 		assert.Equal(t, addon.ActionNone, res.Action)
 	}
 	assert.Equal(t, 1, drv.Count(fake.AddonInstall), "seed bug 1: nothing left running re-installs a deleted add-on")
-	assert.Equal(t, before, runtime.NumGoroutine(), "no goroutine per object or phase")
 }
 
 func TestReconcileCancelledContextIsNotAFailure(t *testing.T) {
@@ -177,4 +177,30 @@ func TestReconcileCancelledContextIsNotAFailure(t *testing.T) {
 	assert.Equal(t, addon.ActionInstall, res.Action)
 	assert.Zero(t, st.InstallFailures, "shutting down says nothing about the add-on")
 	assert.Equal(t, addon.ActionInstall, st.PendingAction, "the install runs again next time")
+}
+
+func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
+	store := &fake.AddonStatusStore{}
+	clk := clocktesting.NewFakeClock(t0)
+	m := newMachine(t, addon.Config{Driver: &fake.AddonDriver{}, Writer: store, Clock: clk})
+	st := addon.Status{}
+	var err error
+	for range 2 { // install, then health: Running
+		st, _, err = m.Reconcile(context.Background(), meshSpec, st)
+		require.NoError(t, err)
+	}
+	require.Equal(t, addon.PhaseRunning, st.Phase)
+	writes := store.Writes
+	clk.Step(time.Minute) // the next health check is not due yet
+	again, res, err := m.Reconcile(context.Background(), meshSpec, st)
+	require.NoError(t, err)
+	assert.Equal(t, st, again)
+	assert.Equal(t, 4*time.Minute, res.RequeueAfter)
+	assert.Equal(t, writes, store.Writes, "a look that changes nothing writes nothing")
+}
+
+func TestNewMachineReportsPolicyProblems(t *testing.T) {
+	_, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Policy: addon.Policy{MaxRetries: -3}})
+	require.ErrorIs(t, err, addon.ErrInvalid)
+	assert.Equal(t, "addon: invalid config: policy: maxRetries -3 is below -1", err.Error())
 }
