@@ -487,3 +487,109 @@ func TestDecideMessagesNameBothVersions(t *testing.T) {
 	assert.Equal(t, "Upgrading -> Checking: upgrade from v1 to v2 succeeded; next: CheckHealth", d.Events[0].Message)
 	assert.Equal(t, corev1.EventTypeNormal, d.Events[0].Type)
 }
+
+// defaultRowInput builds the input that makes event r.Event happen in phase
+// r.From under the default table and policy.
+func defaultRowInput(r addon.Row) addon.Input {
+	spec := addon.Spec{Name: "mesh", Generation: 1, Version: "v1"}
+	status := st(r.From, addon.ActionNone)
+	var obs addon.Observation
+	now := tNow
+	v2 := func() { spec.Version, spec.Generation, status.ObservedGeneration = "v2", 2, 2 }
+	checkFails := func(verifying addon.Action) {
+		status.PendingAction, status.Verifying = addon.ActionCheckHealth, verifying
+		obs, now = health(addon.HealthUnhealthy, nil), t0.Add(addon.DefaultCheckTimeout)
+	}
+	outcome := func(a addon.Action, err error) {
+		status.PendingAction = a
+		obs = ran(a, err)
+	}
+	switch r.Event {
+	case addon.EventInstallSucceeded:
+		outcome(addon.ActionInstall, nil)
+	case addon.EventInstallFailed:
+		if r.From == addon.PhaseChecking {
+			checkFails(addon.ActionInstall)
+		} else {
+			outcome(addon.ActionInstall, errBoom)
+		}
+	case addon.EventHealthy:
+		status.PendingAction, obs = addon.ActionCheckHealth, health(addon.HealthHealthy, nil)
+	case addon.EventUnhealthy:
+		status.PendingAction, obs = addon.ActionCheckHealth, health(addon.HealthUnhealthy, nil)
+	case addon.EventDeadlinePassed:
+		checkFails(addon.ActionNone)
+	case addon.EventVersionChanged:
+		v2()
+	case addon.EventUpgradeSucceeded:
+		v2()
+		outcome(addon.ActionUpgrade, nil)
+	case addon.EventUpgradeFailed:
+		v2()
+		if r.From == addon.PhaseChecking {
+			status.InstalledVersion = "v2"
+			checkFails(addon.ActionUpgrade)
+		} else {
+			outcome(addon.ActionUpgrade, errBoom)
+		}
+	case addon.EventRollbackSucceeded:
+		outcome(addon.ActionRollback, nil)
+	case addon.EventRollbackFailed:
+		if r.From == addon.PhaseChecking {
+			checkFails(addon.ActionRollback)
+		} else {
+			outcome(addon.ActionRollback, errBoom)
+		}
+	case addon.EventUninstallSucceeded:
+		outcome(addon.ActionUninstall, nil)
+	case addon.EventUninstallFailed:
+		outcome(addon.ActionUninstall, errBoom)
+	case addon.EventRetriesExhausted:
+		switch r.From {
+		case addon.PhaseUpgrading, addon.PhaseRemediating:
+			v2()
+			status.UpgradeFailures = addon.DefaultMaxRetries
+			outcome(addon.ActionUpgrade, errBoom)
+		case addon.PhaseChecking:
+			status.InstallFailures = addon.DefaultMaxRetries
+			checkFails(addon.ActionInstall)
+		default:
+			status.InstallFailures = addon.DefaultMaxRetries
+			outcome(addon.ActionInstall, errBoom)
+		}
+	case addon.EventDeletionRequested:
+		spec.Deleting = true
+	case addon.EventSpecChanged:
+		spec.Generation = 2
+	case addon.EventRetryRequested:
+		spec.RetryToken = "retry-1"
+	}
+	if r.From == addon.PhaseDeleting {
+		spec.Deleting = true
+	}
+	return addon.Input{Spec: spec, Status: status, Observation: obs, Now: now}
+}
+
+// Every row of the default table, made to happen, lands where the row says
+// with the action it says (Remediate resolved by the default policy).
+func TestDecideCoversEveryDefaultRow(t *testing.T) {
+	for _, r := range addon.DefaultTable().Rows() {
+		t.Run(fmt.Sprintf("%s+%s", r.From, r.Event), func(t *testing.T) {
+			d, err := addon.Decide(defaultRowInput(r))
+			require.NoError(t, err)
+			require.NotEmpty(t, d.Events)
+			assert.Equal(t, string(r.Event), d.Events[0].Reason)
+			assert.Equal(t, r.To, d.Status.Phase)
+			want := r.Action
+			if want == addon.ActionRemediate {
+				switch d.Status.LastFailedAction {
+				case addon.ActionInstall:
+					want = addon.ActionUninstall
+				case addon.ActionUpgrade:
+					want = addon.ActionRollback
+				}
+			}
+			assert.Equal(t, want, d.Status.PendingAction)
+		})
+	}
+}
