@@ -35,7 +35,7 @@ type Input struct {
 type Record struct {
 	// Type is Normal or Warning.
 	Type string `json:"type"`
-	// Reason is the event (or "Created", "Suspended").
+	// Reason is the event (or "Created", "Suspended", "Resumed").
 	Reason string `json:"reason"`
 	// Message reads "From -> To: what happened; next: Action".
 	Message string `json:"message"`
@@ -173,6 +173,9 @@ func (d *decider) look() {
 		d.st.Reason, d.st.Message = "Suspended", fmt.Sprintf("suspended in %s", d.st.Phase)
 		return
 	} else {
+		if d.st.Suspended {
+			d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Resumed", Message: fmt.Sprintf("reconciliation resumed in %s", d.st.Phase)})
+		}
 		d.st.Suspended = false
 		for _, e := range specEvents(spec, &d.st) {
 			if d.fire(e, d.specMessage(e)) {

@@ -382,7 +382,12 @@ func decideRows() []decideRow {
 		{name: "resumed: the spec change is seen",
 			spec: func(s *addon.Spec) { s.Generation = 2 }, status: st(addon.PhaseRunning, addon.ActionCheckHealth, func(s *addon.Status) { s.Suspended = true }),
 			want: want{phase: addon.PhaseInitializing, action: addon.ActionInstall, pending: addon.ActionInstall,
-				check: func(t *testing.T, d addon.Decision) { assert.False(t, d.Status.Suspended) }}},
+				check: func(t *testing.T, d addon.Decision) {
+					assert.False(t, d.Status.Suspended)
+					require.Len(t, d.Events, 2)
+					assert.Equal(t, "Resumed", d.Events[0].Reason)
+					assert.Equal(t, "SpecChanged", d.Events[1].Reason)
+				}}},
 		{name: "conditions carry the observed generation (seed bug 10)",
 			spec: func(s *addon.Spec) { s.Generation = 7 }, status: addon.Status{},
 			want: want{phase: addon.PhaseInitializing, action: addon.ActionInstall, pending: addon.ActionInstall,

@@ -236,6 +236,9 @@ func verify(ctx context.Context, client kubernetes.Interface, st addon.Status, o
 	if _, err := client.RbacV1().ClusterRoleBindings().Get(ctx, crbName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		return fmt.Errorf("cluster role binding still there after deletion (err %v)", err)
 	}
+	if err := ignoreNotFound(client.CoreV1().Secrets(namespace).Delete(ctx, dbSecretName, metav1.DeleteOptions{})); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "done: v3 failed and was rolled back to v2, then uninstalled; the finalizer can go\n")
 	return nil
 }
