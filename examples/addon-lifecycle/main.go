@@ -4,7 +4,8 @@
 //
 // With no flags it uses client-go's fake clientset, a simulated deployment
 // controller and a fake clock, and finishes in well under a second.
-// -kubeconfig runs the same story against a real cluster in real time.
+// -kubeconfig runs the story against a real cluster in real time (the first
+// install's failure is injected only on the in-memory cluster).
 // -diagram prints the default transition table as a Mermaid state diagram.
 package main
 
