@@ -15,15 +15,19 @@ import (
 	"github.com/converge-dev/converge/payload"
 )
 
-const fieldManager = "payload-apply"
+// defaultFieldManager is the field manager of the objects the example applies.
+const defaultFieldManager = "payload-apply"
 
-// clusterApplier applies one manifest with a dynamic client: create it when missing,
-// update it otherwise. Jobs are created once and then waited for: a Job that has not
-// succeeded yet is an error, so the task retries it with its backoff, which makes the
-// Job a real barrier.
+// clusterApplier applies one manifest with server-side apply, forcing conflicts as an
+// operator that owns its payload does: the fields of the manifest are the applier's,
+// whoever changed them last. A re-apply of an unchanged manifest writes nothing. Jobs
+// are applied once and then waited for: a Job that has not succeeded yet is an error,
+// so the task retries it with its backoff, which makes the Job a real barrier.
 type clusterApplier struct {
 	client dynamic.Interface
 	mapper meta.RESTMapper
+	// fieldManager names the applier in the objects' managedFields.
+	fieldManager string
 	// level is the run level of the manifest applied last, for the progress line.
 	level atomic.Int64
 	// onError, when set, is told about every failed attempt.
@@ -45,47 +49,39 @@ func (a *clusterApplier) apply(ctx context.Context, m *payload.Manifest) error {
 	if level, _, ok := payload.ParseRunLevel(m.File); ok {
 		a.level.Store(int64(level))
 	}
-	mapping, err := a.mapper.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
-	if err != nil {
-		return err
-	}
-	var client dynamic.ResourceInterface = a.client.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		client = a.client.Resource(mapping.Resource).Namespace(m.Namespace())
-	}
-	desired := m.Object.DeepCopy()
-	existing, err := client.Get(ctx, m.Name(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		existing, err = client.Create(ctx, desired, metav1.CreateOptions{FieldManager: fieldManager})
-	case err != nil:
-	case m.GVK.Kind == "Job":
-		// A Job's template is immutable: it is created once and then only watched.
-	default:
-		desired.SetResourceVersion(existing.GetResourceVersion())
-		keepAllocated(desired, existing)
-		existing, err = client.Update(ctx, desired, metav1.UpdateOptions{FieldManager: fieldManager})
-	}
+	client, err := resourceFor(a.client, a.mapper, m)
 	if err != nil {
 		return err
 	}
 	if m.GVK.Kind == "Job" {
-		return jobOutcome(existing)
+		// A Job's template is immutable: it is created once and then only watched.
+		job, err := client.Get(ctx, m.Name(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			job, err = a.serverSideApply(ctx, client, m)
+		}
+		if err != nil {
+			return err
+		}
+		return jobOutcome(job)
 	}
-	return nil
+	_, err = a.serverSideApply(ctx, client, m)
+	return err
 }
 
-// keepAllocated copies the fields the server allocated on create into desired, so an
-// update does not try to clear them.
-func keepAllocated(desired, existing *unstructured.Unstructured) {
-	if desired.GetKind() != "Service" {
-		return
+func (a *clusterApplier) serverSideApply(ctx context.Context, client dynamic.ResourceInterface, m *payload.Manifest) (*unstructured.Unstructured, error) {
+	return client.Apply(ctx, m.Name(), m.Object, metav1.ApplyOptions{FieldManager: a.fieldManager, Force: true})
+}
+
+// resourceFor returns the client of m's resource, namespaced when the resource is.
+func resourceFor(client dynamic.Interface, mapper meta.RESTMapper, m *payload.Manifest) (dynamic.ResourceInterface, error) {
+	mapping, err := mapper.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
+	if err != nil {
+		return nil, err
 	}
-	for _, field := range []string{"clusterIP", "clusterIPs"} {
-		if v, ok, _ := unstructured.NestedFieldCopy(existing.Object, "spec", field); ok {
-			_ = unstructured.SetNestedField(desired.Object, v, "spec", field)
-		}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		return client.Resource(mapping.Resource).Namespace(m.Namespace()), nil
 	}
+	return client.Resource(mapping.Resource), nil
 }
 
 // errJobRunning makes the task retry until the Job is done.

@@ -3,20 +3,27 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/applyconfigurations"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,30 +39,47 @@ const flakyConfigMap = "web-settings"
 // cluster is where the payload goes: a real cluster, or client-go's fake dynamic client
 // with a fake clock that the program moves forward itself.
 type cluster struct {
-	client dynamic.Interface
-	mapper meta.RESTMapper
-	clock  clock.WithDelayedExecution
+	// config reaches a real cluster, nil for an in-memory one.
+	config *rest.Config
+	// httpClient carries every request to a real cluster, nil for an in-memory one.
+	httpClient *http.Client
+	client     dynamic.Interface
+	mapper     meta.RESTMapper
+	clock      clock.WithDelayedExecution
 	// fake is the fake clock of an in-memory cluster, nil for a real one.
 	fake *clocktesting.FakeClock
-	// flakyCreates counts the create calls of flakyConfigMap (in memory only).
-	flakyCreates *atomic.Int32
+	// flaky counts the apply calls of flakyConfigMap (in memory only).
+	flaky *flakyCounter
 }
 
+// realCluster reaches the cluster of kubeconfig; close releases its connections.
 func realCluster(kubeconfig string) (*cluster, error) {
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, err
 	}
-	client, err := dynamic.NewForConfig(config)
+	httpClient, err := rest.HTTPClientFor(config)
 	if err != nil {
 		return nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(config)
+	client, err := dynamic.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	return &cluster{client: client, mapper: mapper, clock: clock.RealClock{}}, nil
+	return &cluster{config: config, httpClient: httpClient, client: client, mapper: mapper, clock: clock.RealClock{}}, nil
+}
+
+// close closes the idle connections to a real cluster, whose reading goroutines would
+// otherwise outlive the run.
+func (c *cluster) close() {
+	if c.httpClient != nil {
+		utilnet.CloseIdleConnectionsFor(c.httpClient.Transport)
+	}
 }
 
 // kinds are the kinds of the embedded payload, for the in-memory cluster.
@@ -73,9 +97,11 @@ var kinds = []struct {
 	{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "jobs", true},
 }
 
-func memoryCluster(start time.Time) *cluster {
+// memoryCluster is client-go's fake dynamic client on an object tracker that manages
+// fields, so that server-side apply creates, merges and records managedFields as a real
+// API server does (the fake's default tracker cannot create an object by apply).
+func memoryCluster(start time.Time) (*cluster, error) {
 	mapper := meta.NewDefaultRESTMapper(nil)
-	listKinds := map[schema.GroupVersionResource]string{}
 	for _, k := range kinds {
 		scope := meta.RESTScopeRoot
 		if k.namespaced {
@@ -83,32 +109,56 @@ func memoryCluster(start time.Time) *cluster {
 		}
 		gvr := k.gvk.GroupVersion().WithResource(k.resource)
 		mapper.AddSpecific(k.gvk, gvr, gvr, scope)
-		listKinds[gvr] = k.gvk.Kind + "List"
 	}
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	tracker := k8stesting.NewFieldManagedObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder(), applyconfigurations.NewTypeConverter(scheme))
+	react := k8stesting.ObjectReaction(tracker)
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, nil)
+	client.PrependReactor("*", "*", react)
 
 	// The API server is briefly unavailable for one ConfigMap: two refusals, then it works.
-	creates := &atomic.Int32{}
-	client.PrependReactor("create", "configmaps", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		obj, _ := action.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured)
-		if obj == nil || obj.GetName() != flakyConfigMap {
+	flaky := &flakyCounter{}
+	client.PrependReactor("patch", "configmaps", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		if action.(k8stesting.PatchAction).GetName() != flakyConfigMap {
 			return false, nil, nil
 		}
-		if creates.Add(1) <= 2 {
+		if flaky.attempt() <= 2 {
 			return true, nil, apierrors.NewServiceUnavailable("etcd leader election in progress")
 		}
 		return false, nil, nil
 	})
 	// A simulated job controller: a Job runs as soon as it is created and succeeds.
-	client.PrependReactor("create", "jobs", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if obj, ok := action.(k8stesting.CreateAction).GetObject().(*unstructured.Unstructured); ok {
-			_ = unstructured.SetNestedField(obj.Object, int64(1), "status", "succeeded")
-			_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"type": "Complete", "status": "True"}}, "status", "conditions")
+	client.PrependReactor("patch", "jobs", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		_, obj, err := react(action)
+		job, ok := obj.(*batchv1.Job)
+		if err != nil || !ok {
+			return true, obj, err
 		}
-		return false, nil, nil
+		job = job.DeepCopy()
+		job.Status.Succeeded = 1
+		job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})
+		return true, job, tracker.Update(action.GetResource(), job, job.Namespace, metav1.UpdateOptions{})
 	})
 	fake := clocktesting.NewFakeClock(start)
-	return &cluster{client: client, mapper: mapper, clock: fake, fake: fake, flakyCreates: creates}
+	return &cluster{client: client, mapper: mapper, clock: fake, fake: fake, flaky: flaky}, nil
+}
+
+// flakyCounter counts the apply calls of flakyConfigMap and remembers the first that
+// was accepted.
+type flakyCounter struct {
+	calls    atomic.Int32
+	accepted atomic.Int32
+}
+
+func (f *flakyCounter) attempt() int32 {
+	n := f.calls.Add(1)
+	if n > 2 {
+		f.accepted.CompareAndSwap(0, n)
+	}
+	return n
 }
 
 // runClock moves the fake clock of an in-memory cluster forward by a second every
@@ -146,15 +196,11 @@ func (c *cluster) runClock(ctx context.Context) (stop func()) {
 func (c *cluster) present(ctx context.Context, manifests []payload.Manifest) (int, error) {
 	n := 0
 	for _, m := range manifests {
-		mapping, err := c.mapper.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
+		client, err := resourceFor(c.client, c.mapper, &m)
 		if err != nil {
 			return n, err
 		}
-		var ri dynamic.ResourceInterface = c.client.Resource(mapping.Resource)
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = c.client.Resource(mapping.Resource).Namespace(m.Namespace())
-		}
-		if _, err := ri.Get(ctx, m.Name(), metav1.GetOptions{}); err != nil {
+		if _, err := client.Get(ctx, m.Name(), metav1.GetOptions{}); err != nil {
 			return n, fmt.Errorf("%s: %w", m.Ref(), err)
 		}
 		n++

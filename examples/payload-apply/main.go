@@ -1,12 +1,16 @@
 // Command payload-apply applies an embedded payload of 30 manifests (5 run levels,
-// 3 components, one Job) with the payload engine's sync worker: run levels in order,
-// components of a level in parallel, the Job as a barrier, every manifest retried with
-// backoff, a live progress line, then one reconcile pass.
+// 3 components, one Job) with the payload engine's sync worker and server-side apply:
+// run levels in order, components of a level in parallel, the Job as a barrier, every
+// manifest retried with backoff, a live progress line, then one reconcile pass that
+// writes nothing.
 //
 // With no flags it uses client-go's fake dynamic client, in which one ConfigMap is
 // refused twice before it is accepted, and a fake clock, and finishes in well under a
 // second. -kubeconfig applies the payload to a real cluster in real time (namespace
-// converge-payload-demo). -plan prints the dry-run plan and exits.
+// converge-payload-demo) and keeps the worker's status in the ConfigMap
+// payload-apply-status of -namespace, so that a second run reconciles and a run with a
+// new -release updates level by level. -leader-elect applies only while holding the
+// Lease payload-apply in -namespace. -plan prints the dry-run plan and exits.
 package main
 
 import (
@@ -18,11 +22,14 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/converge-dev/converge/payload"
@@ -31,20 +38,55 @@ import (
 //go:embed manifests/*.yaml
 var embedded embed.FS
 
-var release = payload.Release{Version: "1.0.0", Image: "embedded://payload-apply/manifests"}
+// releaseImage names where the release's manifests come from.
+const releaseImage = "embedded://payload-apply/manifests"
+
+// releaseAnnotation carries the release version on every object, so that a new release
+// changes every object.
+const releaseAnnotation = "payload-apply.converge.dev/release"
+
+// options are the command line of the example.
+type options struct {
+	kubeconfig string
+	release    string
+	interval   time.Duration
+	namespace  string
+	// leaderElect runs the work only while holding the Lease; identity names this
+	// instance in the Lease and in the field manager.
+	leaderElect                               bool
+	identity                                  string
+	leaseDuration, renewDeadline, retryPeriod time.Duration
+}
+
+func (o options) fieldManager() string {
+	if o.leaderElect {
+		return defaultFieldManager + "/" + o.identity
+	}
+	return defaultFieldManager
+}
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "apply to this cluster instead of an in-memory one")
+	var o options
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "apply to the cluster of this kubeconfig file instead of an in-memory one")
+	flag.StringVar(&o.release, "release", "1.0.0", "version of the release; every object is annotated with it, so a new version updates every object")
+	flag.DurationVar(&o.interval, "interval", 0, "time between two reconciles (default 30s on a cluster, 3m in memory)")
+	flag.StringVar(&o.namespace, "namespace", "default", "namespace of the status ConfigMap and of the leader-election Lease")
+	flag.BoolVar(&o.leaderElect, "leader-elect", false, "apply only while holding the Lease payload-apply (needs -kubeconfig); the field manager becomes payload-apply/<identity>")
+	flag.StringVar(&o.identity, "identity", defaultIdentity(), "name of this instance in the Lease")
+	flag.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "how long a follower waits before it takes a Lease that is not renewed")
+	flag.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader tries to renew the Lease before it stops acting")
+	flag.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "time between two tries to acquire or renew the Lease")
 	plan := flag.Bool("plan", false, "print the dry-run plan and exit")
 	format := flag.String("format", "text", "plan format: text, mermaid or dot")
 	flag.Parse()
-	ctx := context.Background()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var err error
 	if *plan {
 		err = printPlan(os.Stdout, *format)
 	} else {
-		err = run(ctx, *kubeconfig, os.Stdout)
+		err = run(ctx, o, os.Stdout)
 	}
+	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "payload-apply:", err)
 		os.Exit(1)
@@ -57,6 +99,22 @@ func loadManifests() ([]payload.Manifest, error) {
 		return nil, err
 	}
 	return payload.Load(sub)
+}
+
+// stampRelease returns copies of manifests annotated with the release version.
+func stampRelease(manifests []payload.Manifest, version string) []payload.Manifest {
+	stamped := make([]payload.Manifest, len(manifests))
+	for i, m := range manifests {
+		m.Object = m.Object.DeepCopy()
+		annotations := m.Object.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[releaseAnnotation] = version
+		m.Object.SetAnnotations(annotations)
+		stamped[i] = m
+	}
+	return stamped
 }
 
 // printPlan prints the graph the worker runs while updating.
@@ -85,21 +143,22 @@ func printPlan(out io.Writer, format string) error {
 // progressLine prints the worker's statuses as one line rewritten in place on a
 // terminal, one line per change otherwise.
 type progressLine struct {
-	mu      sync.Mutex
-	out     io.Writer
-	live    bool
-	last    string
+	mu   sync.Mutex
+	out  io.Writer
+	live bool
+	last string
+	// applier tells the run level of the manifest applied last.
 	applier *clusterApplier
 }
 
-func newProgressLine(out io.Writer, applier *clusterApplier) *progressLine {
+func newProgressLine(out io.Writer) *progressLine {
 	live := false
 	if f, ok := out.(*os.File); ok {
 		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
 			live = true
 		}
 	}
-	return &progressLine{out: out, live: live, applier: applier}
+	return &progressLine{out: out, live: live}
 }
 
 func (p *progressLine) show(s payload.Status) {
@@ -130,52 +189,109 @@ func (p *progressLine) println(format string, args ...any) {
 	fmt.Fprintf(p.out, format+"\n", args...)
 }
 
-func run(ctx context.Context, kubeconfig string, out io.Writer) error {
+// run applies the payload, under leader election when o asks for it.
+func run(ctx context.Context, o options, out io.Writer) error {
+	if o.release == "" {
+		return errors.New("-release must not be empty")
+	}
+	if o.kubeconfig == "" {
+		if o.leaderElect {
+			return errors.New("-leader-elect needs -kubeconfig")
+		}
+		c, err := memoryCluster(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+		if err != nil {
+			return err
+		}
+		return apply(ctx, c, o, newProgressLine(out))
+	}
+	c, err := realCluster(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	progress := newProgressLine(out)
+	if !o.leaderElect {
+		return apply(ctx, c, o, progress)
+	}
+	leases, err := coordinationv1client.NewForConfigAndClient(c.config, c.httpClient)
+	if err != nil {
+		return err
+	}
+	return runElected(ctx, election{
+		leases:        leases,
+		namespace:     o.namespace,
+		identity:      o.identity,
+		leaseDuration: o.leaseDuration,
+		renewDeadline: o.renewDeadline,
+		retryPeriod:   o.retryPeriod,
+		report:        progress.println,
+	}, func(ctx context.Context) error { return apply(ctx, c, o, progress) })
+}
+
+// apply runs the sync worker until the payload has been applied and reconciled once.
+func apply(ctx context.Context, c *cluster, o options, progress *progressLine) error {
 	manifests, err := loadManifests()
 	if err != nil {
 		return err
 	}
+	release := payload.Release{Version: o.release, Image: releaseImage}
+	// In memory the fake clock runs a second per millisecond while anything waits on it,
+	// also while the apply works, so an apply gets an hour of virtual time.
 	var (
-		c        *cluster
-		interval = 3 * time.Minute
-		backoff  = wait.Backoff{Steps: 5, Duration: 2 * time.Second, Factor: 2}
-		deadline = 60 * time.Second
+		interval     = 3 * time.Minute
+		backoff      = wait.Backoff{Steps: 5, Duration: 2 * time.Second, Factor: 2}
+		applyTimeout = time.Hour
+		deadline     = 60 * time.Second
 	)
-	if kubeconfig != "" {
-		if c, err = realCluster(kubeconfig); err != nil {
-			return err
-		}
-		interval, deadline = 30*time.Second, 10*time.Minute
+	if c.fake == nil {
+		interval, applyTimeout, deadline = 30*time.Second, 5*time.Minute, 10*time.Minute
 		backoff = wait.Backoff{Steps: 12, Duration: 2 * time.Second, Factor: 1.5, Cap: 20 * time.Second}
-		fmt.Fprintf(out, "applying %d manifests to the cluster of %s\n", len(manifests), kubeconfig)
+		progress.println("applying %d manifests of release %s to the cluster of %s", len(manifests), o.release, o.kubeconfig)
 	} else {
-		c = memoryCluster(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
-		fmt.Fprintf(out, "applying %d manifests to an in-memory cluster (ConfigMap %s is refused twice)\n", len(manifests), flakyConfigMap)
+		progress.println("applying %d manifests to an in-memory cluster (ConfigMap %s is refused twice)", len(manifests), flakyConfigMap)
+	}
+	if o.interval > 0 {
+		interval = o.interval
 	}
 	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logr.Discard()), deadline)
 	defer cancel()
 
-	applier := &clusterApplier{client: c.client, mapper: c.mapper}
-	progress := newProgressLine(out, applier)
+	store := newStatusStore(c.client, o.namespace, o.fieldManager())
+	persisted, err := store.load(ctx)
+	if err != nil {
+		return err
+	}
+	if !persisted.Actual.IsZero() {
+		progress.println("persisted status: release %s, %s, completed %d time(s)", persisted.Actual.Version, persisted.State, persisted.Completed)
+	}
+	applier := &clusterApplier{client: c.client, mapper: c.mapper, fieldManager: o.fieldManager()}
+	progress.applier = applier
 	applier.onError = func(m *payload.Manifest, err error) {
 		progress.println("attempt failed: %s: %v", m.Ref(), err)
 	}
 	results := make(chan payload.ApplyResult, 16)
 	worker, err := payload.NewWorker(payload.WorkerConfig{
-		Loader: payload.PayloadLoaderFunc(func(context.Context, payload.Release) (*payload.Payload, error) {
-			return &payload.Payload{Release: release, Manifests: manifests}, nil
+		Loader: payload.PayloadLoaderFunc(func(_ context.Context, desired payload.Release) (*payload.Payload, error) {
+			return &payload.Payload{Release: desired, Manifests: stampRelease(manifests, desired.Version)}, nil
 		}),
 		Applier:          applier,
 		Clock:            c.clock,
 		Interval:         interval,
+		ApplyTimeout:     applyTimeout,
 		Backoff:          backoff,
 		Workers:          4,
 		ReconcileWorkers: 2,
-		OnStatus:         progress.show,
-		AfterApply:       func(r payload.ApplyResult) { results <- r },
+		OnStatus: func(s payload.Status) {
+			progress.show(s)
+			if err := store.save(ctx, s); err != nil {
+				progress.println("%v", err)
+			}
+		},
+		AfterApply: func(r payload.ApplyResult) { results <- r },
 		Events: payload.EventRecorderFunc(func(eventType, reason, message string) {
 			progress.println("event: %s %s: %s", eventType, reason, message)
 		}),
+		Status: persisted,
 	})
 	if err != nil {
 		return err
@@ -195,17 +311,20 @@ func run(ctx context.Context, kubeconfig string, out io.Writer) error {
 	if err := awaitReconcile(ctx, c, worker, progress, results); err != nil {
 		return err
 	}
+	if err := store.save(ctx, worker.Status()); err != nil {
+		return err
+	}
 
 	n, err := c.present(ctx, manifests)
 	if err != nil {
 		return err
 	}
 	progress.println("%d of %d objects are in the cluster", n, len(manifests))
-	if c.flakyCreates != nil {
-		creates := c.flakyCreates.Load()
-		progress.println("ConfigMap %s was created on attempt %d", flakyConfigMap, creates)
-		if creates != 3 {
-			return fmt.Errorf("ConfigMap %s: %d create calls, want 3", flakyConfigMap, creates)
+	if c.flaky != nil {
+		accepted := c.flaky.accepted.Load()
+		progress.println("ConfigMap %s was accepted on attempt %d", flakyConfigMap, accepted)
+		if accepted != 3 {
+			return fmt.Errorf("ConfigMap %s: accepted on attempt %d, want 3", flakyConfigMap, accepted)
 		}
 	}
 	return nil

@@ -1,3 +1,5 @@
+//go:build !integration
+
 package main
 
 import (
@@ -17,14 +19,14 @@ func TestMain(m *testing.M) {
 
 func TestRunInMemory(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), "", &out))
+	require.NoError(t, run(context.Background(), options{release: "1.0.0", namespace: "default"}, &out))
 	text := out.String()
 	assert.Contains(t, text, "applying 30 manifests to an in-memory cluster")
 	assert.Equal(t, 2, strings.Count(text, "attempt failed: ConfigMap/converge-payload-demo/web-settings"), text)
 	assert.Contains(t, text, "apply (Initializing) done: 30/30 manifests, completed 1 time(s), next in 3m0s")
 	assert.Contains(t, text, "apply (Reconciling) done: 30/30 manifests, completed 2 time(s)")
 	assert.Contains(t, text, "30 of 30 objects are in the cluster")
-	assert.Contains(t, text, "ConfigMap web-settings was created on attempt 3")
+	assert.Contains(t, text, "ConfigMap web-settings was accepted on attempt 3")
 	assert.Contains(t, text, "progress: ")
 }
 
