@@ -18,31 +18,64 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// newMemoryCluster returns a fake clientset holding ready nodes and, on each,
-// a ready operand pod of revision 1. ConfigMap updates get real optimistic
-// concurrency (the fake tracker has none).
-func newMemoryCluster(ctx context.Context, nodes []string, ns, operand string, clk clock.PassiveClock) (*k8sfake.Clientset, error) {
+// newMemoryClient returns client-go's fake clientset, with ConfigMap updates
+// given real optimistic concurrency (the fake tracker has none).
+func newMemoryClient() *k8sfake.Clientset {
 	client := k8sfake.NewClientset()
 	withResourceVersions(client)
+	return client
+}
+
+// seed creates the namespace, ready nodes and, on each, a ready operand pod
+// of revision 1, through the API (so it works on a real apiserver too).
+func seed(ctx context.Context, client kubernetes.Interface, nodes []string, ns, operand string, clk clock.PassiveClock) error {
 	now := metav1.NewTime(clk.Now())
+	if err := ensureNamespace(ctx, client, ns); err != nil {
+		return err
+	}
 	for _, name := range nodes {
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
-			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
-		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-			return nil, err
+		node, err := client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			node, err = client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: operandPodName(operand, name), Namespace: ns,
-				Labels: map[string]string{labelApp: operand, labelRevision: "1", labelNode: name}},
-			Spec: corev1.PodSpec{NodeName: name},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning,
-				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}},
+		if err != nil {
+			return err
 		}
-		if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return nil, err
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
+			LastHeartbeatTime: now, LastTransitionTime: now}}
+		if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		pod, err := client.CoreV1().Pods(ns).Create(ctx, operandPod(operand, ns, name, "1"), metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
+		if _, err := client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+			return err
 		}
 	}
-	return client, nil
+	return nil
+}
+
+// ensureNamespace creates the namespace unless it exists.
+func ensureNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
+	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// operandPod is the mirror pod of a node's static pod at a revision.
+func operandPod(operand, ns, node, rev string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: operandPodName(operand, node), Namespace: ns,
+			Labels: map[string]string{labelApp: operand, labelRevision: rev, labelNode: node}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: operand, Image: "registry.k8s.io/pause:3.10"}}},
+	}
 }
 
 // withResourceVersions makes ConfigMap writes carry resource versions and
@@ -107,7 +140,7 @@ func (k *kubelet) step(ctx context.Context) (bool, error) {
 			continue
 		}
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
-		if _, err := k.client.CoreV1().Pods(k.ns).Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		if _, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 			return false, err
 		}
 		moved = true
@@ -127,7 +160,7 @@ func (k *kubelet) step(ctx context.Context) (bool, error) {
 		default:
 			continue
 		}
-		if _, err := k.client.CoreV1().Pods(k.ns).Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		if _, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 			return false, err
 		}
 		moved = true
@@ -146,21 +179,21 @@ func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod, now metav1.Time) 
 	pod.Status.Phase = corev1.PodSucceeded
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "installer",
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
-	node := pod.Spec.NodeName
+	node, rev := pod.Spec.NodeName, pod.Labels[labelRevision]
 	op, err := k.client.CoreV1().Pods(k.ns).Get(ctx, operandPodName(k.operand, node), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		op = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: operandPodName(k.operand, node), Namespace: k.ns,
-			Labels: map[string]string{labelApp: k.operand, labelNode: node}}, Spec: corev1.PodSpec{NodeName: node}}
-		if op, err = k.client.CoreV1().Pods(k.ns).Create(ctx, op, metav1.CreateOptions{}); err != nil {
-			return err
-		}
-	} else if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		op, err = k.client.CoreV1().Pods(k.ns).Create(ctx, operandPod(k.operand, k.ns, node, rev), metav1.CreateOptions{})
+	case err == nil:
+		op.Labels[labelRevision] = rev
+		op, err = k.client.CoreV1().Pods(k.ns).Update(ctx, op, metav1.UpdateOptions{})
+	}
+	if err != nil {
 		return err
 	}
-	op.Labels[labelRevision] = pod.Labels[labelRevision]
 	op.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now}}}
-	_, err = k.client.CoreV1().Pods(k.ns).Update(ctx, op, metav1.UpdateOptions{})
+	_, err = k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, op, metav1.UpdateOptions{})
 	return err
 }
 

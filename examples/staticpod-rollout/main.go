@@ -6,7 +6,9 @@
 // phases, with one scripted installer failure that is retried after a backoff;
 // it prints a line per sync, a final table of nodes and conditions, and exits
 // 0 once every node runs revision 3. With -kubeconfig it drives the same
-// engine against a real cluster's pods in -namespace.
+// engine against a real cluster's pods in -namespace; adding -simulate-kubelet
+// plays the same scenario on a real apiserver that has no kubelet (the
+// integration tests' etcd and kube-apiserver).
 package main
 
 import (
@@ -56,6 +58,7 @@ type config struct {
 	image        string
 	nodeSelector string
 	revision     int
+	simulate     bool
 	maxSyncs     int
 	timeout      time.Duration
 	verbose      bool
@@ -72,6 +75,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.image, "installer-image", "busybox:1.36", "installer pod image (-kubeconfig only)")
 	fs.StringVar(&c.nodeSelector, "node-selector", "node-role.kubernetes.io/control-plane", "nodes to roll out to (-kubeconfig only)")
 	fs.IntVar(&c.revision, "revision", 1, "revision to roll out to (-kubeconfig only; in memory it is 1 -> 2 -> 3)")
+	fs.BoolVar(&c.simulate, "simulate-kubelet", false, "with -kubeconfig: create -nodes nodes and play the in-memory scenario on that apiserver")
 	fs.IntVar(&c.maxSyncs, "max-syncs", 1000, "give up after this many syncs per revision")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long (-kubeconfig only)")
 	fs.BoolVar(&c.verbose, "v", false, "log what the engine does")
@@ -94,10 +98,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	} else {
 		ctx = klog.NewContext(ctx, klog.Logger{})
 	}
-	if cfg.kubeconfig != "" {
-		return runCluster(ctx, cfg, out)
+	if cfg.kubeconfig == "" {
+		return simulate(ctx, cfg, newMemoryClient(), out)
 	}
-	return runInMemory(ctx, cfg, out)
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if cfg.simulate {
+		return simulate(ctx, cfg, client, out)
+	}
+	return runCluster(ctx, cfg, client, out)
 }
 
 // engine wires the rollout Controller to client-go.
@@ -218,8 +233,9 @@ func (e *engine) printTable(ctx context.Context) error {
 	return w.Flush()
 }
 
-// runInMemory rolls 1 -> 2 -> 3 on a fake clientset with a simulated kubelet and a fake clock.
-func runInMemory(ctx context.Context, cfg config, out io.Writer) error {
+// simulate rolls 1 -> 2 -> 3 with a simulated kubelet and a fake clock, on
+// the fake clientset or on a real apiserver without kubelets.
+func simulate(ctx context.Context, cfg config, client kubernetes.Interface, out io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
@@ -227,14 +243,17 @@ func runInMemory(ctx context.Context, cfg config, out io.Writer) error {
 	for i := range nodes {
 		nodes[i] = fmt.Sprintf("master-%d", i)
 	}
-	client, err := newMemoryCluster(ctx, nodes, cfg.namespace, cfg.operand, clk)
-	if err != nil {
-		return err
+	if err := seed(ctx, client, nodes, cfg.namespace, cfg.operand, clk); err != nil {
+		return fmt.Errorf("creating the nodes and operand pods: %w", err)
 	}
 	failing := nodes[min(1, len(nodes)-1)]
 	k := &kubelet{client: client, ns: cfg.namespace, operand: cfg.operand, clock: clk,
 		failures: map[string]string{"installer-2-" + failing: "copying secret/serving-cert: connection refused"}}
-	fmt.Fprintf(out, "in-memory cluster: %d nodes, installer-2-%s will fail once\n", len(nodes), failing)
+	where := "in-memory cluster"
+	if cfg.kubeconfig != "" {
+		where = "apiserver " + cfg.kubeconfig + " with a simulated kubelet"
+	}
+	fmt.Fprintf(out, "%s: %d nodes, installer-2-%s will fail once\n", where, len(nodes), failing)
 
 	e, err := newEngine(ctx, cfg, client, clk, out)
 	if err != nil {
@@ -299,23 +318,18 @@ func waitForCache(ctx context.Context, client kubernetes.Interface, ns string, c
 // runCluster drives the engine against a real cluster: installer pods are
 // created in the namespace, operand (mirror) pods <operand>-<node> are read
 // from it, and the status is kept in a ConfigMap there.
-func runCluster(ctx context.Context, cfg config, out io.Writer) error {
+func runCluster(ctx context.Context, cfg config, client kubernetes.Interface, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
-	if err != nil {
-		return err
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: cfg.nodeSelector})
 	if err != nil {
 		return err
 	}
 	if len(nodes.Items) == 0 {
 		return fmt.Errorf("no nodes match %q", cfg.nodeSelector)
+	}
+	if err := ensureNamespace(ctx, client, cfg.namespace); err != nil {
+		return err
 	}
 	e, err := newEngine(ctx, cfg, client, clock.RealClock{}, out)
 	if err != nil {

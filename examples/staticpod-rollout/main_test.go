@@ -8,17 +8,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/rollout"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 func TestRunInMemory(t *testing.T) {
 	for _, args := range [][]string{nil, {"-nodes", "1"}, {"-nodes", "6"}} {
@@ -111,8 +106,8 @@ func TestOperandState(t *testing.T) {
 func TestConfigMapStatusConflict(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	client, err := newMemoryCluster(ctx, []string{"a"}, "ns", "op", clk)
-	require.NoError(t, err)
+	client := newMemoryClient()
+	require.NoError(t, seed(ctx, client, []string{"a"}, "ns", "op", clk))
 	s := &configMapStatus{client: client, ns: "ns", name: "status"}
 	require.NoError(t, s.create(ctx, rollout.Status{LatestAvailableRevision: 1}))
 

@@ -1,0 +1,68 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/converge-dev/converge/internal/testenv"
+	"github.com/converge-dev/converge/rollout"
+)
+
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(testenv.WithEnvironment(m, &env))
+}
+
+// TestSimulateOnRealAPIServer plays the in-memory scenario on a real
+// kube-apiserver: real pod and ConfigMap validation, real resource versions,
+// real informers.
+func TestSimulateOnRealAPIServer(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"-kubeconfig", env.Kubeconfig, "-simulate-kubelet", "-namespace", "simulated"}, &out)
+	require.NoError(t, err, out.String())
+	s := out.String()
+	assert.Contains(t, s, "creating installer installer-2-retry-1-master-1")
+	assert.Contains(t, s, "converged on revision 3")
+
+	cs, err := kubernetes.NewForConfig(env.Config)
+	require.NoError(t, err)
+	store := &configMapStatus{client: cs, ns: "simulated", name: "operand-rollout-status"}
+	st, rv, err := store.GetStatus(context.Background())
+	require.NoError(t, err)
+	assert.True(t, st.Converged())
+	st.LatestAvailableRevision = 4
+	_, err = store.UpdateStatus(context.Background(), st, rv)
+	require.NoError(t, err)
+	st.LatestAvailableRevision = 5
+	_, err = store.UpdateStatus(context.Background(), st, rv)
+	assert.ErrorIs(t, err, rollout.ErrConflict, "the apiserver's conflict maps to rollout.ErrConflict")
+}
+
+// TestClusterModeCreatesInstallers runs the -kubeconfig mode (no simulated
+// kubelet) on nodes without a kubelet: it must create the first installer pod
+// and wait for it until its timeout.
+func TestClusterModeCreatesInstallers(t *testing.T) {
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	require.NoError(t, err)
+	require.NoError(t, seed(ctx, cs, []string{"master-0", "master-1"}, "seeded", "operand", clock.RealClock{}))
+
+	var out bytes.Buffer
+	err = run(ctx, []string{"-kubeconfig", env.Kubeconfig, "-namespace", "real", "-revision", "1", "-timeout", "5s"}, &out)
+	require.ErrorIs(t, err, context.DeadlineExceeded, out.String())
+	pod, err := cs.CoreV1().Pods("real").Get(ctx, "installer-1-master-0", metav1.GetOptions{})
+	require.NoError(t, err, out.String())
+	assert.Equal(t, "master-0", pod.Spec.NodeName)
+	assert.Contains(t, out.String(), "master-0: starting revision 1")
+}
