@@ -31,6 +31,7 @@ const (
 
 // InstallerScript is the outcome of one installer attempt.
 type InstallerScript struct {
+	// Outcome is how the installer ends; empty means InstallerSucceeds.
 	Outcome InstallerOutcome
 	// Message is the container's termination message for Fails and OOMKilled.
 	Message string
@@ -40,15 +41,18 @@ type InstallerScript struct {
 type RolloutCall struct {
 	// Method is GetInstaller, EnsureInstaller, DeleteInstaller, GetOperand or NodeReady.
 	Method string
-	Node   string
+	// Node is the node the call is about.
+	Node string
 	// Installer is the installer name for the installer methods.
 	Installer string
 }
 
 // RolloutPod is an installer pod of a RolloutCluster.
 type RolloutPod struct {
+	// Installer is the installer the pod runs.
 	Installer rollout.Installer
-	State     rollout.InstallerState
+	// State is what GetInstaller reports.
+	State rollout.InstallerState
 	// Script is what the pod will do when the kubelet moves it on.
 	Script InstallerScript
 }

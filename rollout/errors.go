@@ -23,8 +23,10 @@ func invalidf(format string, args ...any) error {
 // host's error in the chain.
 type conflictError struct{ err error }
 
+// Error implements error.
 func (e *conflictError) Error() string { return "rollout: status conflict: " + e.err.Error() }
 
+// Unwrap exposes both ErrConflict and the host's error to errors.Is and errors.As.
 func (e *conflictError) Unwrap() []error { return []error{ErrConflict, e.err} }
 
 // Conflict marks err as a status write conflict, so that errors.Is(err,

@@ -246,3 +246,33 @@ func TestSimulationUnreachableNode(t *testing.T) {
 	s.cluster.SetUnreachable("a", false)
 	require.True(t, s.run(s.controller(), 100))
 }
+
+func TestSimulationSoak(t *testing.T) {
+	s := newSim(t, rollout.Policy{MinReadyDuration: 30 * time.Second})
+	require.True(t, s.run(s.controller(), 300))
+	created := s.cluster.CreatedInstallers()
+	require.Len(t, created, 5)
+	for i := 1; i < len(created); i++ {
+		prev := s.cluster.Operand(created[i-1].Node).ReadySince
+		start := s.cluster.Pods[created[i].Name].State.StartTime
+		assert.GreaterOrEqual(t, start.Sub(prev), 30*time.Second,
+			"%s started only after %s soaked", created[i].Name, created[i-1].Node)
+	}
+}
+
+func TestSimulationPaused(t *testing.T) {
+	s := newSim(t, rollout.Policy{})
+	assert.False(t, s.run(s.controller(), 4))
+	before := s.installerOrder()
+	require.NotEmpty(t, before)
+
+	s.policy.Paused = true
+	assert.False(t, s.run(s.controller(), 50))
+	assert.Equal(t, before, s.installerOrder(), "paused: no new installer")
+	for _, n := range s.store.Current().NodeStatuses {
+		assert.False(t, n.InTransition(), "the node in flight finished, nothing else started: %s", n.NodeName)
+	}
+
+	s.policy.Paused = false
+	require.True(t, s.run(s.controller(), 100))
+}
