@@ -37,10 +37,22 @@ type InstallerScript struct {
 	Message string
 }
 
+// RolloutMethod names a method of the rollout host interfaces.
+type RolloutMethod string
+
+// The rollout host methods a RolloutCluster records and can fail.
+const (
+	RolloutGetInstaller    RolloutMethod = "GetInstaller"
+	RolloutEnsureInstaller RolloutMethod = "EnsureInstaller"
+	RolloutDeleteInstaller RolloutMethod = "DeleteInstaller"
+	RolloutGetOperand      RolloutMethod = "GetOperand"
+	RolloutNodeReady       RolloutMethod = "NodeReady"
+)
+
 // RolloutCall is one recorded call to the rollout host interfaces.
 type RolloutCall struct {
-	// Method is GetInstaller, EnsureInstaller, DeleteInstaller, GetOperand or NodeReady.
-	Method string
+	// Method is the method called.
+	Method RolloutMethod
 	// Node is the node the call is about.
 	Node string
 	// Installer is the installer name for the installer methods.
@@ -83,7 +95,7 @@ type RolloutCluster struct {
 	// OperandFails makes an operand revision fail on a node, with a message.
 	OperandFails map[string]map[int32]string
 	// Errors makes a method return an error.
-	Errors map[string]error
+	Errors map[RolloutMethod]error
 	// Attempts counts the installers created per node.
 	Attempts map[string]int
 	// Calls records every call in order.
@@ -98,7 +110,8 @@ var (
 	_ rollout.NodeReadiness   = (*RolloutCluster)(nil)
 )
 
-// NewRolloutCluster returns a cluster whose nodes all run a ready operand of revision rev.
+// NewRolloutCluster returns a cluster whose nodes all run a ready operand of
+// revision rev (no operand at all when rev is 0).
 func NewRolloutCluster(clk clock.PassiveClock, rev int32, nodes ...string) *RolloutCluster {
 	c := &RolloutCluster{Clock: clk}
 	c.init()
@@ -130,7 +143,7 @@ func (c *RolloutCluster) now() time.Time {
 	return c.Clock.Now()
 }
 
-func (c *RolloutCluster) record(method, node, installer string) error {
+func (c *RolloutCluster) record(method RolloutMethod, node, installer string) error {
 	c.Calls = append(c.Calls, RolloutCall{Method: method, Node: node, Installer: installer})
 	return c.Errors[method]
 }
@@ -139,7 +152,7 @@ func (c *RolloutCluster) record(method, node, installer string) error {
 func (c *RolloutCluster) GetInstaller(_ context.Context, inst rollout.Installer) (rollout.InstallerState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.record("GetInstaller", inst.Node, inst.Name); err != nil {
+	if err := c.record(RolloutGetInstaller, inst.Node, inst.Name); err != nil {
 		return rollout.InstallerState{}, err
 	}
 	if p, ok := c.Pods[inst.Name]; ok {
@@ -155,7 +168,7 @@ func (c *RolloutCluster) EnsureInstaller(_ context.Context, inst rollout.Install
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.init()
-	if err := c.record("EnsureInstaller", inst.Node, inst.Name); err != nil {
+	if err := c.record(RolloutEnsureInstaller, inst.Node, inst.Name); err != nil {
 		return err
 	}
 	if _, ok := c.Pods[inst.Name]; ok {
@@ -177,7 +190,7 @@ func (c *RolloutCluster) EnsureInstaller(_ context.Context, inst rollout.Install
 func (c *RolloutCluster) DeleteInstaller(_ context.Context, inst rollout.Installer) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.record("DeleteInstaller", inst.Node, inst.Name); err != nil {
+	if err := c.record(RolloutDeleteInstaller, inst.Node, inst.Name); err != nil {
 		return err
 	}
 	delete(c.Pods, inst.Name)
@@ -188,7 +201,7 @@ func (c *RolloutCluster) DeleteInstaller(_ context.Context, inst rollout.Install
 func (c *RolloutCluster) GetOperand(_ context.Context, node string) (rollout.OperandState, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.record("GetOperand", node, ""); err != nil {
+	if err := c.record(RolloutGetOperand, node, ""); err != nil {
 		return rollout.OperandState{}, err
 	}
 	if op, ok := c.Operands[node]; ok {
@@ -201,7 +214,7 @@ func (c *RolloutCluster) GetOperand(_ context.Context, node string) (rollout.Ope
 func (c *RolloutCluster) NodeReady(_ context.Context, node string) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.record("NodeReady", node, ""); err != nil {
+	if err := c.record(RolloutNodeReady, node, ""); err != nil {
 		return false, err
 	}
 	return !c.Unreachable[node], nil

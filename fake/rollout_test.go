@@ -115,8 +115,8 @@ func TestRolloutClusterAttemptsAndCalls(t *testing.T) {
 
 	calls := c.Recorded()
 	require.Len(t, calls, 9)
-	assert.Equal(t, RolloutCall{Method: "EnsureInstaller", Node: "a", Installer: "installer-1-a"}, calls[0])
-	assert.Equal(t, RolloutCall{Method: "GetOperand", Node: "nowhere"}, calls[8])
+	assert.Equal(t, RolloutCall{Method: RolloutEnsureInstaller, Node: "a", Installer: "installer-1-a"}, calls[0])
+	assert.Equal(t, RolloutCall{Method: RolloutGetOperand, Node: "nowhere"}, calls[8])
 }
 
 func TestRolloutClusterUnreachableAndErrors(t *testing.T) {
@@ -133,7 +133,7 @@ func TestRolloutClusterUnreachableAndErrors(t *testing.T) {
 	assert.True(t, c.Tick())
 
 	boom := errors.New("boom")
-	c.Errors = map[string]error{"GetOperand": boom, "EnsureInstaller": boom}
+	c.Errors = map[RolloutMethod]error{RolloutGetOperand: boom, RolloutEnsureInstaller: boom}
 	_, err = c.GetOperand(ctx, "a")
 	assert.ErrorIs(t, err, boom)
 	assert.ErrorIs(t, c.EnsureInstaller(ctx, rollout.Installer{Node: "a", Name: "x"}), boom)

@@ -17,11 +17,11 @@ const (
 // (10 s, 1.5, 10 min).
 type Backoff struct {
 	// Base is the delay after the first failure.
-	Base time.Duration `json:"base,omitempty"`
+	Base time.Duration
 	// Factor multiplies the delay after each further failure; at least 1.
-	Factor float64 `json:"factor,omitempty"`
+	Factor float64
 	// Cap bounds the delay.
-	Cap time.Duration `json:"cap,omitempty"`
+	Cap time.Duration
 }
 
 func (b Backoff) withDefaults() Backoff {

@@ -2,7 +2,8 @@ package rollout
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +45,7 @@ func DesiredConditions(st Status, obs Observation, p Policy) []metav1.Condition 
 			atLatest++
 		}
 	}
-	revs := sortedKeys(counts)
+	revs := slices.Sorted(maps.Keys(counts))
 	parts := make([]string, 0, len(revs))
 	for _, r := range revs {
 		parts = append(parts, fmt.Sprintf("%s at revision %d", nodesAre(counts[r]), r))
@@ -98,7 +99,7 @@ func degraded(st Status, obs Observation, p Policy) metav1.Condition {
 		reason = ReasonOperandFailed
 	}
 	var parts []string
-	for _, r := range sortedKeys(failing) {
+	for _, r := range slices.Sorted(maps.Keys(failing)) {
 		nodes := failing[r]
 		lines := []string{fmt.Sprintf("%s failing on revision %d:", nodesAre(len(nodes)), r)}
 		for _, n := range nodes {
@@ -115,7 +116,7 @@ func degraded(st Status, obs Observation, p Policy) metav1.Condition {
 		}
 	}
 	if len(unreachable) > 0 {
-		sort.Strings(unreachable)
+		slices.Sort(unreachable)
 		parts = append(parts, fmt.Sprintf("%s unreachable: %s", nodesAre(len(unreachable)), strings.Join(unreachable, ", ")))
 		if reason == "" {
 			reason = ReasonNodesUnreachable
@@ -148,13 +149,4 @@ func nodesAre(n int) string {
 		return "1 node is"
 	}
 	return fmt.Sprintf("%d nodes are", n)
-}
-
-func sortedKeys[V any](m map[int32]V) []int32 {
-	keys := make([]int32, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-	return keys
 }

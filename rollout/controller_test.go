@@ -91,11 +91,11 @@ func TestControllerSyncReadsOncePerNode(t *testing.T) {
 
 	_, err := c.Sync(ctx)
 	require.NoError(t, err)
-	count := map[string]int{}
+	count := map[fake.RolloutMethod]int{}
 	for _, call := range cluster.Recorded() {
 		count[call.Method]++
 	}
-	assert.Equal(t, map[string]int{"NodeReady": 3, "GetOperand": 3, "GetInstaller": 1, "EnsureInstaller": 1}, count)
+	assert.Equal(t, map[fake.RolloutMethod]int{fake.RolloutNodeReady: 3, fake.RolloutGetOperand: 3, fake.RolloutGetInstaller: 1, fake.RolloutEnsureInstaller: 1}, count)
 	assert.Equal(t, 1, store.Reads)
 }
 
@@ -150,13 +150,13 @@ func TestControllerSyncHostErrors(t *testing.T) {
 		{name: "status read", setup: func(s *fake.RolloutStatusStore, _ *fake.RolloutCluster) { s.GetErr = boom }, wantErr: "rollout: reading status: boom"},
 		{name: "status write", setup: func(s *fake.RolloutStatusStore, _ *fake.RolloutCluster) { s.UpdateErr = boom }, wantErr: "rollout: writing status of node a: boom"},
 		{name: "operand read", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
-			c.Errors = map[string]error{"GetOperand": boom}
+			c.Errors = map[fake.RolloutMethod]error{fake.RolloutGetOperand: boom}
 		}, wantErr: "rollout: reading operand of node a: boom"},
 		{name: "node read", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
-			c.Errors = map[string]error{"NodeReady": boom}
+			c.Errors = map[fake.RolloutMethod]error{fake.RolloutNodeReady: boom}
 		}, wantErr: "rollout: reading node a: boom"},
 		{name: "installer create", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
-			c.Errors = map[string]error{"EnsureInstaller": boom}
+			c.Errors = map[fake.RolloutMethod]error{fake.RolloutEnsureInstaller: boom}
 		}, wantErr: "rollout: creating installer installer-2-a: boom"},
 	}
 	for _, tt := range tests {

@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -118,10 +120,10 @@ func (o NodeObservation) Validate() error {
 	return nil
 }
 
-// Validate checks every node observation.
+// Validate checks every node observation, in node name order.
 func (o Observation) Validate() error {
-	for name, n := range o {
-		if err := n.Validate(); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(o)) {
+		if err := o[name].Validate(); err != nil {
 			return fmt.Errorf("node %q: %w", name, err)
 		}
 	}

@@ -11,22 +11,22 @@ type Policy struct {
 	// a not-ready operand at once (0 means 1). Starting a node never exceeds
 	// it; a node that fails stays counted until it recovers. Unreachable nodes
 	// are not counted.
-	MaxUnavailable int `json:"maxUnavailable,omitempty"`
+	MaxUnavailable int
 	// InstallerBackoff is the delay before retrying a failed installer.
-	InstallerBackoff Backoff `json:"installerBackoff,omitempty"`
+	InstallerBackoff Backoff
 	// MaxInstallerRetries is how many times a failed installer is retried for
 	// one revision before the node gives up and the rollout reports Degraded
 	// (0 means retry forever).
-	MaxInstallerRetries int32 `json:"maxInstallerRetries,omitempty"`
+	MaxInstallerRetries int32
 	// InstallerPendingTimeout is how long an installer may stay pending or
 	// running before it is deleted and counted as a failure (0 means forever).
-	InstallerPendingTimeout time.Duration `json:"installerPendingTimeout,omitempty"`
+	InstallerPendingTimeout time.Duration
 	// MinReadyDuration is how long every ready operand must have been ready
 	// before another node is started (0 means no soak).
-	MinReadyDuration time.Duration `json:"minReadyDuration,omitempty"`
+	MinReadyDuration time.Duration
 	// Paused stops starting nodes, moving targets and creating installers;
 	// what is in flight is still observed and recorded.
-	Paused bool `json:"paused,omitempty"`
+	Paused bool
 }
 
 // Validate reports negative values or a bad backoff, wrapped in ErrInvalid.

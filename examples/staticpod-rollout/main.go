@@ -90,6 +90,9 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	cfg, err := parseFlags(args, out)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,8 @@ func TestRunBadFlags(t *testing.T) {
 	var out bytes.Buffer
 	assert.Error(t, run(context.Background(), []string{"-nodes", "0"}, &out))
 	assert.Error(t, run(context.Background(), []string{"-bogus"}, &out))
+	assert.NoError(t, run(context.Background(), []string{"-h"}, &out), "help is not a failure")
+	assert.Contains(t, out.String(), "-simulate-kubelet")
 }
 
 func TestInstallerState(t *testing.T) {
