@@ -129,6 +129,7 @@ func FuzzPlanRollout(f *testing.F) {
 				to = *s.To
 			}
 			if s.Create != nil {
+				require.NotZero(t, to.TargetRevision, "installers only for nodes in transition")
 				require.Equal(t, installerFor(to), *s.Create, "creates the installer of the new status")
 				require.False(t, p.Paused, "paused creates nothing")
 				require.False(t, obs[s.Node].Unreachable, "no installer on an unreachable node")
@@ -137,6 +138,9 @@ func FuzzPlanRollout(f *testing.F) {
 				require.False(t, p.Paused, "paused starts nothing")
 				require.False(t, obs[s.Node].Unreachable, "unreachable nodes are not started")
 			}
+		}
+		if plan.RequeueAfter < 0 {
+			t.Fatalf("negative requeue %v", plan.RequeueAfter)
 		}
 		require.NotEmpty(t, plan.String())
 	})

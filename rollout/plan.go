@@ -112,9 +112,9 @@ func PlanRollout(st Status, obs Observation, p Policy, now time.Time) (Plan, err
 			continue
 		}
 		d := NextNodeStatus(n, st.LatestAvailableRevision, obs[n.NodeName], p, now)
-		step := Step{Node: n.NodeName, Reason: d.Reason, From: n, Delete: d.Delete, Create: d.Create, Events: d.Events}
+		step := Step{Node: n.NodeName, Reason: d.Reason, From: *n.DeepCopy(), Delete: d.Delete, Create: d.Create, Events: d.Events}
 		if !nodeStatusEqual(n, d.Status) {
-			step.To = &d.Status
+			step.To = d.Status.DeepCopy()
 			nodes[i] = d.Status
 		}
 		plan.Steps = append(plan.Steps, step)
@@ -199,7 +199,7 @@ func planStarts(plan *Plan, nodes []NodeStatus, obs Observation, p Policy, now t
 		nodes[i] = to
 		create := installerFor(to)
 		plan.Steps = append(plan.Steps, Step{
-			Node: n.NodeName, Reason: fmt.Sprintf("starting revision %d", rev), From: n, To: &to, Create: &create,
+			Node: n.NodeName, Reason: fmt.Sprintf("starting revision %d", rev), From: *n.DeepCopy(), To: to.DeepCopy(), Create: &create,
 			Events: []Event{{Type: EventTypeNormal, Reason: EventNodeTargetRevisionChanged, Node: n.NodeName,
 				Message: fmt.Sprintf("Updating node %q from revision %d to %d", n.NodeName, n.CurrentRevision, rev)}},
 		})
