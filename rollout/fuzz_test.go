@@ -135,6 +135,11 @@ func FuzzPlanRollout(f *testing.F) {
 				require.False(t, obs[s.Node].Unreachable, "no installer on an unreachable node")
 			}
 			if !s.From.InTransition() && to.InTransition() {
+				for _, n := range st.NodeStatuses {
+					if n.Failing() && !obs[n.NodeName].Unreachable {
+						require.NotEqual(t, n.LastFailedRevision, to.TargetRevision, "a failing revision does not spread")
+					}
+				}
 				require.False(t, p.Paused, "paused starts nothing")
 				require.False(t, obs[s.Node].Unreachable, "unreachable nodes are not started")
 			}

@@ -85,8 +85,8 @@ func (s Status) Converged() bool {
 // MaxUnavailable reachable nodes unavailable (in transition or with an operand
 // that is not ready). A node in transition whose last failure is not its
 // target counts, for the node after it, as already at its target, so that
-// with a budget above 1 healthy nodes move together while a failing node
-// stops the revision from spreading.
+// with a budget above 1 healthy nodes move together; no node starts a
+// revision another reachable node is failing, so a failure does not spread.
 func PlanRollout(st Status, obs Observation, p Policy, now time.Time) (Plan, error) {
 	if err := p.Validate(); err != nil {
 		return Plan{}, err
@@ -151,10 +151,14 @@ func planStarts(plan *Plan, nodes []NodeStatus, obs Observation, p Policy, now t
 	budget := p.Unavailable()
 	inTransition, unavailable := 0, 0
 	var soakUntil time.Time
+	failingOn := map[int32]string{}
 	for _, n := range nodes {
 		o := obs[n.NodeName]
 		if o.Unreachable {
 			continue
+		}
+		if _, seen := failingOn[n.LastFailedRevision]; n.Failing() && !seen {
+			failingOn[n.LastFailedRevision] = n.NodeName
 		}
 		if n.InTransition() {
 			inTransition++
@@ -187,6 +191,8 @@ func planStarts(plan *Plan, nodes []NodeStatus, obs Observation, p Policy, now t
 		switch {
 		case p.Paused:
 			return fmt.Sprintf("paused: not starting revision %d on %s", rev, n.NodeName), 0, nil
+		case failingOn[rev] != "":
+			return fmt.Sprintf("revision %d is failing on %s; %s waits", rev, failingOn[rev], n.NodeName), 0, nil
 		case inTransition+1 > budget || (ready && unavailable+1 > budget):
 			return fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
 				budget, inTransition, unavailable, n.NodeName, rev), 0, nil

@@ -179,6 +179,25 @@ func TestPlanRollout(t *testing.T) {
 			wantRequeue: 10 * time.Second,
 		},
 		{
+			name: "budget above one: a failing node stops the revision wherever it is in the ring",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
+				failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "x"), node("b", 1, 2), node("c", 1, 0), node("d", 1, 0)}},
+			obs:         Observation{"a": ready(1), "b": withInstaller(ready(1), InstallerRunning), "c": ready(1), "d": ready(1)},
+			policy:      Policy{MaxUnavailable: 4},
+			wantStart:   "a",
+			wantBlocked: "revision 2 is failing on a; c waits",
+			wantRequeue: 10 * time.Second,
+		},
+		{
+			name: "a failure of another revision does not block",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "x"), node("b", 1, 0)}},
+			obs:       Observation{"a": ready(1), "b": ready(1)},
+			policy:    Policy{MaxUnavailable: 2},
+			wantSteps: []stepSummary{{"a", 3, "installer-3-a"}, {"b", 3, "installer-3-b"}},
+			wantStart: "a",
+		},
+		{
 			name:      "budget above one: healthy nodes move together behind a healthy leader",
 			st:        Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0), node("c", 1, 0)}},
 			obs:       Observation{"a": withInstaller(ready(1), InstallerRunning), "b": ready(1), "c": ready(1)},

@@ -58,6 +58,7 @@ type config struct {
 	image        string
 	nodeSelector string
 	revision     int
+	unavailable  int
 	simulate     bool
 	maxSyncs     int
 	timeout      time.Duration
@@ -75,6 +76,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.image, "installer-image", "busybox:1.36", "installer pod image (-kubeconfig only)")
 	fs.StringVar(&c.nodeSelector, "node-selector", "node-role.kubernetes.io/control-plane", "nodes to roll out to (-kubeconfig only)")
 	fs.IntVar(&c.revision, "revision", 1, "revision to roll out to (-kubeconfig only; in memory it is 1 -> 2 -> 3)")
+	fs.IntVar(&c.unavailable, "max-unavailable", 1, "how many nodes may be in transition or not ready at once")
 	fs.BoolVar(&c.simulate, "simulate-kubelet", false, "with -kubeconfig: create -nodes nodes and play the in-memory scenario on that apiserver")
 	fs.IntVar(&c.maxSyncs, "max-syncs", 1000, "give up after this many syncs per revision")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "give up after this long (-kubeconfig only)")
@@ -82,8 +84,8 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.nodes < 1 || c.revision < 1 || c.maxSyncs < 1 {
-		return c, errors.New("-nodes, -revision and -max-syncs must be at least 1")
+	if c.nodes < 1 || c.revision < 1 || c.maxSyncs < 1 || c.unavailable < 1 {
+		return c, errors.New("-nodes, -revision, -max-unavailable and -max-syncs must be at least 1")
 	}
 	return c, nil
 }
@@ -158,7 +160,8 @@ func newEngine(ctx context.Context, cfg config, client kubernetes.Interface, clk
 	e := &engine{
 		store: store, clock: clk, start: clk.Now(), out: out, factory: factory, stop: stop, events: broadcaster,
 		ctrl: &rollout.Controller{Status: store, Installers: adapter, Operands: adapter, Nodes: adapter,
-			Events: &recorderSink{rec: recorder, ref: ref, out: out}, Clock: clk},
+			Events: &recorderSink{rec: recorder, ref: ref, out: out}, Clock: clk,
+			Policy: rollout.Policy{MaxUnavailable: cfg.unavailable}},
 		pods: func() string {
 			pods, _ := podLister.Pods(cfg.namespace).List(labels.Everything())
 			return podFingerprint(pods)

@@ -16,7 +16,7 @@ import (
 )
 
 func TestRunInMemory(t *testing.T) {
-	for _, args := range [][]string{nil, {"-nodes", "1"}, {"-nodes", "6"}} {
+	for _, args := range [][]string{nil, {"-nodes", "1"}, {"-nodes", "6"}, {"-max-unavailable", "2"}} {
 		t.Run(fmtArgs(args), func(t *testing.T) {
 			var out bytes.Buffer
 			require.NoError(t, run(context.Background(), args, &out), out.String())
