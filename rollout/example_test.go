@@ -55,7 +55,7 @@ func ExampleNextNodeStatus() {
 	fmt.Println(d.Reason)
 	fmt.Println(d.Status.LastFailedErrors, "retry as", rollout.InstallerName(d.Status))
 	// Output:
-	// installer failed 1 times, retrying in 10s
+	// installer failed 1 time, retrying in 10s
 	// [installer: OOMKilled] retry as installer-4-retry-1-master-0
 }
 
@@ -119,7 +119,7 @@ func ExampleController_Sync() {
 		fmt.Println(i.Name)
 	}
 	// Output:
-	// backing off: master-1: installer failed 1 times, retrying in 10s
+	// backing off: master-1: installer failed 1 time, retrying in 10s
 	// 3 nodes are at revision 2
 	// installer-2-master-0
 	// installer-2-master-1

@@ -134,7 +134,7 @@ func decideMissingInstaller(d *NodeDecision, n NodeStatus, obs NodeObservation, 
 		d.Reason = fmt.Sprintf("gave up on revision %d after %d failed installers", n.TargetRevision, n.LastFailedCount)
 	case now.Before(retryAt):
 		d.RequeueAfter = retryAt.Sub(now)
-		d.Reason = fmt.Sprintf("installer failed %d times, retrying in %v", n.LastFailedCount, d.RequeueAfter)
+		d.Reason = fmt.Sprintf("installer failed %s, retrying in %v", times(n.LastFailedCount), d.RequeueAfter)
 	case p.Paused:
 		d.Reason = "paused before creating installer " + name
 	case obs.Unreachable:
@@ -153,13 +153,21 @@ func failInstaller(d *NodeDecision, n NodeStatus, p Policy, now time.Time, errs 
 		Message: fmt.Sprintf("Installer %s for revision %d on node %q failed: %s",
 			InstallerName(n), n.TargetRevision, n.NodeName, strings.Join(errs, "; "))}}
 	if p.RetriesExhausted(d.Status) {
-		d.Reason = fmt.Sprintf("installer failed %d times, giving up on revision %d", d.Status.LastFailedCount, n.TargetRevision)
+		d.Reason = fmt.Sprintf("installer failed %s, giving up on revision %d", times(d.Status.LastFailedCount), n.TargetRevision)
 		d.Events = append(d.Events, Event{Type: EventTypeWarning, Reason: EventInstallerRetriesExhausted, Node: n.NodeName,
 			Message: fmt.Sprintf("Node %q gave up on revision %d after %d failed installers", n.NodeName, n.TargetRevision, d.Status.LastFailedCount)})
 		return
 	}
 	d.RequeueAfter = p.InstallerBackoff.Delay(d.Status.LastFailedCount)
-	d.Reason = fmt.Sprintf("installer failed %d times, retrying in %v", d.Status.LastFailedCount, d.RequeueAfter)
+	d.Reason = fmt.Sprintf("installer failed %s, retrying in %v", times(d.Status.LastFailedCount), d.RequeueAfter)
+}
+
+// times renders a count of failures: "1 time", "3 times".
+func times(n int32) string {
+	if n == 1 {
+		return "1 time"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 // recordFailure records a failure of the node's target revision at now.

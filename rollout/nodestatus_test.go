@@ -86,7 +86,7 @@ func TestNextNodeStatus(t *testing.T) {
 			obs: NodeObservation{Installer: InstallerState{Phase: InstallerFailed, Containers: []ContainerTermination{
 				{Name: "installer", Message: "no space left"}, {Name: "sidecar", Message: "gone"}, {Name: "quiet"}}}},
 			want:       failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "installer: no space left", "sidecar: gone"),
-			wantEvents: []string{EventInstallerPodFailed}, wantReason: "installer failed 1 times, retrying in 10s", wantRequeue: 10 * time.Second,
+			wantEvents: []string{EventInstallerPodFailed}, wantReason: "installer failed 1 time, retrying in 10s", wantRequeue: 10 * time.Second,
 		},
 		{
 			name: "installer OOM killed counts as a failure", latest: 2,
@@ -100,21 +100,21 @@ func TestNextNodeStatus(t *testing.T) {
 			name: "installer failed without messages: fallback text", node: node("a", 1, 2), latest: 2,
 			obs:        NodeObservation{Installer: InstallerState{Phase: InstallerFailed, Message: "evicted"}},
 			want:       failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "installer installer-2-a failed without a termination message: evicted"),
-			wantEvents: []string{EventInstallerPodFailed}, wantReason: "installer failed 1 times, retrying in 10s", wantRequeue: 10 * time.Second,
+			wantEvents: []string{EventInstallerPodFailed}, wantReason: "installer failed 1 time, retrying in 10s", wantRequeue: 10 * time.Second,
 		},
 		{
 			name: "failure of an older revision restarts the count", latest: 3,
 			node: failed(node("a", 1, 3), 2, 4, FailureInstallerFailed, t0, "old"),
 			obs:  NodeObservation{Installer: InstallerState{Phase: InstallerFailed, Containers: []ContainerTermination{{Name: "i", Message: "m"}}}},
 			want: failed(node("a", 1, 3), 3, 1, FailureInstallerFailed, now, "i: m"), wantEvents: []string{EventInstallerPodFailed},
-			wantReason: "installer failed 1 times, retrying in 10s", wantRequeue: 10 * time.Second,
+			wantReason: "installer failed 1 time, retrying in 10s", wantRequeue: 10 * time.Second,
 		},
 		{
 			name: "in backoff: no retry yet", latest: 2,
 			node:       failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now.Add(-4*time.Second), "x"),
 			obs:        ready(1),
 			want:       failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now.Add(-4*time.Second), "x"),
-			wantReason: "installer failed 1 times, retrying in 6s", wantRequeue: 6 * time.Second,
+			wantReason: "installer failed 1 time, retrying in 6s", wantRequeue: 6 * time.Second,
 		},
 		{
 			name: "backoff elapsed: retry under a new name", latest: 2,
@@ -144,7 +144,7 @@ func TestNextNodeStatus(t *testing.T) {
 			obs:        NodeObservation{Installer: InstallerState{Phase: InstallerPending, StartTime: now.Add(-5 * time.Minute)}},
 			want:       failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "installer installer-2-a did not finish within 5m0s (Pending)"),
 			wantDelete: []string{"installer-2-a"}, wantEvents: []string{EventInstallerPodFailed},
-			wantReason: "installer failed 1 times, retrying in 10s", wantRequeue: 10 * time.Second,
+			wantReason: "installer failed 1 time, retrying in 10s", wantRequeue: 10 * time.Second,
 		},
 		{
 			name: "installer running within the timeout: wait for the rest", node: node("a", 1, 2), latest: 2,
