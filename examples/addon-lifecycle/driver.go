@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,20 +12,30 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-dev/converge/addon"
 )
 
-// The mesh manager's objects, named as in TKEStack's controller.
+// The mesh manager's database Secret and the image tag that never starts.
 const (
-	namespace      = "tke"
-	name           = "mesh-manager"
-	crbName        = "mesh-manager-role-binding"
 	dbSecretName   = "mesh-manager-db"
 	dbPasswordKey  = "password"
 	brokenImageTag = "does-not-exist"
+)
+
+// Labels on every object the driver creates. managedByLabel finds them all;
+// instanceLabel and namespaceLabel say which add-on they belong to (the
+// ClusterRoleBinding is cluster-scoped and cannot have a namespaced owner).
+const (
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedBy      = "addon-lifecycle"
+	instanceLabel  = "app.kubernetes.io/instance"
+	namespaceLabel = "addons.converge.dev/namespace"
+	versionLabel   = "app.kubernetes.io/version"
 )
 
 // images maps add-on versions to container images. v3 names an image that
@@ -35,18 +46,61 @@ var images = map[string]string{
 	"v3": "registry.k8s.io/pause:" + brokenImageTag,
 }
 
-// meshDriver is the host's addon.Driver: it applies the mesh manager's
-// ServiceAccount, ClusterRoleBinding, Service and Deployment with client-go.
-// The database password reaches the container through a Secret reference,
-// never through its arguments.
+// meshDriver is the host's addon.Driver: for the add-on named "ns/name" it
+// applies a ServiceAccount, a Service and a Deployment named name in ns, and
+// a ClusterRoleBinding named "ns:name", with client-go. The database
+// password reaches the container through a reference to the namespace's
+// dbSecretName Secret, never through its arguments. One meshDriver serves
+// any number of add-ons concurrently.
 type meshDriver struct {
 	client kubernetes.Interface
 	dbHost string
+	// owner, if set, returns the owner reference that the add-on's
+	// namespaced objects carry (a real cluster's garbage collector then
+	// removes them should the add-on's finalizer be forced away).
+	owner func(ns, name string) (metav1.OwnerReference, bool)
 }
 
 var _ addon.Driver = (*meshDriver)(nil)
 
-func (d *meshDriver) image(version string) (string, error) {
+// addonRef is an add-on's namespace and name, parsed from addon.Spec.Name.
+type addonRef struct{ namespace, name string }
+
+func parseRef(key string) (addonRef, error) {
+	ns, n, ok := strings.Cut(key, "/")
+	if !ok || ns == "" || n == "" {
+		return addonRef{}, fmt.Errorf("add-on name %q is not namespace/name", key)
+	}
+	if errs := validation.IsDNS1035Label(n); len(errs) > 0 {
+		return addonRef{}, fmt.Errorf("add-on name %q cannot name a Service: %s", n, strings.Join(errs, "; "))
+	}
+	return addonRef{namespace: ns, name: n}, nil
+}
+
+func (r addonRef) crbName() string { return r.namespace + ":" + r.name }
+
+// selector selects the add-on's pods.
+func (r addonRef) selector() map[string]string {
+	return map[string]string{managedByLabel: managedBy, instanceLabel: r.name}
+}
+
+func (r addonRef) labels() map[string]string {
+	l := r.selector()
+	l[namespaceLabel] = r.namespace
+	return l
+}
+
+func (d *meshDriver) meta(r addonRef) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Name: r.name, Namespace: r.namespace, Labels: r.labels()}
+	if d.owner != nil {
+		if ref, ok := d.owner(r.namespace, r.name); ok {
+			m.OwnerReferences = []metav1.OwnerReference{ref}
+		}
+	}
+	return m
+}
+
+func image(version string) (string, error) {
 	img, ok := images[version]
 	if !ok {
 		return "", fmt.Errorf("no image for version %q", version)
@@ -55,56 +109,62 @@ func (d *meshDriver) image(version string) (string, error) {
 }
 
 func (d *meshDriver) Install(ctx context.Context, spec addon.Spec) error {
-	img, err := d.image(spec.Version)
+	r, err := parseRef(spec.Name)
+	if err != nil {
+		return err
+	}
+	img, err := image(spec.Version)
 	if err != nil {
 		return err
 	}
 	core, rbac, apps := d.client.CoreV1(), d.client.RbacV1(), d.client.AppsV1()
-	sa := &corev1.ServiceAccount{ObjectMeta: meta(name)}
-	if err := apply(ctx, sa, core.ServiceAccounts(namespace).Get, core.ServiceAccounts(namespace).Create, core.ServiceAccounts(namespace).Update); err != nil {
+	sas := core.ServiceAccounts(r.namespace)
+	if err := apply(ctx, &corev1.ServiceAccount{ObjectMeta: d.meta(r)}, sas.Get, sas.Create, sas.Update); err != nil {
 		return fmt.Errorf("service account: %w", err)
 	}
 	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: crbName, Labels: labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: r.crbName(), Labels: r.labels()},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: r.name, Namespace: r.namespace}},
 	}
-	if err := apply(ctx, crb, rbac.ClusterRoleBindings().Get, rbac.ClusterRoleBindings().Create, rbac.ClusterRoleBindings().Update); err != nil {
+	crbs := rbac.ClusterRoleBindings()
+	if err := apply(ctx, crb, crbs.Get, crbs.Create, crbs.Update); err != nil {
 		return fmt.Errorf("cluster role binding: %w", err)
 	}
-	svc := &corev1.Service{ObjectMeta: meta(name), Spec: corev1.ServiceSpec{
-		Selector: labels(),
+	svcs := core.Services(r.namespace)
+	svc := &corev1.Service{ObjectMeta: d.meta(r), Spec: corev1.ServiceSpec{
+		Selector: r.selector(),
 		Ports:    []corev1.ServicePort{{Name: "http", Port: 10072, TargetPort: intstr.FromInt32(10072), Protocol: corev1.ProtocolTCP}},
 	}}
-	if err := apply(ctx, svc, core.Services(namespace).Get, core.Services(namespace).Create, func(ctx context.Context, s *corev1.Service, o metav1.UpdateOptions) (*corev1.Service, error) {
-		cur, err := core.Services(namespace).Get(ctx, s.Name, metav1.GetOptions{})
+	if err := apply(ctx, svc, svcs.Get, svcs.Create, func(ctx context.Context, s *corev1.Service, o metav1.UpdateOptions) (*corev1.Service, error) {
+		cur, err := svcs.Get(ctx, s.Name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
 		s.Spec.ClusterIP, s.Spec.ClusterIPs = cur.Spec.ClusterIP, cur.Spec.ClusterIPs
-		return core.Services(namespace).Update(ctx, s, o)
+		return svcs.Update(ctx, s, o)
 	}); err != nil {
 		return fmt.Errorf("service: %w", err)
 	}
-	dep := d.deployment(img)
-	if err := apply(ctx, dep, apps.Deployments(namespace).Get, apps.Deployments(namespace).Create, apps.Deployments(namespace).Update); err != nil {
+	deps := apps.Deployments(r.namespace)
+	if err := apply(ctx, d.deployment(r, spec.Version, img), deps.Get, deps.Create, deps.Update); err != nil {
 		return fmt.Errorf("deployment: %w", err)
 	}
 	return nil
 }
 
-func (d *meshDriver) deployment(img string) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: meta(name),
+func (d *meshDriver) deployment(r addonRef, version, img string) *appsv1.Deployment {
+	dep := &appsv1.Deployment{
+		ObjectMeta: d.meta(r),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: labels()},
+			Selector: &metav1.LabelSelector{MatchLabels: r.selector()},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels()},
+				ObjectMeta: metav1.ObjectMeta{Labels: r.labels()},
 				Spec: corev1.PodSpec{
-					ServiceAccountName: name,
+					ServiceAccountName: r.name,
 					Containers: []corev1.Container{{
-						Name:  name,
+						Name:  "mesh-manager",
 						Image: img,
 						Args:  []string{"--insecure-port=10072", "--db-host=" + d.dbHost, "--db-user=mesh"},
 						Env: []corev1.EnvVar{{
@@ -118,38 +178,78 @@ func (d *meshDriver) deployment(img string) *appsv1.Deployment {
 			},
 		},
 	}
+	setVersion(dep, version, img)
+	return dep
 }
 
-func (d *meshDriver) Upgrade(ctx context.Context, _ addon.Spec, from, to string) error {
-	img, err := d.image(to)
+// setVersion points the Deployment's container and version labels at version.
+func setVersion(dep *appsv1.Deployment, version, img string) {
+	dep.Labels[versionLabel] = version
+	dep.Spec.Template.Labels[versionLabel] = version
+	dep.Spec.Template.Spec.Containers[0].Image = img
+}
+
+// Upgrade changes the Deployment's image and version labels, retrying when
+// another writer (the deployment controller writing its status) changed it
+// between the read and the write.
+func (d *meshDriver) Upgrade(ctx context.Context, spec addon.Spec, from, to string) error {
+	r, err := parseRef(spec.Name)
 	if err != nil {
 		return err
 	}
-	deps := d.client.AppsV1().Deployments(namespace)
-	dep, err := deps.Get(ctx, name, metav1.GetOptions{})
+	img, err := image(to)
+	if err != nil {
+		return err
+	}
+	deps := d.client.AppsV1().Deployments(r.namespace)
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		dep, err := deps.Get(ctx, r.name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if dep.Labels == nil {
+			dep.Labels = map[string]string{}
+		}
+		if dep.Spec.Template.Labels == nil {
+			dep.Spec.Template.Labels = map[string]string{}
+		}
+		if len(dep.Spec.Template.Spec.Containers) == 0 {
+			return fmt.Errorf("deployment %s/%s has no container", r.namespace, r.name)
+		}
+		setVersion(dep, to, img)
+		_, err = deps.Update(ctx, dep, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("upgrade %s to %s: %w", from, to, err)
 	}
-	dep.Spec.Template.Spec.Containers[0].Image = img
-	_, err = deps.Update(ctx, dep, metav1.UpdateOptions{})
-	return err
+	return nil
 }
 
-func (d *meshDriver) Uninstall(ctx context.Context, _ addon.Spec) error {
+// Uninstall deletes the add-on's objects; those already gone count as deleted.
+func (d *meshDriver) Uninstall(ctx context.Context, spec addon.Spec) error {
+	r, err := parseRef(spec.Name)
+	if err != nil {
+		return err
+	}
 	opts := metav1.DeleteOptions{}
 	return errors.Join(
-		ignoreNotFound(d.client.AppsV1().Deployments(namespace).Delete(ctx, name, opts)),
-		ignoreNotFound(d.client.CoreV1().Services(namespace).Delete(ctx, name, opts)),
-		ignoreNotFound(d.client.RbacV1().ClusterRoleBindings().Delete(ctx, crbName, opts)),
-		ignoreNotFound(d.client.CoreV1().ServiceAccounts(namespace).Delete(ctx, name, opts)),
+		ignoreNotFound(d.client.AppsV1().Deployments(r.namespace).Delete(ctx, r.name, opts)),
+		ignoreNotFound(d.client.CoreV1().Services(r.namespace).Delete(ctx, r.name, opts)),
+		ignoreNotFound(d.client.RbacV1().ClusterRoleBindings().Delete(ctx, r.crbName(), opts)),
+		ignoreNotFound(d.client.CoreV1().ServiceAccounts(r.namespace).Delete(ctx, r.name, opts)),
 	)
 }
 
 // Health reads the Deployment: healthy when its current template is rolled
 // out and at least one replica is available. A read error is reported as
 // such (the engine keeps polling); a missing Deployment is unhealthy.
-func (d *meshDriver) Health(ctx context.Context, _ addon.Spec) (addon.Health, error) {
-	dep, err := d.client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+func (d *meshDriver) Health(ctx context.Context, spec addon.Spec) (addon.Health, error) {
+	r, err := parseRef(spec.Name)
+	if err != nil {
+		return addon.HealthUnknown, err
+	}
+	dep, err := d.client.AppsV1().Deployments(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return addon.HealthUnhealthy, nil
@@ -162,12 +262,6 @@ func (d *meshDriver) Health(ctx context.Context, _ addon.Spec) (addon.Health, er
 	}
 	return addon.HealthHealthy, nil
 }
-
-func meta(n string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: n, Namespace: namespace, Labels: labels()}
-}
-
-func labels() map[string]string { return map[string]string{"app": name} }
 
 func ignoreNotFound(err error) error {
 	if apierrors.IsNotFound(err) {
@@ -183,21 +277,24 @@ type object interface {
 	GetResourceVersion() string
 }
 
-// apply creates obj, or updates it over the current resource version.
+// apply creates obj, or updates it over the current resource version,
+// retrying the read and the write when another writer got in between.
 func apply[T object](ctx context.Context, obj T,
 	get func(context.Context, string, metav1.GetOptions) (T, error),
 	create func(context.Context, T, metav1.CreateOptions) (T, error),
 	update func(context.Context, T, metav1.UpdateOptions) (T, error),
 ) error {
-	cur, err := get(ctx, obj.GetName(), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = create(ctx, obj, metav1.CreateOptions{})
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := get(ctx, obj.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = create(ctx, obj, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		obj.SetResourceVersion(cur.GetResourceVersion())
+		_, err = update(ctx, obj, metav1.UpdateOptions{})
 		return err
-	}
-	if err != nil {
-		return err
-	}
-	obj.SetResourceVersion(cur.GetResourceVersion())
-	_, err = update(ctx, obj, metav1.UpdateOptions{})
-	return err
+	})
 }

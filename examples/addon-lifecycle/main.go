@@ -1,11 +1,18 @@
-// Command addon-lifecycle runs the addon engine's whole story on an in-memory
-// cluster: a failed install retried with backoff, an upgrade, an upgrade that
-// never becomes healthy and is rolled back, and a deletion.
+// Command addon-lifecycle runs the addon engine's whole story.
 //
-// With no flags it uses client-go's fake clientset, a simulated deployment
-// controller and a fake clock, and finishes in well under a second.
-// -kubeconfig runs the story against a real cluster in real time (the first
-// install's failure is injected only on the in-memory cluster).
+// With no flags it plays one add-on on an in-memory cluster (client-go's
+// fake clientset, a simulated deployment controller and a fake clock) in
+// well under a second: a failed install retried with backoff, an upgrade,
+// an upgrade that never becomes healthy and is rolled back, and a deletion.
+//
+// With -kubeconfig it runs a controller on a real cluster: it installs the
+// Addon custom resource definition (addons.converge.dev), reconciles every
+// Addon through a work queue with -workers workers, creates -addons Addons
+// in -namespace at v1, waits until all run, bumps them to v2, waits again,
+// deletes them and checks that none of their objects is left. On a cluster
+// without kube-controller-manager (such as the integration tests' bare
+// kube-apiserver) it also simulates the deployment controller.
+//
 // -diagram prints the default transition table as a Mermaid state diagram.
 package main
 
@@ -15,7 +22,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,24 +38,50 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/addon"
 )
 
+// The in-memory story's add-on, named as in TKEStack's mesh manager.
+const (
+	namespace = "tke"
+	name      = "mesh-manager"
+)
+
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "run against this cluster instead of an in-memory one")
+	kubeconfig := flag.String("kubeconfig", "", "run a controller on this cluster instead of the in-memory story")
+	var opts clusterOptions
+	flag.IntVar(&opts.Addons, "addons", 20, "with -kubeconfig: how many Addons to create")
+	flag.IntVar(&opts.Workers, "workers", 4, "with -kubeconfig: how many Addons the controller reconciles at once")
+	flag.StringVar(&opts.Namespace, "namespace", "addons", "with -kubeconfig: the namespace of the Addons")
+	flag.DurationVar(&opts.Timeout, "timeout", 5*time.Minute, "with -kubeconfig: how long the whole run may take")
 	diagram := flag.Bool("diagram", false, "print the default transition table as a Mermaid state diagram and exit")
 	flag.Parse()
 	if *diagram {
 		fmt.Print(addon.DefaultTable().Mermaid())
 		return
 	}
-	if err := run(context.Background(), *kubeconfig, os.Stdout); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, *kubeconfig, opts, os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "addon-lifecycle:", err)
 		os.Exit(1)
 	}
+}
+
+// run is the whole command: the in-memory story, or with a kubeconfig the
+// controller on a real cluster.
+func run(ctx context.Context, kubeconfig string, opts clusterOptions, out io.Writer) error {
+	if kubeconfig == "" {
+		return runStory(ctx, out)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	return runCluster(ctx, cfg, opts, out)
 }
 
 // story is the lifecycle the run shows, one step each time the add-on is
@@ -75,41 +110,13 @@ func (s *story) advance(st addon.Status) (string, bool) {
 	return "", false
 }
 
-func run(ctx context.Context, kubeconfig string, out io.Writer) error {
-	var (
-		client kubernetes.Interface
-		clk    clock.Clock
-		sim    *deploymentSimulator
-		policy addon.Policy
-		wait   func(time.Duration)
-	)
-	if kubeconfig == "" {
-		fc := fake.NewClientset()
-		failFirstDeploymentCreate(fc)
-		client, sim = fc, &deploymentSimulator{client: fc}
-		fake := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-		clk, wait = fake, fake.Step
-	} else {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return err
-		}
-		if client, err = kubernetes.NewForConfig(cfg); err != nil {
-			return err
-		}
-		clk = clock.RealClock{}
-		// Shorter waits, so the story takes minutes on a real cluster.
-		policy = addon.Policy{CheckTimeout: 2 * time.Minute, RunningInterval: 10 * time.Second, Backoff: addon.Backoff{Base: 5 * time.Second}}
-		wait = func(d time.Duration) {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-		}
-	}
-	if err := setUp(ctx, client); err != nil {
+// runStory plays the in-memory story.
+func runStory(ctx context.Context, out io.Writer) error {
+	client := fake.NewClientset()
+	failFirstDeploymentCreate(client)
+	sim := &deploymentSimulator{client: client}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	if err := setUp(ctx, client, namespace); err != nil {
 		return err
 	}
 
@@ -121,7 +128,6 @@ func run(ctx context.Context, kubeconfig string, out io.Writer) error {
 
 	machine, err := addon.NewMachine(addon.Config{
 		Driver: &meshDriver{client: client, dbHost: "mysql.tke.svc"},
-		Policy: policy,
 		Clock:  clk,
 		Jitter: func() float64 { return 0.5 },
 	})
@@ -137,10 +143,8 @@ func run(ctx context.Context, kubeconfig string, out io.Writer) error {
 		if step == 1000 {
 			return fmt.Errorf("story did not finish; status %+v", status)
 		}
-		if sim != nil {
-			if err := sim.Sync(ctx); err != nil {
-				return err
-			}
+		if err := sim.Sync(ctx); err != nil {
+			return err
 		}
 		var res addon.Result
 		status, res, err = machine.Reconcile(ctx, s.spec, status)
@@ -166,7 +170,7 @@ func run(ctx context.Context, kubeconfig string, out io.Writer) error {
 		switch {
 		case res.Requeue:
 		case res.RequeueAfter > 0:
-			wait(res.RequeueAfter)
+			clk.Step(res.RequeueAfter)
 		default:
 			return fmt.Errorf("add-on idle in %s (%s): %s", status.Phase, status.Reason, status.Message)
 		}
@@ -187,13 +191,14 @@ func failFirstDeploymentCreate(c *fake.Clientset) {
 	})
 }
 
-func setUp(ctx context.Context, client kubernetes.Interface) error {
-	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+// setUp creates namespace ns and the database Secret the add-ons' pods read.
+func setUp(ctx context.Context, client kubernetes.Interface, ns string) error {
+	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	secret := &corev1.Secret{ObjectMeta: meta(dbSecretName), StringData: map[string]string{dbPasswordKey: "s3cr3t-from-vault"}}
-	_, err = client.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: dbSecretName, Namespace: ns}, StringData: map[string]string{dbPasswordKey: "s3cr3t-from-vault"}}
+	_, err = client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -234,7 +239,7 @@ func verify(ctx context.Context, client kubernetes.Interface, st addon.Status, o
 	if _, err := client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deployment still there after deletion (err %v)", err)
 	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Get(ctx, crbName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := client.RbacV1().ClusterRoleBindings().Get(ctx, addonRef{namespace, name}.crbName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		return fmt.Errorf("cluster role binding still there after deletion (err %v)", err)
 	}
 	if err := ignoreNotFound(client.CoreV1().Secrets(namespace).Delete(ctx, dbSecretName, metav1.DeleteOptions{})); err != nil {

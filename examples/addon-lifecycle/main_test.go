@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 
 func TestRunTellsTheWholeStory(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), "", &out))
+	require.NoError(t, run(context.Background(), "", clusterOptions{}, &out))
 	var reasons []string
 	for _, line := range strings.Split(out.String(), "\n") {
 		if f := strings.Fields(line); len(f) > 1 && f[1] != "--" && f[1] != "reason" && f[0] != "done:" {
@@ -41,7 +41,7 @@ func TestCheckNoSecretInArgsCatchesAPasswordArgument(t *testing.T) {
 	ctx := context.Background()
 	client := fake.NewClientset()
 	d := &meshDriver{client: client, dbHost: "db"}
-	dep := d.deployment("img")
+	dep := d.deployment(addonRef{namespace, name}, "v1", "img")
 	dep.Spec.Template.Spec.Containers[0].Args = append(dep.Spec.Template.Spec.Containers[0].Args, "--db-password=hunter2")
 	_, err := client.AppsV1().Deployments(namespace).Create(ctx, dep, metav1.CreateOptions{})
 	require.NoError(t, err)

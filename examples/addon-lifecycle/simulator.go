@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -29,18 +30,32 @@ func (s *deploymentSimulator) Sync(ctx context.Context) error {
 	for i := range list.Items {
 		dep := &list.Items[i]
 		img := dep.Spec.Template.Spec.Containers[0].Image
-		replicas := ptr.Deref(dep.Spec.Replicas, 1)
-		available := replicas
-		if s.seen[dep.Name] != img || strings.HasSuffix(img, ":"+brokenImageTag) {
-			available = 0
+		dep.Status = rolledOut(dep)
+		if s.seen[dep.Name] != img {
+			dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = 0, 0
 		}
 		seen[dep.Name] = img
-		dep.Status.ObservedGeneration = dep.Generation
-		dep.Status.Replicas, dep.Status.UpdatedReplicas = replicas, replicas
-		dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = available, available
 		if _, err := deps.UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rolledOut is the status the deployment controller reports once dep's
+// template is rolled out: every replica updated, and every replica
+// available unless its image is tagged brokenImageTag.
+func rolledOut(dep *appsv1.Deployment) appsv1.DeploymentStatus {
+	replicas := ptr.Deref(dep.Spec.Replicas, 1)
+	available := replicas
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		if strings.HasSuffix(c.Image, ":"+brokenImageTag) {
+			available = 0
+		}
+	}
+	return appsv1.DeploymentStatus{
+		ObservedGeneration: dep.Generation,
+		Replicas:           replicas, UpdatedReplicas: replicas,
+		ReadyReplicas: available, AvailableReplicas: available,
+	}
 }

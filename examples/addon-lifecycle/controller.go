@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/converge-dev/converge/addon"
+)
+
+// controllerConfig configures a controller.
+type controllerConfig struct {
+	Kube     kubernetes.Interface
+	Dynamic  dynamic.Interface
+	Recorder record.EventRecorder
+	Policy   addon.Policy
+	// Workers is how many Addons are reconciled at once (at least 1).
+	Workers int
+	// Clock defaults to clock.RealClock{}.
+	Clock clock.WithTicker
+}
+
+// controller reconciles every Addon object in the cluster: an informer
+// feeds a rate-limited work queue, and each of Workers workers takes one
+// Addon at a time (the queue never hands the same key to two workers),
+// adds the finalizer before anything is installed, runs
+// addon.Machine.Reconcile, whose status writes go through the status
+// subresource with the object's resource version, emits the decided events
+// on the object, and drops the finalizer once the add-on is uninstalled. A
+// conflict requeues the key: the next reconcile reads the newer object and
+// decides again, so nothing is lost. RequeueAfter becomes AddAfter.
+type controller struct {
+	addons   dynamic.NamespaceableResourceInterface
+	factory  dynamicinformer.DynamicSharedInformerFactory
+	informer cache.SharedIndexInformer
+	queue    workqueue.TypedRateLimitingInterface[string]
+	machine  *addon.Machine
+	writer   *statusWriter
+	recorder record.EventRecorder
+	workers  int
+
+	conflicts, failures atomic.Int64
+}
+
+func newController(cfg controllerConfig) (*controller, error) {
+	if cfg.Workers < 1 {
+		return nil, fmt.Errorf("workers must be at least 1, not %d", cfg.Workers)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	c := &controller{
+		addons:   cfg.Dynamic.Resource(addonGVR),
+		factory:  dynamicinformer.NewDynamicSharedInformerFactory(cfg.Dynamic, 0),
+		recorder: cfg.Recorder,
+		workers:  cfg.Workers,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "addons", Clock: cfg.Clock}),
+	}
+	c.writer = newStatusWriter(c.addons)
+	generic := c.factory.ForResource(addonGVR)
+	c.informer = generic.Informer()
+	lister := generic.Lister()
+	driver := &meshDriver{client: cfg.Kube, dbHost: "mysql.tke.svc", owner: func(ns, name string) (metav1.OwnerReference, bool) {
+		obj, err := lister.ByNamespace(ns).Get(name)
+		if err != nil {
+			return metav1.OwnerReference{}, false
+		}
+		u := obj.(*unstructured.Unstructured)
+		return *metav1.NewControllerRef(u, addonGVR.GroupVersion().WithKind(addonKind)), true
+	}}
+	m, err := addon.NewMachine(addon.Config{
+		Driver: driver, Writer: c.writer, IsConflict: apierrors.IsConflict,
+		Policy: cfg.Policy, Clock: cfg.Clock,
+	})
+	if err != nil {
+		c.queue.ShutDown()
+		return nil, err
+	}
+	c.machine = m
+	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: c.enqueue,
+		UpdateFunc: func(old, cur any) {
+			if old.(metav1.Object).GetResourceVersion() != cur.(metav1.Object).GetResourceVersion() {
+				c.enqueue(cur)
+			}
+		},
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		c.queue.ShutDown()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// Run starts the informer and the workers and blocks until ctx ends; it
+// then stops the queue, waits for the workers to finish their current
+// reconcile, and stops the informer. It returns an error only when the
+// cache never synced.
+func (c *controller) Run(ctx context.Context) error {
+	log := klog.FromContext(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		c.queue.ShutDown()
+		wg.Wait()
+		c.factory.Shutdown()
+	}()
+	c.factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
+		return errors.New("addon informer did not sync")
+	}
+	log.Info("Reconciling Addons", "workers", c.workers)
+	for range c.workers {
+		wg.Go(func() {
+			for c.processNext(ctx) {
+			}
+		})
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// processNext reconciles the next key; false when the queue shut down.
+func (c *controller) processNext(ctx context.Context) bool {
+	key, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(key)
+	log := klog.FromContext(ctx).WithValues("addon", key)
+	res, err := c.reconcile(klog.NewContext(ctx, log), key)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Shutting down: the status keeps what is pending.
+	case errors.Is(err, addon.ErrConflict), apierrors.IsConflict(err):
+		c.conflicts.Add(1)
+		log.V(2).Info("Conflict, requeued", "err", err)
+		c.queue.AddRateLimited(key)
+	case errors.Is(err, addon.ErrInvalid):
+		c.failures.Add(1)
+		log.Error(err, "Invalid add-on; waiting for a change")
+		c.queue.Forget(key)
+	case err != nil:
+		c.failures.Add(1)
+		log.Error(err, "Reconcile failed, requeued")
+		c.queue.AddRateLimited(key)
+	case res.Requeue:
+		c.queue.AddRateLimited(key)
+	case res.RequeueAfter > 0:
+		c.queue.Forget(key)
+		c.queue.AddAfter(key, res.RequeueAfter)
+	default:
+		c.queue.Forget(key)
+	}
+	return true
+}
+
+// reconcile handles one Addon.
+func (c *controller) reconcile(ctx context.Context, key string) (addon.Result, error) {
+	cached, exists, err := c.informer.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return addon.Result{}, err
+	}
+	obj := cached.(*unstructured.Unstructured).DeepCopy()
+	spec, ns := specOf(obj), obj.GetNamespace()
+	if !hasFinalizer(obj) {
+		if spec.Deleting {
+			return addon.Result{}, nil // never installed
+		}
+		obj.SetFinalizers(append(obj.GetFinalizers(), finalizer))
+		if obj, err = c.addons.Namespace(ns).Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			return addon.Result{}, err
+		}
+	}
+	status, err := statusOf(obj)
+	if err != nil {
+		return addon.Result{}, fmt.Errorf("%w: %w", addon.ErrInvalid, err)
+	}
+	c.writer.track(spec.Name, obj)
+	_, res, err := c.machine.Reconcile(ctx, spec, status)
+	latest := c.writer.release(spec.Name)
+	if err != nil {
+		// Nothing was persisted past the conflict or failure: the next
+		// reconcile decides (and emits) again.
+		return res, err
+	}
+	for _, e := range res.Events {
+		c.recorder.Event(latest, e.Type, e.Reason, e.Message)
+	}
+	if res.Deleted {
+		latest.SetFinalizers(withoutFinalizer(latest))
+		if _, err := c.addons.Namespace(ns).Update(ctx, latest, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// Stats returns how many reconciles ended in a conflict (and were requeued)
+// and how many failed otherwise.
+func (c *controller) Stats() (conflicts, failures int64) {
+	return c.conflicts.Load(), c.failures.Load()
+}
