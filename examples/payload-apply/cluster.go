@@ -58,6 +58,9 @@ func realCluster(kubeconfig string) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	// client-go's default of 5 requests per second would make every apply of the payload
+	// take seconds; an operator that owns many objects raises it.
+	config.QPS, config.Burst = 50, 100
 	httpClient, err := rest.HTTPClientFor(config)
 	if err != nil {
 		return nil, err

@@ -302,13 +302,18 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	workerCtx, stopWorker := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- worker.Start(workerCtx) }()
-	defer func() {
+	stop := func() error {
 		stopWorker()
-		<-done
-	}()
+		return <-done
+	}
 
 	worker.Update(1, release)
 	if err := awaitReconcile(ctx, c, worker, progress, results); err != nil {
+		_ = stop()
+		return err
+	}
+	// The worker is stopped before its last status is saved, so that nothing overwrites it.
+	if err := stop(); err != nil {
 		return err
 	}
 	if err := store.save(ctx, worker.Status()); err != nil {

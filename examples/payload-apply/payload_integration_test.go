@@ -1,0 +1,103 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-dev/converge/payload"
+)
+
+// TestPayloadAgainstAPIServer installs the payload with server-side apply on a real
+// kube-apiserver, restarts the example (which reconciles and writes nothing), then
+// updates to a new release, which rewrites every object run level by run level.
+func TestPayloadAgainstAPIServer(t *testing.T) {
+	c := connect(t)
+	manifests, err := loadManifests()
+	require.NoError(t, err)
+	c.reset(t, manifests)
+	jobs := c.startJobController(t)
+	o := options{kubeconfig: env.Kubeconfig, release: "1.0.0", namespace: "default", interval: time.Second}
+	levelOf := func(m payload.Manifest) int {
+		level, _, ok := payload.ParseRunLevel(m.File)
+		require.True(t, ok, m.File)
+		return level
+	}
+
+	// Install: Initializing, then one reconcile pass.
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), o, &out), out.String())
+	assert.Contains(t, out.String(), "apply (Initializing) done: 30/30 manifests")
+	assert.Contains(t, out.String(), "apply (Reconciling) done: 30/30 manifests")
+	installed := c.live(t, manifests)
+	require.Len(t, installed, len(manifests))
+	for _, m := range stampRelease(manifests, "1.0.0") {
+		live := installed[m.Ref()]
+		assertContains(t, m.Ref(), m.Object, live)
+		assert.Contains(t, managers(live), defaultFieldManager, m.Ref())
+	}
+	// The Job is a barrier even while initializing: what comes before it was written
+	// before the Job was created, what comes after it once the Job had completed. The
+	// reconcile pass, which came later, rewrote none of the earlier objects.
+	jobCreated, jobCompleted, err := jobs.resourceVersions()
+	require.NoError(t, err)
+	require.NotEmpty(t, jobCompleted, "the job controller never completed the Job")
+	for _, m := range manifests {
+		rv := revision(t, installed[m.Ref()].GetResourceVersion())
+		switch level := levelOf(m); {
+		case level < 30:
+			assert.Less(t, rv, revision(t, jobCreated), "%s was written after the Job was created", m.Ref())
+		case level > 30:
+			assert.Greater(t, rv, revision(t, jobCompleted), "%s was written before the Job completed", m.Ref())
+		}
+	}
+
+	// Restart: the persisted status says Reconciling, and reconciling writes nothing.
+	out.Reset()
+	require.NoError(t, run(context.Background(), o, &out), out.String())
+	assert.Contains(t, out.String(), "persisted status: release 1.0.0, Reconciling")
+	assert.Contains(t, out.String(), "apply (Reconciling) done: 30/30 manifests")
+	assert.NotContains(t, out.String(), "Initializing")
+	reconciled := c.live(t, manifests)
+	for _, m := range manifests {
+		assert.Equal(t, installed[m.Ref()].GetResourceVersion(), reconciled[m.Ref()].GetResourceVersion(), "reconciling rewrote %s", m.Ref())
+	}
+
+	// Update to 1.1.0: every object but the Job (applied once) is rewritten, run level by
+	// run level, and the web Deployment after the api Service it depends on.
+	o.release = "1.1.0"
+	out.Reset()
+	require.NoError(t, run(context.Background(), o, &out), out.String())
+	assert.Contains(t, out.String(), "apply (Updating) done: 30/30 manifests")
+	updated := c.live(t, manifests)
+	first, last := map[int]int64{}, map[int]int64{}
+	for _, m := range stampRelease(manifests, "1.1.0") {
+		if m.GVK.Kind == "Job" {
+			continue
+		}
+		live := updated[m.Ref()]
+		assertContains(t, m.Ref(), m.Object, live)
+		rv := revision(t, live.GetResourceVersion())
+		assert.Greater(t, rv, revision(t, reconciled[m.Ref()].GetResourceVersion()), "%s was not updated", m.Ref())
+		level := levelOf(m)
+		if v, ok := first[level]; !ok || rv < v {
+			first[level] = rv
+		}
+		last[level] = max(last[level], rv)
+	}
+	levels := []int{10, 20, 40, 50}
+	require.Len(t, first, len(levels))
+	for i := 1; i < len(levels); i++ {
+		assert.Less(t, last[levels[i-1]], first[levels[i]], "run level %d was still written after run level %d began", levels[i-1], levels[i])
+	}
+	assert.Less(t,
+		revision(t, updated["Service/"+demoNamespace+"/api"].GetResourceVersion()),
+		revision(t, updated["Deployment/"+demoNamespace+"/web"].GetResourceVersion()),
+		"the web Deployment was written before the api Service it depends on")
+}
