@@ -139,7 +139,7 @@ func TestRolloutClusterUnreachableAndErrors(t *testing.T) {
 	assert.ErrorIs(t, c.EnsureInstaller(ctx, rollout.Installer{Node: "a", Name: "x"}), boom)
 }
 
-func TestRolloutStatusStore(t *testing.T) {
+func TestRolloutStatusStoreVersions(t *testing.T) {
 	ctx := context.Background()
 	s := NewRolloutStatusStore(2, 1, "a", "b")
 	st, rv, err := s.GetStatus(ctx)

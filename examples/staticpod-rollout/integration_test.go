@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
+	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/internal/testenv"
-	"github.com/converge-dev/converge/rollout"
 )
 
 var env *testenv.Environment
@@ -38,15 +38,10 @@ func TestSimulateOnRealAPIServer(t *testing.T) {
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
 	store := &configMapStatus{client: cs, ns: "simulated", name: "operand-rollout-status"}
-	st, rv, err := store.GetStatus(context.Background())
+	st, _, err := store.GetStatus(context.Background())
 	require.NoError(t, err)
 	assert.True(t, st.Converged())
-	st.LatestAvailableRevision = 4
-	_, err = store.UpdateStatus(context.Background(), st, rv)
-	require.NoError(t, err)
-	st.LatestAvailableRevision = 5
-	_, err = store.UpdateStatus(context.Background(), st, rv)
-	assert.ErrorIs(t, err, rollout.ErrConflict, "the apiserver's conflict maps to rollout.ErrConflict")
+	require.NoError(t, fake.TestRolloutStatusStore(context.Background(), store), "the adapter passes the conformance check on a real apiserver")
 }
 
 // TestClusterModeCreatesInstallers runs the -kubeconfig mode (no simulated

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -105,25 +105,10 @@ func TestOperandState(t *testing.T) {
 	}
 }
 
-func TestConfigMapStatusConflict(t *testing.T) {
+func TestConfigMapStatusConformance(t *testing.T) {
 	ctx := context.Background()
-	clk := clocktesting.NewFakePassiveClock(time.Now())
-	client := newMemoryClient()
-	require.NoError(t, seed(ctx, client, []string{"a"}, "ns", "op", clk))
-	s := &configMapStatus{client: client, ns: "ns", name: "status"}
-	require.NoError(t, s.create(ctx, rollout.Status{LatestAvailableRevision: 1}))
-
-	st, rv, err := s.GetStatus(ctx)
-	require.NoError(t, err)
-	st.LatestAvailableRevision = 2
-	rv2, err := s.UpdateStatus(ctx, st, rv)
-	require.NoError(t, err)
-	assert.NotEqual(t, rv, rv2)
-
-	_, err = s.UpdateStatus(ctx, st, rv)
-	assert.ErrorIs(t, err, rollout.ErrConflict, "a stale resource version is a conflict")
-
-	got, _, err := s.GetStatus(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, int32(2), got.LatestAvailableRevision)
+	s := &configMapStatus{client: newMemoryClient(), ns: "ns", name: "status"}
+	require.NoError(t, s.create(ctx, rollout.Status{LatestAvailableRevision: 1,
+		NodeStatuses: []rollout.NodeStatus{{NodeName: "a", CurrentRevision: 1}}}))
+	require.NoError(t, fake.TestRolloutStatusStore(ctx, s))
 }
