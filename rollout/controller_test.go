@@ -226,3 +226,41 @@ func TestControllerSyncBackoffRequeue(t *testing.T) {
 	require.Len(t, created, 2)
 	assert.Equal(t, "installer-2-retry-1-a", created[1].Name)
 }
+
+func TestControllerFuncAdapters(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
+	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
+	var emitted []string
+	c := &rollout.Controller{
+		Status:     store,
+		Installers: cluster,
+		Operands: rollout.OperandReaderFunc(func(ctx context.Context, node string) (rollout.OperandState, error) {
+			return cluster.GetOperand(ctx, node)
+		}),
+		Nodes: rollout.NodeReadinessFunc(func(_ context.Context, node string) (bool, error) { return node != "a", nil }),
+		Events: rollout.EventSinkFunc(func(_ context.Context, e rollout.Event) {
+			emitted = append(emitted, e.Node+" "+e.Reason)
+		}),
+		Clock: clk,
+	}
+	_, err := c.Sync(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []rollout.Installer{{Node: "b", Revision: 2, Name: "installer-2-b"}}, cluster.CreatedInstallers(), "unreachable a skipped")
+	assert.Equal(t, []string{"b " + rollout.EventNodeTargetRevisionChanged}, emitted)
+}
+
+func TestControllerSyncCancelled(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	ctx, cancel := context.WithCancel(ctx)
+	cancel()
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 1, "a")
+	store := fake.NewRolloutStatusStore(2, 1, "a")
+	c, _ := newController(store, cluster, clk, rollout.Policy{})
+	_, err := c.Sync(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Zero(t, store.WriteCount(), "nothing written once the context is done")
+	assert.Empty(t, cluster.CreatedInstallers())
+}
