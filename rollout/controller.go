@@ -25,7 +25,24 @@ type StatusWriter interface {
 	UpdateStatus(ctx context.Context, st Status, resourceVersion string) (newResourceVersion string, err error)
 }
 
+// StatusReaderFunc adapts a function to StatusReader.
+type StatusReaderFunc func(ctx context.Context) (Status, string, error)
+
+// GetStatus calls f.
+func (f StatusReaderFunc) GetStatus(ctx context.Context) (Status, string, error) { return f(ctx) }
+
+// StatusWriterFunc adapts a function to StatusWriter.
+type StatusWriterFunc func(ctx context.Context, st Status, resourceVersion string) (string, error)
+
+// UpdateStatus calls f.
+func (f StatusWriterFunc) UpdateStatus(ctx context.Context, st Status, resourceVersion string) (string, error) {
+	return f(ctx, st, resourceVersion)
+}
+
 // StatusStore reads and writes the rollout status with optimistic concurrency.
+// A host with two functions composes one from the Func adapters:
+//
+//	struct{ rollout.StatusReaderFunc; rollout.StatusWriterFunc }{get, update}
 type StatusStore interface {
 	StatusReader
 	StatusWriter
@@ -80,6 +97,12 @@ type EventSinkFunc func(ctx context.Context, e Event)
 func (f EventSinkFunc) Emit(ctx context.Context, e Event) { f(ctx, e) }
 
 var (
+	_ StatusReader = StatusReaderFunc(nil)
+	_ StatusWriter = StatusWriterFunc(nil)
+	_ StatusStore  = struct {
+		StatusReaderFunc
+		StatusWriterFunc
+	}{}
 	_ OperandReader = OperandReaderFunc(nil)
 	_ NodeReadiness = NodeReadinessFunc(nil)
 	_ EventSink     = EventSinkFunc(nil)

@@ -234,7 +234,10 @@ func TestControllerFuncAdapters(t *testing.T) {
 	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
 	var emitted []string
 	c := &rollout.Controller{
-		Status:     store,
+		Status: struct {
+			rollout.StatusReaderFunc
+			rollout.StatusWriterFunc
+		}{store.GetStatus, store.UpdateStatus},
 		Installers: cluster,
 		Operands: rollout.OperandReaderFunc(func(ctx context.Context, node string) (rollout.OperandState, error) {
 			return cluster.GetOperand(ctx, node)
@@ -249,6 +252,8 @@ func TestControllerFuncAdapters(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []rollout.Installer{{Node: "b", Revision: 2, Name: "installer-2-b"}}, cluster.CreatedInstallers(), "unreachable a skipped")
 	assert.Equal(t, []string{"b " + rollout.EventNodeTargetRevisionChanged}, emitted)
+	b, _ := store.Current().Node("b")
+	assert.Equal(t, int32(2), b.TargetRevision, "written through the StatusWriterFunc")
 }
 
 func TestControllerSyncCancelled(t *testing.T) {
