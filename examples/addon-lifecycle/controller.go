@@ -153,6 +153,10 @@ func (c *controller) processNext(ctx context.Context) bool {
 	switch {
 	case err != nil && ctx.Err() != nil:
 		// Shutting down: the status keeps what is pending.
+	case apierrors.IsNotFound(err):
+		// Gone while reconciled from a stale copy: its finalizer went
+		// after the uninstall (or by hand); nothing is left to reconcile.
+		c.queue.Forget(key)
 	case errors.Is(err, addon.ErrConflict), apierrors.IsConflict(err):
 		c.conflicts.Add(1)
 		log.V(2).Info("Conflict, requeued", "err", err)

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/converge-dev/converge/addon"
+)
+
+func TestStatusRoundTripsThroughTheObject(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC).Local()) // metav1.Time reads back in Local
+	st := addon.Status{
+		Phase: addon.PhaseChecking, Reason: "UpgradeSucceeded", Message: "checking v2",
+		PendingAction: addon.ActionCheckHealth, NextAttemptTime: &t0, Verifying: addon.ActionUpgrade,
+		UpgradeFailures: 1, LastTransitionTime: t0, LastAttemptTime: &t0,
+		InstalledVersion: "v2", LastGoodVersion: "v1", ObservedGeneration: 2,
+		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionUnknown, Reason: "Upgrading", LastTransitionTime: t0, ObservedGeneration: 2}},
+	}
+	obj, err := withStatus(newAddon("ns", "mesh", "v2"), st)
+	require.NoError(t, err)
+	got, err := statusOf(obj)
+	require.NoError(t, err)
+	assert.Equal(t, st, got)
+
+	empty, err := statusOf(newAddon("ns", "mesh", "v1"))
+	require.NoError(t, err)
+	assert.Equal(t, addon.Status{}, empty, "no status yet is the zero Status")
+
+	obj.Object["status"] = map[string]any{"failedVersion": int64(3)}
+	_, err = statusOf(obj)
+	assert.Error(t, err, "a status the engine cannot read")
+}
+
+func TestSpecOf(t *testing.T) {
+	obj := newAddon("ns", "mesh", "v2")
+	obj.SetGeneration(3)
+	assert.Equal(t, addon.Spec{Name: "ns/mesh", Generation: 3, Version: "v2"}, specOf(obj))
+	now := metav1.Now()
+	obj.SetDeletionTimestamp(&now)
+	assert.True(t, specOf(obj).Deleting)
+}
+
+func TestFinalizerHelpers(t *testing.T) {
+	tests := []struct {
+		name       string
+		finalizers []string
+		has        bool
+		without    []string
+	}{
+		{name: "none", finalizers: nil, has: false, without: nil},
+		{name: "only ours", finalizers: []string{finalizer}, has: true, without: nil},
+		{name: "ours among others", finalizers: []string{"a", finalizer, "b"}, has: true, without: []string{"a", "b"}},
+		{name: "others", finalizers: []string{"a"}, has: false, without: []string{"a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := &metav1.ObjectMeta{Finalizers: tt.finalizers}
+			assert.Equal(t, tt.has, hasFinalizer(obj))
+			assert.Equal(t, tt.without, withoutFinalizer(obj))
+		})
+	}
+}
+
+func TestStatusWriterWritesOverTheTrackedResourceVersion(t *testing.T) {
+	ctx := context.Background()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{addonGVR: "AddonList"}, newAddon("ns", "mesh", "v1"))
+	var written []string // resource versions the writes went over
+	dyn.PrependReactor("update", "addons", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured)
+		written = append(written, obj.GetResourceVersion())
+		if obj.GetResourceVersion() == "stale" {
+			return true, nil, apierrors.NewConflict(addonGVR.GroupResource(), obj.GetName(), nil)
+		}
+		out := obj.DeepCopy()
+		out.SetResourceVersion(obj.GetResourceVersion() + "+")
+		return true, out, nil
+	})
+	w := newStatusWriter(dyn.Resource(addonGVR))
+	spec := addon.Spec{Name: "ns/mesh", Version: "v1"}
+
+	assert.Error(t, w.WriteStatus(ctx, spec, addon.Status{}), "no object tracked")
+
+	obj := newAddon("ns", "mesh", "v1")
+	obj.SetResourceVersion("7")
+	w.track(spec.Name, obj)
+	require.NoError(t, w.WriteStatus(ctx, spec, addon.Status{Phase: addon.PhaseInitializing}))
+	require.NoError(t, w.WriteStatus(ctx, spec, addon.Status{Phase: addon.PhaseChecking}))
+	assert.Equal(t, []string{"7", "7+"}, written, "the second write goes over the first one's result")
+	latest := w.release(spec.Name)
+	assert.Equal(t, "7++", latest.GetResourceVersion())
+	phase, _, _ := unstructured.NestedString(latest.Object, "status", "phase")
+	assert.Equal(t, "Checking", phase)
+	assert.Nil(t, w.release(spec.Name), "released")
+
+	obj.SetResourceVersion("stale")
+	w.track(spec.Name, obj)
+	err := w.WriteStatus(ctx, spec, addon.Status{Phase: addon.PhaseRunning})
+	assert.True(t, apierrors.IsConflict(err), "the apiserver's conflict reaches Machine's IsConflict: %v", err)
+	assert.Equal(t, "stale", w.release(spec.Name).GetResourceVersion(), "a failed write keeps the tracked copy")
+}

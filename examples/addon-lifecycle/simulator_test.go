@@ -1,0 +1,35 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestRolledOut(t *testing.T) {
+	tests := []struct {
+		name      string
+		image     string
+		replicas  *int32
+		available int32
+	}{
+		{name: "runs", image: images["v1"], replicas: ptr.To[int32](3), available: 3},
+		{name: "default replicas", image: images["v1"], available: 1},
+		{name: "broken image never available", image: images["v3"], replicas: ptr.To[int32](2), available: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dep := (&meshDriver{}).deployment(addonRef{"ns", "mesh"}, "v", tt.image)
+			dep.Spec.Replicas = tt.replicas
+			dep.Generation = 4
+			got := rolledOut(dep)
+			want := ptr.Deref(tt.replicas, 1)
+			assert.Equal(t, appsv1.DeploymentStatus{
+				ObservedGeneration: 4, Replicas: want, UpdatedReplicas: want,
+				ReadyReplicas: tt.available, AvailableReplicas: tt.available,
+			}, got)
+		})
+	}
+}
