@@ -131,7 +131,10 @@ func RetryDelay(interval time.Duration, consecutiveErrors int) time.Duration {
 // apply in flight, and once an apply succeeds the worker is Reconciling: it re-applies
 // the payload every Interval in a seeded permutation that shifts with each attempt, on
 // a small pool. After a failure it retries after RetryDelay (with jitter); the count of
-// consecutive failures is reset by a success or a new release. Progress is published as
+// consecutive failures is reset by a success or a new release. An apply superseded by
+// Update is not a failure and schedules nothing: the loop applies whatever release is
+// desired when it wakes, even the superseded one when Update switched back to it (A → B
+// → A during an apply of A applies A again at once). Progress is published as
 // a Status through a Reporter, readable with Status and pushed to OnStatus.
 //
 // A Worker is safe for concurrent use; Start runs the loop once at a time.
@@ -286,6 +289,9 @@ func (w *Worker) loop(ctx context.Context) {
 		consecutiveErrors int
 		timer             clock.Timer
 		timerC            <-chan time.Time
+		// interrupted is set when the last apply was superseded: no timer is scheduled
+		// then, so the next wake is due even when it finds the same release again.
+		interrupted bool
 	)
 	schedule := func(d time.Duration) {
 		if timer != nil {
@@ -314,15 +320,17 @@ func (w *Worker) loop(ctx context.Context) {
 		}
 		if changed {
 			consecutiveErrors = 0
-		} else if !fromTimer && wk.state == StateReconciling {
+		} else if !fromTimer && !interrupted {
 			continue
 		}
+		interrupted = false
 		err := w.apply(ctx, &wk)
 		result := ApplyResult{Release: wk.desired, State: wk.state, Attempt: wk.attempt, Err: err}
 		switch {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, errSuperseded):
+			interrupted = true
 			continue
 		case err != nil:
 			consecutiveErrors++

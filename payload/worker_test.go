@@ -432,3 +432,48 @@ func TestWorkerReconcilesInSeededPermutation(t *testing.T) {
 		"0000_20_a_02_cm.yaml", "0000_20_b_01_cm.yaml", "0000_30_c_00_cm.yaml",
 	}, got, "reconciling does not follow the payload order")
 }
+
+func TestWorkerSwitchBackDuringAnApplyAppliesAgain(t *testing.T) {
+	tests := []struct {
+		name      string
+		persisted payload.Status
+		state     payload.State
+	}{
+		{name: "reconciling", persisted: payload.Status{Actual: v1, Reconciling: true}, state: payload.StateReconciling},
+		{name: "initializing", persisted: payload.Status{}, state: payload.StateInitializing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, func(c *payload.WorkerConfig) { c.Status = tt.persisted })
+			const stuck = "ConfigMap/default/three"
+			h.applier.Push(stuck, fake.PayloadOutcome{Block: true, Times: 1})
+			started, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			h.applier.OnApply = func(c fake.PayloadApply) {
+				if c.Ref == stuck {
+					once.Do(func() {
+						close(started)
+						<-release // both updates land before the superseded apply returns
+					})
+				}
+			}
+
+			h.worker.Update(1, v1)
+			<-started
+			h.worker.Update(2, v2)
+			h.worker.Update(3, v1)
+			close(release)
+
+			r := h.next()
+			assert.Equal(t, v1, r.Release, "v2 was never picked up")
+			assert.Equal(t, tt.state, r.State)
+			require.NoError(t, r.Err)
+			assert.Equal(t, 2, h.applier.Count(stuck), "the superseded apply is done again, without waiting for the clock")
+			s := h.worker.Status()
+			assert.Equal(t, int64(3), s.Generation)
+			assert.True(t, s.Reconciling)
+			assert.Nil(t, s.Failure)
+			assert.Equal(t, []payload.Release{v1}, h.loader.Recorded())
+		})
+	}
+}
