@@ -50,9 +50,11 @@ type Decision struct {
 	Action Action
 	// Events are the transitions and failures to emit, in order.
 	Events []Record
-	// Requeue asks to look again at once; otherwise RequeueAfter > 0 asks to
-	// look again after that long, and both zero mean: wait for a spec change.
-	Requeue      bool
+	// Requeue asks to look again at once: the pending action is due now.
+	Requeue bool
+	// RequeueAfter, when Requeue is false and it is > 0, asks to look again
+	// after that long: when the pending action (a retry, a health check) or
+	// the phase deadline is due. Both zero mean: wait for a spec change.
 	RequeueAfter time.Duration
 	// Deleted is true once the add-on is uninstalled after a deletion
 	// request: the host drops its finalizer.

@@ -47,9 +47,11 @@ var _ StatusWriter = StatusWriterFunc(nil)
 // Result is what the host returns to its work queue; it has the meaning of
 // controller-runtime's reconcile.Result.
 type Result struct {
-	// Requeue asks to reconcile again at once; otherwise RequeueAfter > 0
-	// asks to reconcile again after that long.
-	Requeue      bool
+	// Requeue asks to reconcile again at once: the next action is due now.
+	Requeue bool
+	// RequeueAfter, when Requeue is false and it is > 0, asks to reconcile
+	// again after that long: when the next retry, health check or phase
+	// deadline is due. Both zero mean: wait for a spec change.
 	RequeueAfter time.Duration
 	// Deleted is true when the add-on is uninstalled after a deletion
 	// request: the host drops its finalizer.
@@ -62,11 +64,19 @@ type Result struct {
 
 // Config configures a Machine. Only Driver is required.
 type Config struct {
+	// Driver acts on the add-ons: install, upgrade, uninstall, health. It is
+	// required.
 	Driver Driver
 	// Writer, if set, persists the status before an action runs (so a
 	// concurrent writer loses the race instead of starting the same action
-	// twice), after its outcome, and whenever a look changed it. Nil: the
-	// host persists the returned status.
+	// twice), after its outcome, and whenever a look changed it. It is the
+	// in-flight guard: it must refuse (with a conflict) a status derived from
+	// a stale read, as a write with the object's resourceVersion does.
+	//
+	// Nil: the host persists the returned status, and there is no in-flight
+	// guard. Such a host must serialise reconciles per add-on (a client-go
+	// workqueue does: it never hands the same key to two workers at once);
+	// otherwise two reconciles of one add-on may run the same action twice.
 	Writer StatusWriter
 	// IsConflict classifies a Writer error as a conflict; nil means
 	// errors.Is(err, ErrConflict). Hosts using client-go pass
@@ -87,6 +97,11 @@ type Config struct {
 // a goroutine and keeps no state between calls, so one Machine serves any
 // number of add-ons concurrently and a new Machine continues from status
 // alone.
+//
+// Two reconciles of the same add-on at once (two workers, two processes)
+// are kept from running the same action twice only by Config.Writer: the
+// first to write its claim wins, the other gets ErrConflict and runs
+// nothing. Without a Writer the host must serialise reconciles per add-on.
 type Machine struct {
 	cfg Config
 }

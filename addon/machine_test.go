@@ -3,6 +3,8 @@ package addon_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,4 +205,81 @@ func TestNewMachineReportsPolicyProblems(t *testing.T) {
 	_, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Policy: addon.Policy{MaxRetries: -3}})
 	require.ErrorIs(t, err, addon.ErrInvalid)
 	assert.Equal(t, "addon: invalid config: policy: maxRetries -3 is below -1", err.Error())
+}
+
+// versionedStore persists one status with a version, like an object's
+// resourceVersion: a write from a reader of an older version conflicts.
+type versionedStore struct {
+	mu      sync.Mutex
+	version int
+	status  addon.Status
+}
+
+// reader returns a Writer for a reconcile that read the store at its
+// current version; each of its successful writes moves its version on.
+func (s *versionedStore) reader() (addon.Status, addon.StatusWriter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	read, st := s.version, *s.status.DeepCopy()
+	return st, addon.StatusWriterFunc(func(_ context.Context, _ addon.Spec, st addon.Status) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.version != read {
+			return fmt.Errorf("store: version %d, written from %d: %w", s.version, read, addon.ErrConflict)
+		}
+		s.version++
+		read = s.version
+		s.status = *st.DeepCopy()
+		return nil
+	})
+}
+
+// blockingDriver holds Install until release is closed.
+type blockingDriver struct {
+	*fake.AddonDriver
+	started chan struct{}
+	release chan struct{}
+}
+
+func (d *blockingDriver) Install(ctx context.Context, spec addon.Spec) error {
+	close(d.started)
+	<-d.release
+	return d.AddonDriver.Install(ctx, spec)
+}
+
+// Seed bug 2 across workers: two Machines reconcile the same add-on from the
+// same read while the first one's install is in flight. The Writer's claim
+// makes the second one lose: the install runs once.
+func TestTwoMachinesRacingRunTheActionOnce(t *testing.T) {
+	store := &versionedStore{}
+	drv := &blockingDriver{AddonDriver: &fake.AddonDriver{}, started: make(chan struct{}), release: make(chan struct{})}
+
+	statusA, writerA := store.reader()
+	statusB, writerB := store.reader()
+	a := newMachine(t, addon.Config{Driver: drv, Writer: writerA})
+	b := newMachine(t, addon.Config{Driver: drv, Writer: writerB})
+
+	type outcome struct {
+		st  addon.Status
+		res addon.Result
+		err error
+	}
+	done := make(chan outcome)
+	go func() {
+		st, res, err := a.Reconcile(context.Background(), meshSpec, statusA)
+		done <- outcome{st, res, err}
+	}()
+	<-drv.started // A has claimed the install and is running it
+
+	_, resB, errB := b.Reconcile(context.Background(), meshSpec, statusB)
+	close(drv.release)
+	gotA := <-done
+
+	require.NoError(t, gotA.err)
+	assert.Equal(t, addon.ActionInstall, gotA.res.Action)
+	assert.Equal(t, addon.PhaseChecking, gotA.st.Phase)
+	require.ErrorIs(t, errB, addon.ErrConflict, "the second claim is refused")
+	assert.Equal(t, addon.ActionNone, resB.Action, "the loser runs nothing")
+	assert.Equal(t, 1, drv.Count(fake.AddonInstall), "one install, not two")
+	assert.Equal(t, gotA.st, store.status, "the winner's outcome is stored")
 }
