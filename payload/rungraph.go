@@ -65,11 +65,15 @@ type RunOptions struct {
 // panics: the panic becomes a *PanicError), the node's dependents never run while
 // independent nodes go on. When several nodes are ready the lowest index runs first.
 //
-// RunGraph returns the errors of the failed nodes in node order. When no node failed but
-// ctx ended before every node ran, it returns an *IncompleteError followed by ctx's
-// error. An invalid graph (see TaskGraph.Validate) or a nil fn is a single error and
-// nothing runs. RunGraph returns only after every goroutine it started has returned;
-// in-flight nodes are waited for, without spinning, after ctx ends.
+// RunGraph returns the errors of the failed nodes in node order. When ctx ended before
+// the run was over and nodes with tasks did not run, these are followed by an
+// *IncompleteError ("N incomplete task nodes, beginning with …", counting every node
+// that did not run) and ctx's error, also when nodes failed (in-flight tasks usually
+// fail on a cancel). A run that is over, every node having run or waiting on a failed
+// one, returns only the node errors, as in the cluster-version operator. An invalid
+// graph (see TaskGraph.Validate) or a nil fn is a single error and nothing runs.
+// RunGraph returns only after every goroutine it started has returned; in-flight nodes
+// are waited for, without spinning, after ctx ends.
 //
 // Scheduling is a ready queue: the cost is O(nodes + edges) plus a heap operation per
 // node, with a constant number of allocations per run.
@@ -229,8 +233,8 @@ func (r *graphRun) result(ctx context.Context) []error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 {
-		return errs
+	if len(errs) > 0 && r.done {
+		return errs // nodes left are dependents of failures, as the errors say
 	}
 	incomplete := &IncompleteError{}
 	for i, ran := range r.ran {
@@ -243,7 +247,7 @@ func (r *graphRun) result(ctx context.Context) []error {
 		}
 	}
 	if incomplete.First == nil {
-		return nil
+		return errs
 	}
 	errs = append(errs, incomplete)
 	if err := ctx.Err(); err != nil {

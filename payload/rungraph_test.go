@@ -3,6 +3,7 @@ package payload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -181,6 +182,39 @@ func TestRunGraph(t *testing.T) {
 			wantErrs:  []error{&IncompleteError{Count: 2, First: nil}, context.Canceled},
 		},
 		{
+			name: "cancel failing the node in flight keeps the incomplete nodes",
+			nodes: []*TaskNode{
+				{Tasks: pods("a"), Out: []int{1}},
+				{Tasks: pods("b"), In: []int{0}, Out: []int{2}},
+				{Tasks: pods("c"), In: []int{1}},
+			},
+			workers: 1,
+			behave: func(ctx context.Context, cancel context.CancelFunc, name string) error {
+				cancel()
+				return ctx.Err()
+			},
+			wantRun:  []string{"a"},
+			wantErrs: []error{context.Canceled, &IncompleteError{Count: 2}, context.Canceled},
+		},
+		{
+			name: "a failure and a cancel in parallel branches",
+			nodes: []*TaskNode{
+				{Tasks: pods("x")},
+				{Tasks: pods("y"), Out: []int{2}},
+				{Tasks: pods("y2"), In: []int{1}},
+			},
+			workers: 2,
+			behave: func(_ context.Context, cancel context.CancelFunc, name string) error {
+				if name == "x" {
+					return errA
+				}
+				cancel()
+				return nil
+			},
+			wantRun:  []string{"x", "y"},
+			wantErrs: []error{errA, &IncompleteError{Count: 1}, context.Canceled},
+		},
+		{
 			name:      "already cancelled",
 			nodes:     []*TaskNode{{Out: []int{1}}, {Tasks: pods("a"), In: []int{0}}, {Tasks: pods("b")}},
 			workers:   2,
@@ -262,6 +296,21 @@ func TestRunGraphIncompleteNamesFirstNodeWithTasks(t *testing.T) {
 	require.Len(t, errs, 2)
 	assert.EqualError(t, errs[0], `payload: 2 incomplete task nodes, beginning with pod "first" (4 of 9)`)
 	assert.ErrorIs(t, errs[1], context.Canceled)
+}
+
+func TestRunGraphCancelAfterAFailureNamesTheIncompleteNodes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := &TaskGraph{Nodes: []*TaskNode{{Tasks: pods("first"), Out: []int{1}}, {Out: []int{2}, In: []int{0}}, {Tasks: pods("second"), In: []int{1}}}}
+	g.Nodes[2].Tasks[0].Index, g.Nodes[2].Tasks[0].Total = 2, 2
+	errs := RunGraph(ctx, g, 1, func(ctx context.Context, _ []*Task) error {
+		cancel()
+		return fmt.Errorf("apply interrupted: %w", ctx.Err())
+	})
+	require.Len(t, errs, 3, "errors: %v", errs)
+	assert.EqualError(t, errs[0], "apply interrupted: context canceled")
+	assert.EqualError(t, errs[1], `payload: 2 incomplete task nodes, beginning with pod "second" (2 of 2)`)
+	assert.Equal(t, context.Canceled, errs[2])
 }
 
 func TestRunGraphPanicBecomesNodeError(t *testing.T) {
@@ -365,8 +414,10 @@ func TestRunGraphWaitsForInFlightNodesAfterCancel(t *testing.T) {
 		return nil
 	})
 	assert.True(t, blockerDone, "RunGraph returned before an in-flight node finished")
-	require.Len(t, errs, 1)
-	assert.ErrorIs(t, errs[0], context.Canceled)
+	require.Len(t, errs, 3, "errors: %v", errs)
+	assert.ErrorIs(t, errs[0], context.Canceled, "the blocker's own error")
+	assert.EqualError(t, errs[1], `payload: 1 incomplete task nodes, beginning with pod "never" (1 of 1)`)
+	assert.ErrorIs(t, errs[2], context.Canceled)
 }
 
 func TestRunGraphCriticalPathFirst(t *testing.T) {
