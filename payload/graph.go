@@ -328,7 +328,7 @@ func (g *TaskGraph) Validate() error {
 // appended a topological order of the nodes.
 func validate(g *TaskGraph, indegree, queue []int32, order *[]int32) error {
 	n := len(g.Nodes)
-	inSum := make([]int, n)
+	edges := 0
 	for i, node := range g.Nodes {
 		if node == nil {
 			return fmt.Errorf("payload: graph node %d is nil: %w", i, ErrInvalid)
@@ -338,20 +338,18 @@ func validate(g *TaskGraph, indegree, queue []int32, order *[]int32) error {
 				return fmt.Errorf("payload: graph node %d has an edge to missing node %d: %w", i, o, ErrInvalid)
 			}
 			indegree[o]++
-			inSum[o] += i
 		}
+		edges += len(node.Out)
 	}
 	for i, node := range g.Nodes {
-		sum := 0
 		for _, from := range node.In {
 			if from < 0 || from >= n {
 				return fmt.Errorf("payload: graph node %d has an edge from missing node %d: %w", i, from, ErrInvalid)
 			}
-			sum += from
 		}
-		if int(indegree[i]) != len(node.In) || sum != inSum[i] {
-			return fmt.Errorf("payload: graph node %d: In %v does not match the Out edges pointing at it: %w", i, node.In, ErrInvalid)
-		}
+	}
+	if err := matchEdges(g, indegree, edges); err != nil {
+		return err
 	}
 	remaining := slices.Clone(indegree)
 	for i := range remaining {
@@ -383,6 +381,47 @@ func validate(g *TaskGraph, indegree, queue []int32, order *[]int32) error {
 		}
 	}
 	return &CycleError{Nodes: cyclic}
+}
+
+// matchEdges checks that the In of every node holds exactly the nodes whose Out point at
+// it, as many times as they do; indegree counts those Out edges, edges is their total.
+// It groups the Out edges by target (ascending sources) and compares each group with
+// In by counting: O(nodes + edges), one allocation.
+func matchEdges(g *TaskGraph, indegree []int32, edges int) error {
+	n := len(g.Nodes)
+	buf := make([]int32, 2*n+edges)
+	start, count, sources := buf[:n], buf[n:2*n], buf[2*n:]
+	var sum int32
+	for i, d := range indegree {
+		sum += d
+		start[i] = sum
+	}
+	for i := n - 1; i >= 0; i-- {
+		for _, o := range g.Nodes[i].Out {
+			start[o]--
+			sources[start[o]] = int32(i)
+		}
+	}
+	for i, node := range g.Nodes {
+		want := sources[start[i] : start[i]+indegree[i]]
+		ok := len(node.In) == len(want)
+		if ok {
+			for _, from := range want {
+				count[from]++
+			}
+			for _, from := range node.In {
+				if count[from] == 0 {
+					ok = false
+					break
+				}
+				count[from]--
+			}
+		}
+		if !ok {
+			return fmt.Errorf("payload: graph node %d: In %v does not match the nodes whose Out point at it %v: %w", i, node.In, want, ErrInvalid)
+		}
+	}
+	return nil
 }
 
 // String prints the graph as a text plan, nodes in the order a single worker would run

@@ -242,6 +242,15 @@ func TestValidate(t *testing.T) {
 		{name: "In without Out", nodes: []*TaskNode{{}, {In: []int{0}}}},
 		{name: "In and Out disagree", nodes: []*TaskNode{{Out: []int{2}}, {}, {In: []int{1}}}},
 		{name: "cycle", nodes: []*TaskNode{{In: []int{1}, Out: []int{1}}, {In: []int{0}, Out: []int{0}}}},
+		{
+			name:  "In names other predecessors with the same count and index sum",
+			nodes: []*TaskNode{{Out: []int{2}}, {}, {In: []int{1, 3}}, {}, {Out: []int{2}}},
+		},
+		{
+			name:  "In repeats a predecessor another Out edge stands for",
+			nodes: []*TaskNode{{Out: []int{3, 3}}, {}, {Out: []int{3}}, {In: []int{1, 1, 0}}},
+		},
+		{name: "In misses a repeated Out edge", nodes: []*TaskNode{{Out: []int{1, 1}}, {In: []int{0}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,6 +261,29 @@ func TestValidate(t *testing.T) {
 	require.ErrorAs(t, (&TaskGraph{Nodes: []*TaskNode{{Out: []int{1}}, {In: []int{0, 2}, Out: []int{2}}, {In: []int{1}, Out: []int{1}}}}).Validate(), &cycle)
 	assert.Equal(t, []int{1, 2}, cycle.Nodes)
 	require.ErrorIs(t, (*TaskGraph)(nil).Validate(), ErrInvalid)
+}
+
+func TestValidateMismatchNamesTheRealPredecessors(t *testing.T) {
+	err := (&TaskGraph{Nodes: []*TaskNode{{Out: []int{2}}, {}, {In: []int{1, 3}}, {}, {Out: []int{2}}}}).Validate()
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.EqualError(t, err, "payload: graph node 2: In [1 3] does not match the nodes whose Out point at it [0 4]: payload: invalid input")
+}
+
+func TestValidateAcceptsMatchingEdges(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []*TaskNode
+	}{
+		{name: "empty", nodes: nil},
+		{name: "In in another order than the Out edges", nodes: []*TaskNode{{Out: []int{3}}, {Out: []int{3}}, {Out: []int{3}}, {In: []int{2, 0, 1}}}},
+		{name: "a repeated edge on both sides", nodes: []*TaskNode{{Out: []int{2, 2}}, {Out: []int{2}}, {In: []int{0, 1, 0}}}},
+		{name: "diamond", nodes: []*TaskNode{{Out: []int{2, 1}}, {In: []int{0}, Out: []int{3}}, {In: []int{0}, Out: []int{3}}, {In: []int{2, 1}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, (&TaskGraph{Nodes: tt.nodes}).Validate())
+		})
+	}
 }
 
 func TestBuildGraphRejectsTasksWithoutManifest(t *testing.T) {
