@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -159,9 +161,21 @@ func (a *podAdapter) NodeReady(_ context.Context, name string) (bool, error) {
 	return false, nil
 }
 
-// configMapStatus persists the rollout status as JSON in a ConfigMap; the
-// ConfigMap's resourceVersion gives optimistic concurrency. (A real operator
-// keeps it in its custom resource's status.)
+// configMapStatus persists the rollout status as JSON under the "status" key
+// of a ConfigMap; the ConfigMap's resourceVersion gives the optimistic
+// concurrency the engine needs.
+//
+// Why a ConfigMap and not a custom resource with a status subresource: the
+// example runs on any cluster, in memory or on a bare kube-apiserver, with no
+// CRD to install first and no RBAC beyond ConfigMaps in its namespace, and
+// client-go's typed clientset (and its fake) reads and writes it. What the
+// engine needs is the same for both objects: read the status with a resource
+// version, write it only if that version is still current, and see a 409
+// Conflict otherwise. A real operator keeps the status in its own custom
+// resource's status subresource, where a status write cannot touch the spec
+// and `kubectl get` shows the conditions; its adapter is this one writing to
+// the /status subresource. The price of the ConfigMap is that anyone
+// who may edit ConfigMaps in the namespace may edit the status too.
 type configMapStatus struct {
 	client kubernetes.Interface
 	ns     string
@@ -182,16 +196,27 @@ func (s *configMapStatus) GetStatus(ctx context.Context) (rollout.Status, string
 	return st, cm.ResourceVersion, nil
 }
 
+// UpdateStatus writes the status with a merge patch that carries rv as its
+// metadata.resourceVersion: the API server applies it only while rv is
+// current and answers 409 Conflict otherwise, and, unlike an Update, the
+// patch leaves the labels and annotations other writers put on the
+// ConfigMap alone.
 func (s *configMapStatus) UpdateStatus(ctx context.Context, st rollout.Status, rv string) (string, error) {
+	if rv == "" {
+		return "", fmt.Errorf("writing %s/%s: no resource version to write over", s.ns, s.name)
+	}
 	data, err := json.Marshal(st)
 	if err != nil {
 		return "", err
 	}
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: s.name, Namespace: s.ns, ResourceVersion: rv},
-		Data:       map[string]string{"status": string(data)},
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]string{"resourceVersion": rv},
+		"data":     map[string]string{"status": string(data)},
+	})
+	if err != nil {
+		return "", err
 	}
-	out, err := s.client.CoreV1().ConfigMaps(s.ns).Update(ctx, cm, metav1.UpdateOptions{})
+	out, err := s.client.CoreV1().ConfigMaps(s.ns).Patch(ctx, s.name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if apierrors.IsConflict(err) {
 		return "", rollout.Conflict(err)
 	}
@@ -215,17 +240,53 @@ func (s *configMapStatus) create(ctx context.Context, st rollout.Status) error {
 	return err
 }
 
-// recorderSink emits plan events through a client-go EventRecorder and
-// prints them.
+// recorderSink emits plan events through a client-go EventRecorder, prints
+// them and counts them.
 type recorderSink struct {
-	rec record.EventRecorder
-	ref runtime.Object
-	out io.Writer
+	rec     record.EventRecorder
+	ref     runtime.Object
+	out     io.Writer
+	emitted atomic.Int64
 }
 
 var _ rollout.EventSink = (*recorderSink)(nil)
 
 func (r *recorderSink) Emit(_ context.Context, e rollout.Event) {
 	r.rec.Event(r.ref, e.Type, e.Reason, e.Message)
+	r.emitted.Add(1)
 	fmt.Fprintf(r.out, "    event %s %s: %s\n", e.Type, e.Reason, e.Message)
 }
+
+// count returns how many events were emitted.
+func (r *recorderSink) count() int64 { return r.emitted.Load() }
+
+// countingEventSink is the broadcaster's sink: it writes events to the API
+// and counts the successful writes, so that shutdown can wait for them.
+type countingEventSink struct {
+	record.EventSink
+	written atomic.Int64
+}
+
+var _ record.EventSink = (*countingEventSink)(nil)
+
+func (s *countingEventSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	return s.counted(s.EventSink.Create(e))
+}
+
+func (s *countingEventSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	return s.counted(s.EventSink.Update(e))
+}
+
+func (s *countingEventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	return s.counted(s.EventSink.Patch(e, data))
+}
+
+func (s *countingEventSink) counted(e *corev1.Event, err error) (*corev1.Event, error) {
+	if err == nil {
+		s.written.Add(1)
+	}
+	return e, err
+}
+
+// count returns how many events were written.
+func (s *countingEventSink) count() int64 { return s.written.Load() }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/converge-dev/converge/fake"
@@ -37,11 +38,24 @@ func TestSimulateOnRealAPIServer(t *testing.T) {
 
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
-	store := &configMapStatus{client: cs, ns: "simulated", name: "operand-rollout-status"}
-	st, _, err := store.GetStatus(context.Background())
-	require.NoError(t, err)
+	st := assertConverged(t, cs, "simulated")
 	assert.True(t, st.Converged())
+	store := &configMapStatus{client: cs, ns: "simulated", name: "operand-rollout-status"}
 	require.NoError(t, fake.TestRolloutStatusStore(context.Background(), store), "the adapter passes the conformance check on a real apiserver")
+}
+
+// TestConflictsLoseNoTransitionOnRealAPIServer races every node
+// transition's status write with another writer's update of the status
+// ConfigMap on a real kube-apiserver, whose 409 Conflict the engine must
+// answer by reading and planning again.
+func TestConflictsLoseNoTransitionOnRealAPIServer(t *testing.T) {
+	testConflictsLoseNoTransition(t, func() kubernetes.Interface {
+		rc := rest.CopyConfig(env.Config)
+		rc.QPS, rc.Burst = simulateQPS, 2*simulateQPS
+		cs, err := kubernetes.NewForConfig(rc)
+		require.NoError(t, err)
+		return cs
+	}, env.Kubeconfig)
 }
 
 // TestClusterModeCreatesInstallers runs the -kubeconfig mode (no simulated

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -79,13 +82,24 @@ func operandPod(operand, ns, node, rev string) *corev1.Pod {
 }
 
 // withResourceVersions makes ConfigMap writes carry resource versions and
-// rejects an update whose version is stale with a Conflict, as the API server does.
+// rejects an update or a merge patch whose version is stale with a Conflict,
+// as the API server does (the fake tracker checks no version).
 func withResourceVersions(client *k8sfake.Clientset) {
 	var mu sync.Mutex
 	next := 0
 	bump := func(cm *corev1.ConfigMap) {
 		next++
 		cm.ResourceVersion = strconv.Itoa(next)
+	}
+	current := func(a k8stesting.Action, name string) (*corev1.ConfigMap, error) {
+		obj, err := client.Tracker().Get(a.GetResource(), a.GetNamespace(), name)
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*corev1.ConfigMap), nil
+	}
+	conflict := func(a k8stesting.Action, name, rv string) error {
+		return apierrors.NewConflict(a.GetResource().GroupResource(), name, fmt.Errorf("resource version %s is stale", rv))
 	}
 	client.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		mu.Lock()
@@ -97,16 +111,56 @@ func withResourceVersions(client *k8sfake.Clientset) {
 		mu.Lock()
 		defer mu.Unlock()
 		cm := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap)
-		cur, err := client.Tracker().Get(a.GetResource(), cm.Namespace, cm.Name)
+		cur, err := current(a, cm.Name)
 		if err != nil {
 			return true, nil, err
 		}
-		if cur.(*corev1.ConfigMap).ResourceVersion != cm.ResourceVersion {
-			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), cm.Name,
-				fmt.Errorf("resource version %s is stale", cm.ResourceVersion))
+		if cm.ResourceVersion != "" && cur.ResourceVersion != cm.ResourceVersion {
+			return true, nil, conflict(a, cm.Name, cm.ResourceVersion)
 		}
 		bump(cm)
 		return false, nil, nil
+	})
+	client.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		pa := a.(k8stesting.PatchAction)
+		if pa.GetPatchType() != types.MergePatchType {
+			return false, nil, nil
+		}
+		cur, err := current(a, pa.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		var precondition struct {
+			Metadata struct {
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(pa.GetPatch(), &precondition); err != nil {
+			return true, nil, apierrors.NewBadRequest(err.Error())
+		}
+		if rv := precondition.Metadata.ResourceVersion; rv != "" && rv != cur.ResourceVersion {
+			return true, nil, conflict(a, cur.Name, rv)
+		}
+		old, err := json.Marshal(cur)
+		if err != nil {
+			return true, nil, err
+		}
+		// A strategic merge patch of a ConfigMap's metadata and data maps is a JSON merge patch.
+		merged, err := strategicpatch.StrategicMergePatch(old, pa.GetPatch(), &corev1.ConfigMap{})
+		if err != nil {
+			return true, nil, apierrors.NewBadRequest(err.Error())
+		}
+		cm := &corev1.ConfigMap{}
+		if err := json.Unmarshal(merged, cm); err != nil {
+			return true, nil, err
+		}
+		bump(cm)
+		if err := client.Tracker().Update(a.GetResource(), cm, a.GetNamespace()); err != nil {
+			return true, nil, err
+		}
+		return true, cm, nil
 	})
 }
 

@@ -8,7 +8,9 @@
 // 0 once every node runs revision 3. With -kubeconfig it drives the same
 // engine against a real cluster's pods in -namespace; adding -simulate-kubelet
 // plays the same scenario on a real apiserver that has no kubelet (the
-// integration tests' etcd and kube-apiserver).
+// integration tests' etcd and kube-apiserver). The rollout status is kept as
+// JSON in the ConfigMap <operand>-rollout-status (configMapStatus says why
+// not in a custom resource).
 package main
 
 import (
@@ -104,21 +106,34 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		ctx = klog.NewContext(ctx, klog.Logger{})
 	}
 	if cfg.kubeconfig == "" {
-		return simulate(ctx, cfg, newMemoryClient(), out)
+		return simulate(ctx, cfg, newMemoryClient(), out, nil)
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
 	if err != nil {
 		return err
+	}
+	if cfg.simulate {
+		// The simulated kubelet and the cache checks between syncs read much
+		// more than a controller would: client-go's default of 5 requests a
+		// second would make the scenario take half a minute.
+		rc.QPS, rc.Burst = simulateQPS, 2*simulateQPS
 	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
 	}
 	if cfg.simulate {
-		return simulate(ctx, cfg, client, out)
+		return simulate(ctx, cfg, client, out, nil)
 	}
 	return runCluster(ctx, cfg, client, out)
 }
+
+// simulateQPS is the client rate limit of -simulate-kubelet.
+const simulateQPS = 100
+
+// eventFlushTimeout bounds how long shutdown waits for the events of the
+// last syncs to be written.
+const eventFlushTimeout = 5 * time.Second
 
 // engine wires the rollout Controller to client-go.
 type engine struct {
@@ -132,6 +147,9 @@ type engine struct {
 	factory informers.SharedInformerFactory
 	stop    context.CancelFunc // stops the informers
 	events  record.EventBroadcaster
+	done    <-chan struct{}    // closed when the broadcaster's context ends
+	emitted *recorderSink      // the events the engine emitted
+	written *countingEventSink // the events written to the API
 	// advance runs between syncs: the kubelet and the fake clock in memory, a wait on a real cluster.
 	advance func(ctx context.Context, res rollout.Result) error
 }
@@ -151,16 +169,19 @@ func newEngine(ctx context.Context, cfg config, client kubernetes.Interface, clk
 	}
 	store := &configMapStatus{client: client, ns: cfg.namespace, name: cfg.operand + "-rollout-status"}
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(cfg.namespace)})
+	written := &countingEventSink{EventSink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(cfg.namespace)}}
+	broadcaster.StartRecordingToSink(written)
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "staticpod-rollout"})
 	ref := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: store.name, Namespace: cfg.namespace}}
+	emitted := &recorderSink{rec: recorder, ref: ref, out: out}
 
 	adapter := &podAdapter{client: client, pods: podLister.Pods(cfg.namespace), nodes: nodeLister,
 		ns: cfg.namespace, operand: cfg.operand, image: cfg.image}
 	e := &engine{
-		store: store, clock: clk, start: clk.Now(), out: out, factory: factory, stop: stop, events: broadcaster,
+		store: store, clock: clk, start: clk.Now(), out: out, factory: factory, stop: stop,
+		events: broadcaster, done: ctx.Done(), emitted: emitted, written: written,
 		ctrl: &rollout.Controller{Status: store, Installers: adapter, Operands: adapter, Nodes: adapter,
-			Events: &recorderSink{rec: recorder, ref: ref, out: out}, Clock: clk,
+			Events: emitted, Clock: clk,
 			Policy: rollout.Policy{MaxUnavailable: cfg.unavailable}},
 		pods: func() string {
 			pods, _ := podLister.Pods(cfg.namespace).List(labels.Everything())
@@ -170,11 +191,34 @@ func newEngine(ctx context.Context, cfg config, client kubernetes.Interface, clk
 	return e, nil
 }
 
-// shutdown stops the informers and the event broadcaster and waits for them.
+// shutdown waits until the events of the last syncs are written (at most
+// eventFlushTimeout, and not once the context has ended), then stops the
+// event broadcaster and the informers and waits for them.
 func (e *engine) shutdown() {
+	e.flushEvents(eventFlushTimeout)
 	e.events.Shutdown()
 	e.stop()
 	e.factory.Shutdown()
+}
+
+// flushEvents waits until the event sink has written as many events as the
+// engine emitted, the broadcaster's context ends or timeout passes: the
+// broadcaster writes events asynchronously and drops what is still queued
+// when it shuts down.
+func (e *engine) flushEvents(timeout time.Duration) {
+	ticker := time.NewTicker(time.Millisecond)
+	defer ticker.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for e.written.count() < e.emitted.count() {
+		select {
+		case <-e.done:
+			return
+		case <-deadline.C:
+			return
+		case <-ticker.C:
+		}
+	}
 }
 
 // setLatest sets the latest available revision, as a revision controller would.
@@ -240,8 +284,10 @@ func (e *engine) printTable(ctx context.Context) error {
 }
 
 // simulate rolls 1 -> 2 -> 3 with a simulated kubelet and a fake clock, on
-// the fake clientset or on a real apiserver without kubelets.
-func simulate(ctx context.Context, cfg config, client kubernetes.Interface, out io.Writer) error {
+// the fake clientset or on a real apiserver without kubelets. A non-nil wrap
+// is called with the wired controller before the first sync: tests use it to
+// wrap the controller's host interfaces.
+func simulate(ctx context.Context, cfg config, client kubernetes.Interface, out io.Writer, wrap func(*rollout.Controller)) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
@@ -266,6 +312,9 @@ func simulate(ctx context.Context, cfg config, client kubernetes.Interface, out 
 		return err
 	}
 	defer e.shutdown()
+	if wrap != nil {
+		wrap(e.ctrl)
+	}
 	initial := rollout.Status{LatestAvailableRevision: 1}
 	for _, n := range nodes {
 		initial.NodeStatuses = append(initial.NodeStatuses, rollout.NodeStatus{NodeName: n, CurrentRevision: 1})
