@@ -62,11 +62,12 @@ func (b Backoff) Delay(failures int32) time.Duration {
 	return time.Duration(d)
 }
 
-// RetryAt is the earliest time a node may retry its failed target: the last
-// failed time plus the delay for its failure count. It returns the zero time
-// when the node has no failure of its target to wait for.
+// RetryAt is the earliest time a node may retry the revision it failed (its
+// target, or with no target a revision it has not reached): the last failed
+// time plus the delay for its failure count. It returns the zero time when
+// the node has no failure in its way (see NodeStatus.Failing).
 func (b Backoff) RetryAt(n NodeStatus) time.Time {
-	if n.TargetRevision == 0 || n.LastFailedRevision != n.TargetRevision || n.LastFailedTime == nil {
+	if !n.Failing() || n.LastFailedTime == nil {
 		return time.Time{}
 	}
 	return n.LastFailedTime.Add(b.Delay(n.LastFailedCount))

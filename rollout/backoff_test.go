@@ -40,7 +40,8 @@ func TestBackoffRetryAt(t *testing.T) {
 		want time.Time
 	}{
 		{name: "no failure", n: node("a", 1, 2), want: time.Time{}},
-		{name: "not in transition", n: failed(node("a", 1, 0), 2, 1, FailureOperandFailed, t0), want: time.Time{}},
+		{name: "operand failed, target cleared", n: failed(node("a", 1, 0), 2, 1, FailureOperandFailed, t0), want: t0.Add(10 * time.Second)},
+		{name: "not in transition, past the failed revision", n: failed(node("a", 2, 0), 2, 1, FailureOperandFailed, t0), want: time.Time{}},
 		{name: "failure of another revision", n: failed(node("a", 1, 3), 2, 1, FailureInstallerFailed, t0), want: time.Time{}},
 		{name: "first failure", n: failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, t0), want: t0.Add(10 * time.Second)},
 		{name: "second failure", n: failed(node("a", 1, 2), 2, 2, FailureInstallerFailed, t0), want: t0.Add(15 * time.Second)},

@@ -32,7 +32,8 @@ const (
 //     False AllNodesAtLatestRevision;
 //   - Degraded is True when a node's last failure is still in its way
 //     (InstallerRetriesExhausted, InstallerPodFailed or OperandFailed, grouped
-//     by revision) or a node is unreachable (NodesUnreachable).
+//     by revision; a node that gave up says so) or a node is unreachable
+//     (NodesUnreachable).
 func DesiredConditions(st Status, obs Observation, p Policy) []metav1.Condition {
 	counts := map[int32]int{}
 	active, atLatest := 0, 0
@@ -105,6 +106,9 @@ func degraded(st Status, obs Observation, p Policy) metav1.Condition {
 		for _, n := range nodes {
 			for _, e := range n.LastFailedErrors {
 				lines = append(lines, n.NodeName+": "+e)
+			}
+			if p.RetriesExhausted(n) {
+				lines = append(lines, fmt.Sprintf("%s: gave up after %s (maxInstallerRetries %d)", n.NodeName, failures(n.LastFailedCount), p.MaxInstallerRetries))
 			}
 		}
 		parts = append(parts, strings.Join(lines, "\n"))

@@ -87,7 +87,17 @@ func TestDesiredConditions(t *testing.T) {
 			policy:      Policy{MaxInstallerRetries: 2},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "1 node is active; 1 node is at revision 1"},
 			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 1; 0 nodes have achieved new revision 2"},
-			degraded:    cond{metav1.ConditionTrue, ReasonInstallerRetriesExhausted, "1 node is failing on revision 2:\na: x"},
+			degraded: cond{metav1.ConditionTrue, ReasonInstallerRetriesExhausted,
+				"1 node is failing on revision 2:\na: x\na: gave up after 3 failures (maxInstallerRetries 2)"},
+		},
+		{
+			name:        "retries exhausted by operand failures",
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 0), 2, 2, FailureOperandFailed, t0, "CrashLoopBackOff")}},
+			policy:      Policy{MaxInstallerRetries: 1},
+			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "1 node is active; 1 node is at revision 1"},
+			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 1; 0 nodes have achieved new revision 2"},
+			degraded: cond{metav1.ConditionTrue, ReasonInstallerRetriesExhausted,
+				"1 node is failing on revision 2:\na: CrashLoopBackOff\na: gave up after 2 failures (maxInstallerRetries 1)"},
 		},
 		{
 			name:        "unreachable nodes are reported",

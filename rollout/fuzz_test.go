@@ -92,6 +92,8 @@ func FuzzPlanRollout(f *testing.F) {
 	f.Add([]byte{5, 4, 5, 0, 1, 0, 5, 2, 10, 2, 5, 3, 3, 4, 3, 0, 2, 5, 4, 0, 1, 4, 5, 1})
 	f.Add([]byte{4, 7, 2, 4, 1, 1, 4, 2, 0, 3, 3, 30, 100, 1, 1, 2, 2, 3, 1, 0, 4, 3, 3, 1})
 	f.Add([]byte{2, 3, 1, 2, 1, 0, 2, 3, 5, 2, 2, 10, 90, 0, 3, 1, 1, 1, 2, 2, 3, 0})
+	// One node finishes its target and starts the next revision in the same plan.
+	f.Add([]byte("201100220000000001"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, obs, p, now := fuzzInput(data)
 		before := st.DeepCopy()
@@ -117,16 +119,14 @@ func FuzzPlanRollout(f *testing.F) {
 			require.GreaterOrEqual(t, n.CurrentRevision, old.CurrentRevision, "current never goes back")
 		}
 
-		transitionBefore, unavailableBefore := budgetUse(st.NodeStatuses, obs)
-		transitionAfter, unavailableAfter := budgetUse(out, obs)
-		budget := p.Unavailable()
-		require.LessOrEqual(t, transitionAfter, max(transitionBefore, budget), "never more than MaxUnavailable in transition")
-		require.LessOrEqual(t, unavailableAfter, max(unavailableBefore, budget), "never more than MaxUnavailable unavailable")
-
+		starts, readyStarts, finished := 0, 0, 0
 		for _, s := range plan.Steps {
 			to := s.From
 			if s.To != nil {
 				to = *s.To
+			}
+			if s.From.InTransition() && !to.InTransition() && !obs[s.Node].Unreachable {
+				finished++
 			}
 			if s.Create != nil {
 				require.NotZero(t, to.TargetRevision, "installers only for nodes in transition")
@@ -134,15 +134,58 @@ func FuzzPlanRollout(f *testing.F) {
 				require.False(t, p.Paused, "paused creates nothing")
 				require.False(t, obs[s.Node].Unreachable, "no installer on an unreachable node")
 			}
-			if !s.From.InTransition() && to.InTransition() {
-				for _, n := range st.NodeStatuses {
-					if n.Failing() && !obs[n.NodeName].Unreachable {
-						require.NotEqual(t, n.LastFailedRevision, to.TargetRevision, "a failing revision does not spread")
-					}
-				}
-				require.False(t, p.Paused, "paused starts nothing")
-				require.False(t, obs[s.Node].Unreachable, "unreachable nodes are not started")
+			if s.From.InTransition() || !to.InTransition() {
+				continue
 			}
+			starts++
+			if obs[s.Node].operandReady() {
+				readyStarts++
+			}
+			require.False(t, p.Paused, "paused starts nothing")
+			require.False(t, obs[s.Node].Unreachable, "unreachable nodes are not started")
+			if s.From.LastFailedRevision == to.TargetRevision {
+				require.Equal(t, plan.Start, s.Node, "only the start node retries a revision it failed")
+				require.False(t, p.RetriesExhausted(s.From), "no retry beyond MaxInstallerRetries")
+				require.False(t, now.Before(p.InstallerBackoff.RetryAt(s.From)), "no retry before the backoff")
+				continue
+			}
+			for _, n := range st.NodeStatuses {
+				if n.Failing() && !obs[n.NodeName].Unreachable {
+					require.NotEqual(t, n.LastFailedRevision, to.TargetRevision, "a failing revision does not spread")
+				}
+			}
+		}
+
+		// MaxUnavailable, exactly. A reachable node enters transition only by
+		// being started, and becomes unavailable only by being started while
+		// its operand is ready; finishing, failing and moving to a newer
+		// target never add to either count. PlanRollout checks the budget
+		// before every start against the counts left after this plan's own
+		// transitions (a node may finish and start again in one plan), so:
+		//   - an input within budget gives an output within budget;
+		//   - an input already over budget (MaxUnavailable lowered, nodes
+		//     failing) starts nothing new, unless the plan's own completions
+		//     brought it back within budget first, and then the output is
+		//     within budget too;
+		//   - the counts change by exactly the starts and completions.
+		// A bound like "<= max(before, budget)" would let a plan top an
+		// over-budget input up to its old level, which must never happen.
+		budget := p.Unavailable()
+		transitionBefore, unavailableBefore := budgetUse(st.NodeStatuses, obs)
+		transitionAfter, unavailableAfter := budgetUse(out, obs)
+		require.Equal(t, transitionBefore-finished+starts, transitionAfter, "transitions change only by starts and completions")
+		require.LessOrEqual(t, unavailableAfter, unavailableBefore+readyStarts, "only starting a ready node makes one more unavailable")
+		if transitionBefore <= budget {
+			require.LessOrEqual(t, transitionAfter, budget, "within budget in transition stays within budget")
+		}
+		if unavailableBefore <= budget {
+			require.LessOrEqual(t, unavailableAfter, budget, "within budget unavailable stays within budget")
+		}
+		if starts > 0 {
+			require.LessOrEqual(t, transitionAfter, budget, "over budget in transition: nothing new starts")
+		}
+		if readyStarts > 0 {
+			require.LessOrEqual(t, unavailableAfter, budget, "over budget unavailable: no ready node starts")
 		}
 		if plan.RequeueAfter < 0 {
 			t.Fatalf("negative requeue %v", plan.RequeueAfter)

@@ -45,7 +45,8 @@ const (
 //     InstallerFailed failure with one "container: message" error per
 //     container; the retry uses a new installer name after the backoff;
 //   - installer succeeded, operand failed at the target: record OperandFailed,
-//     clear the target;
+//     clear the target; the node retries the revision after the backoff, as
+//     the start of a later pass (see PlanRollout);
 //   - installer succeeded, operand not yet at the target: wait.
 //
 // A node not in transition is returned unchanged.
@@ -110,11 +111,7 @@ func NextNodeStatus(n NodeStatus, latest int32, obs NodeObservation, p Policy, n
 			if msg == "" {
 				msg = fmt.Sprintf("static pod of revision %d failed without a message", n.TargetRevision)
 			}
-			recordFailure(&d.Status, FailureOperandFailed, []string{msg}, now)
-			d.Status.TargetRevision = 0
-			d.Reason = fmt.Sprintf("static pod of revision %d failed", n.TargetRevision)
-			d.Events = []Event{{Type: EventTypeWarning, Reason: EventOperandFailed, Node: n.NodeName,
-				Message: fmt.Sprintf("Static pod of revision %d on node %q failed: %s", n.TargetRevision, n.NodeName, msg)}}
+			failOperand(&d, n, p, now, msg)
 		case op.Phase.normal() == OperandNotFound || op.Revision == n.TargetRevision:
 			d.Reason = reasonStaticPodPending
 		default:
@@ -160,6 +157,24 @@ func failInstaller(d *NodeDecision, n NodeStatus, p Policy, now time.Time, errs 
 	}
 	d.RequeueAfter = p.InstallerBackoff.Delay(d.Status.LastFailedCount)
 	d.Reason = fmt.Sprintf("installer failed %s, retrying in %v", times(d.Status.LastFailedCount), d.RequeueAfter)
+}
+
+// failOperand records an operand failure and clears the target. The node
+// retries the revision from the start of a later pass, once the backoff has
+// passed and while MaxInstallerRetries allows it.
+func failOperand(d *NodeDecision, n NodeStatus, p Policy, now time.Time, msg string) {
+	recordFailure(&d.Status, FailureOperandFailed, []string{msg}, now)
+	d.Status.TargetRevision = 0
+	d.Events = []Event{{Type: EventTypeWarning, Reason: EventOperandFailed, Node: n.NodeName,
+		Message: fmt.Sprintf("Static pod of revision %d on node %q failed: %s", n.TargetRevision, n.NodeName, msg)}}
+	if p.RetriesExhausted(d.Status) {
+		d.Reason = fmt.Sprintf("static pod failed %s, giving up on revision %d", times(d.Status.LastFailedCount), n.TargetRevision)
+		d.Events = append(d.Events, Event{Type: EventTypeWarning, Reason: EventInstallerRetriesExhausted, Node: n.NodeName,
+			Message: fmt.Sprintf("Node %q gave up on revision %d after %d failures", n.NodeName, n.TargetRevision, d.Status.LastFailedCount)})
+		return
+	}
+	d.RequeueAfter = p.InstallerBackoff.Delay(d.Status.LastFailedCount)
+	d.Reason = fmt.Sprintf("static pod of revision %d failed %s, retrying in %v", n.TargetRevision, times(d.Status.LastFailedCount), d.RequeueAfter)
 }
 
 // times renders a count of failures: "1 time", "3 times".

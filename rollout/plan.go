@@ -87,6 +87,12 @@ func (s Status) Converged() bool {
 // target counts, for the node after it, as already at its target, so that
 // with a budget above 1 healthy nodes move together; no node starts a
 // revision another reachable node is failing, so a failure does not spread.
+//
+// A node that failed the latest revision (its operand failed, which clears
+// the target) retries it as the start of a pass: after the installer backoff
+// (Backoff.RetryAt) and while MaxInstallerRetries allows; once they are
+// exhausted the rollout stops there and Degraded says so. The retry uses a
+// new installer name (InstallerName).
 func PlanRollout(st Status, obs Observation, p Policy, now time.Time) (Plan, error) {
 	if err := p.Validate(); err != nil {
 		return Plan{}, err
@@ -140,25 +146,24 @@ func PlanRollout(st Status, obs Observation, p Policy, now time.Time) (Plan, err
 
 // planStarts walks the nodes in ring order from the start node and starts
 // what the budget allows. It returns why it stopped early and how long a soak
-// still holds it back.
+// or a backoff still holds it back.
 func planStarts(plan *Plan, nodes []NodeStatus, obs Observation, p Policy, now time.Time) (string, time.Duration, error) {
 	start, why, err := StartNode(nodes, obs)
 	if err != nil {
 		return "", 0, err
 	}
-	plan.Start, plan.StartReason = nodes[start].NodeName, why
 
 	budget := p.Unavailable()
 	inTransition, unavailable := 0, 0
 	var soakUntil time.Time
-	failingOn := map[int32]string{}
-	for _, n := range nodes {
+	failingOn := map[int32]int{}
+	for i, n := range nodes {
 		o := obs[n.NodeName]
 		if o.Unreachable {
 			continue
 		}
 		if _, seen := failingOn[n.LastFailedRevision]; n.Failing() && !seen {
-			failingOn[n.LastFailedRevision] = n.NodeName
+			failingOn[n.LastFailedRevision] = i
 		}
 		if n.InTransition() {
 			inTransition++
@@ -172,6 +177,18 @@ func planStarts(plan *Plan, nodes []NodeStatus, obs Observation, p Policy, now t
 			}
 		}
 	}
+
+	// Only the node that failed a revision retries it, and only as the start
+	// of a pass. A start node held back by a revision another node failed
+	// hands the start to that node, so the rollout never waits forever on a
+	// retry nobody makes.
+	if rev := RevisionToStart(nodes[start], nil, plan.Latest); rev != 0 && !obs[nodes[start].NodeName].Unreachable {
+		if f, ok := failingOn[rev]; ok && f != start && !nodes[f].InTransition() {
+			why = fmt.Sprintf("%s failed revision %d, which %s would start", nodes[f].NodeName, rev, nodes[start].NodeName)
+			start = f
+		}
+	}
+	plan.Start, plan.StartReason = nodes[start].NodeName, why
 
 	var prev *NodeStatus
 	for k := range nodes {
@@ -187,12 +204,18 @@ func planStarts(plan *Plan, nodes []NodeStatus, obs Observation, p Policy, now t
 		if rev == 0 {
 			continue
 		}
+		retry := n.LastFailedRevision == rev
 		ready := o.operandReady()
 		switch {
 		case p.Paused:
 			return fmt.Sprintf("paused: not starting revision %d on %s", rev, n.NodeName), 0, nil
-		case failingOn[rev] != "":
-			return fmt.Sprintf("revision %d is failing on %s; %s waits", rev, failingOn[rev], n.NodeName), 0, nil
+		case !retry && hasKey(failingOn, rev):
+			return fmt.Sprintf("revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName), 0, nil
+		case retry && p.RetriesExhausted(n):
+			return fmt.Sprintf("%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount)), 0, nil
+		case retry && now.Before(p.InstallerBackoff.RetryAt(n)):
+			wait := p.InstallerBackoff.RetryAt(n).Sub(now)
+			return fmt.Sprintf("%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), wait), wait, nil
 		case inTransition+1 > budget || (ready && unavailable+1 > budget):
 			return fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
 				budget, inTransition, unavailable, n.NodeName, rev), 0, nil
@@ -204,8 +227,12 @@ func planStarts(plan *Plan, nodes []NodeStatus, obs Observation, p Policy, now t
 		to.TargetRevision = rev
 		nodes[i] = to
 		create := installerFor(to)
+		reason := fmt.Sprintf("starting revision %d", rev)
+		if retry {
+			reason = fmt.Sprintf("retrying revision %d after %s", rev, failures(n.LastFailedCount))
+		}
 		plan.Steps = append(plan.Steps, Step{
-			Node: n.NodeName, Reason: fmt.Sprintf("starting revision %d", rev), From: *n.DeepCopy(), To: to.DeepCopy(), Create: &create,
+			Node: n.NodeName, Reason: reason, From: *n.DeepCopy(), To: to.DeepCopy(), Create: &create,
 			Events: []Event{{Type: EventTypeNormal, Reason: EventNodeTargetRevisionChanged, Node: n.NodeName,
 				Message: fmt.Sprintf("Updating node %q from revision %d to %d", n.NodeName, n.CurrentRevision, rev)}},
 		})
@@ -215,6 +242,19 @@ func planStarts(plan *Plan, nodes []NodeStatus, obs Observation, p Policy, now t
 		}
 	}
 	return "", 0, nil
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// failures renders a count of failures: "1 failure", "3 failures".
+func failures(n int32) string {
+	if n == 1 {
+		return "1 failure"
+	}
+	return fmt.Sprintf("%d failures", n)
 }
 
 // leaderView is how a node sees the node before it in the walk: a node in

@@ -14,9 +14,11 @@ type Policy struct {
 	MaxUnavailable int
 	// InstallerBackoff is the delay before retrying a failed installer.
 	InstallerBackoff Backoff
-	// MaxInstallerRetries is how many times a failed installer is retried for
-	// one revision before the node gives up and the rollout reports Degraded
-	// (0 means retry forever).
+	// MaxInstallerRetries is how many times a node retries a revision it
+	// failed (its installer failed or timed out, or its operand failed)
+	// before it gives up and the rollout reports Degraded with reason
+	// InstallerRetriesExhausted (0 means retry forever). Only a newer
+	// revision moves a node that gave up.
 	MaxInstallerRetries int32
 	// InstallerPendingTimeout is how long an installer may stay pending or
 	// running before it is deleted and counted as a failure (0 means forever).
@@ -47,9 +49,9 @@ func (p Policy) Validate() error {
 // Unavailable returns the effective MaxUnavailable: at least 1.
 func (p Policy) Unavailable() int { return max(p.MaxUnavailable, 1) }
 
-// RetriesExhausted reports whether a node has failed its target more often
-// than MaxInstallerRetries allows.
+// RetriesExhausted reports whether a node's failure is still in its way (see
+// NodeStatus.Failing) and it failed that revision more often than
+// MaxInstallerRetries allows.
 func (p Policy) RetriesExhausted(n NodeStatus) bool {
-	return p.MaxInstallerRetries > 0 && n.TargetRevision != 0 &&
-		n.LastFailedRevision == n.TargetRevision && n.LastFailedCount > p.MaxInstallerRetries
+	return p.MaxInstallerRetries > 0 && n.Failing() && n.LastFailedCount > p.MaxInstallerRetries
 }

@@ -49,7 +49,8 @@ func TestPolicyRetriesExhausted(t *testing.T) {
 		{name: "within the limit", retries: 2, n: failed(node("a", 1, 2), 2, 2, FailureInstallerFailed, t0)},
 		{name: "beyond the limit", retries: 2, n: failed(node("a", 1, 2), 2, 3, FailureInstallerFailed, t0), want: true},
 		{name: "failures of another revision", retries: 2, n: failed(node("a", 1, 3), 2, 3, FailureInstallerFailed, t0)},
-		{name: "not in transition", retries: 2, n: failed(node("a", 1, 0), 2, 3, FailureInstallerFailed, t0)},
+		{name: "not in transition, failed revision not reached", retries: 2, n: failed(node("a", 1, 0), 2, 3, FailureOperandFailed, t0), want: true},
+		{name: "not in transition, past the failed revision", retries: 2, n: failed(node("a", 2, 0), 2, 3, FailureOperandFailed, t0)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,7 +4,9 @@ package rollout
 // installing, or 0 for none.
 //
 // For the first node of a pass (prev == nil) it is the latest revision,
-// unless the node already runs it (or something newer) or already failed it.
+// unless the node already runs it (or something newer). That includes a
+// latest revision the node failed: PlanRollout starts such a retry only once
+// the installer backoff has passed and while MaxInstallerRetries allows it.
 // For the next nodes it follows the previous node's current revision when
 // that is ahead, unless this node already failed that revision; nothing while
 // the previous node is still in transition.
@@ -13,7 +15,7 @@ func RevisionToStart(curr NodeStatus, prev *NodeStatus, latest int32) int32 {
 		return 0
 	}
 	if prev == nil {
-		if curr.CurrentRevision >= latest || curr.LastFailedRevision == latest {
+		if curr.CurrentRevision >= latest {
 			return 0
 		}
 		return latest

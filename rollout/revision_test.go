@@ -19,7 +19,7 @@ func TestRevisionToStart(t *testing.T) {
 		{name: "first fresh node gets the latest", curr: node("a", 0, 0), latest: 1, want: 1},
 		{name: "first node already current", curr: node("a", 3, 0), latest: 3, want: 0},
 		{name: "first node ahead of latest is never downgraded", curr: node("a", 4, 0), latest: 3, want: 0},
-		{name: "first node failed the latest", curr: failed(node("a", 2, 0), 3, 1, FailureOperandFailed, t0), latest: 3, want: 0},
+		{name: "first node retries the latest it failed", curr: failed(node("a", 2, 0), 3, 1, FailureOperandFailed, t0), latest: 3, want: 3},
 		{name: "first node failed an older revision", curr: failed(node("a", 1, 0), 2, 1, FailureOperandFailed, t0), latest: 3, want: 3},
 		{name: "node in transition starts nothing", curr: node("a", 1, 2), latest: 3, want: 0},
 		{name: "follow previous node ahead", curr: node("b", 1, 0), prev: prev(node("a", 3, 0)), latest: 3, want: 3},

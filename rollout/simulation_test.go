@@ -276,3 +276,56 @@ func TestSimulationPaused(t *testing.T) {
 	s.policy.Paused = false
 	require.True(t, s.run(s.controller(), 100))
 }
+
+func TestSimulationOperandFailsOnceThenRecovers(t *testing.T) {
+	s := newSim(t, rollout.Policy{})
+	s.cluster.OperandFails = map[string]map[int32]string{"b": {4: "CrashLoopBackOff"}}
+	c := s.controller()
+	converged := false
+	var failedAt time.Time
+	for range 200 {
+		if converged = s.run(c, 1); converged {
+			break
+		}
+		if b, _ := s.store.Current().Node("b"); b.LastFailedReason == rollout.FailureOperandFailed && failedAt.IsZero() {
+			failedAt = b.LastFailedTime.Time
+			delete(s.cluster.OperandFails, "b") // the next static pod of revision 4 comes up
+		}
+	}
+	require.True(t, converged, "the failed node retried the latest revision and the rollout finished")
+	require.False(t, failedAt.IsZero())
+
+	assert.Equal(t, []string{"installer-4-d", "installer-4-b", "installer-4-retry-1-b", "installer-4-c", "installer-4-e", "installer-4-a"},
+		s.installerOrder(), "b retries under a new name before anyone else starts revision 4")
+	retry := s.cluster.Pods["installer-4-retry-1-b"].State.StartTime
+	assert.GreaterOrEqual(t, retry.Sub(failedAt), 10*time.Second, "retried after the backoff")
+	assert.LessOrEqual(t, s.maxUnavailable, 1, "MaxUnavailable never exceeded")
+	assert.Equal(t, 1, s.maxTransition)
+	b, _ := s.store.Current().Node("b")
+	assert.Equal(t, int32(4), b.CurrentRevision)
+	assert.False(t, b.Failing())
+	deg, _ := conditions.Get(s.store.Current().Conditions, conditions.TypeDegraded)
+	assert.Equal(t, metav1.ConditionFalse, deg.Status)
+}
+
+func TestSimulationOperandFailsUntilRetriesExhausted(t *testing.T) {
+	s := newSim(t, rollout.Policy{MaxInstallerRetries: 2})
+	s.cluster.OperandFails = map[string]map[int32]string{"b": {4: "CrashLoopBackOff"}}
+	assert.False(t, s.run(s.controller(), 200))
+	assert.Equal(t, []string{"installer-4-d", "installer-4-b", "installer-4-retry-1-b", "installer-4-retry-2-b"}, s.installerOrder(),
+		"two retries, then nothing else starts the failing revision")
+	b, _ := s.store.Current().Node("b")
+	assert.Equal(t, rollout.NodeStatus{NodeName: "b", CurrentRevision: 1, LastFailedRevision: 4, LastFailedCount: 3,
+		LastFailedReason: rollout.FailureOperandFailed, LastFailedErrors: []string{"CrashLoopBackOff"}, LastFailedTime: b.LastFailedTime}, b)
+	assert.LessOrEqual(t, s.maxUnavailable, 1)
+	deg, _ := conditions.Get(s.store.Current().Conditions, conditions.TypeDegraded)
+	assert.Equal(t, metav1.ConditionTrue, deg.Status)
+	assert.Equal(t, rollout.ReasonInstallerRetriesExhausted, deg.Reason)
+	assert.Equal(t, "1 node is failing on revision 4:\nb: CrashLoopBackOff\nb: gave up after 3 failures (maxInstallerRetries 2)", deg.Message)
+	assert.Contains(t, s.events.Reasons(), rollout.EventInstallerRetriesExhausted)
+
+	// A newer revision moves the node that gave up, and the rollout converges.
+	delete(s.cluster.OperandFails, "b")
+	s.store.SetLatest(5)
+	require.True(t, s.run(s.controller(), 300))
+}
