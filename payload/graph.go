@@ -47,23 +47,39 @@ func NewTaskGraph(tasks []*Task) *TaskGraph {
 }
 
 // BuildGraph builds the graph of tasks: split around Jobs, parallelized by breakFn (nil
-// keeps every run of tasks serial), with the tasks' explicit dependencies added. A cycle
-// or an unknown dependency is an error (*CycleError, *UnknownDependencyError).
+// keeps every run of tasks serial), with the tasks' explicit dependencies added. A task
+// without a manifest, a cycle or an unknown dependency is an error wrapping ErrInvalid
+// (*CycleError, *UnknownDependencyError).
 func BuildGraph(tasks []*Task, breakFn BreakFunc) (*TaskGraph, error) {
-	for i, t := range tasks {
-		if t == nil || t.Manifest == nil {
-			return nil, fmt.Errorf("payload: BuildGraph: task %d has no manifest: %w", i, ErrInvalid)
-		}
-	}
 	g := NewTaskGraph(tasks)
-	g.Split(SplitOnJobs)
+	if err := g.Split(SplitOnJobs); err != nil {
+		return nil, err
+	}
 	if breakFn != nil {
-		g.Parallelize(breakFn)
+		if err := g.Parallelize(breakFn); err != nil {
+			return nil, err
+		}
 	}
 	if err := g.AddDependencies(); err != nil {
 		return nil, err
 	}
 	return g, nil
+}
+
+// checkShape is what Split and Parallelize need before they change a graph: Validate
+// holds and every task has a manifest.
+func (g *TaskGraph) checkShape() error {
+	if err := g.Validate(); err != nil {
+		return err
+	}
+	for i, n := range g.Nodes {
+		for p, t := range n.Tasks {
+			if t == nil || t.Manifest == nil {
+				return fmt.Errorf("payload: graph node %d: task %d has no manifest: %w", i, p, ErrInvalid)
+			}
+		}
+	}
+	return nil
 }
 
 var jobGVK = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
@@ -76,8 +92,16 @@ func SplitOnJobs(t *Task) bool {
 
 // Split breaks every node at the first task onFn is true for: a node [a b J c d] becomes
 // [a b] -> [J] -> [c d], keeping the node's index for [J] and appending the others. The
-// appended right-hand node is split again when it holds another such task.
-func (g *TaskGraph) Split(onFn func(*Task) bool) {
+// appended right-hand node is split again when it holds another such task. A nil onFn,
+// a graph that fails Validate or a task without a manifest is an error wrapping
+// ErrInvalid, and the graph is left as it was.
+func (g *TaskGraph) Split(onFn func(*Task) bool) error {
+	if onFn == nil {
+		return fmt.Errorf("payload: Split needs a function: %w", ErrInvalid)
+	}
+	if err := g.checkShape(); err != nil {
+		return err
+	}
 	for i := 0; i < len(g.Nodes); i++ {
 		node := g.Nodes[i]
 		if len(node.Tasks) <= 1 {
@@ -106,6 +130,7 @@ func (g *TaskGraph) Split(onFn func(*Task) bool) {
 		}
 		node.Tasks = tasks[j : j+1 : j+1]
 	}
+	return nil
 }
 
 func replaceAll(s []int, old, new int) {
@@ -121,11 +146,27 @@ func replaceAll(s []int, old, new int) {
 // join into the next step's nodes, and so on; a task-less spacer joins two steps of
 // several nodes each, and a task-less anchor joins the last step to the node's old
 // successors. A breakFn result of no steps, or of one step of one node, leaves the node
-// as it is. Nodes added by Parallelize are not broken again.
-func (g *TaskGraph) Parallelize(breakFn BreakFunc) {
-	for i, n := 0, len(g.Nodes); i < n; i++ {
+// as it is. Nodes added by Parallelize are not broken again. A nil breakFn, a graph that
+// fails Validate, a task without a manifest or a nil node in breakFn's result is an
+// error wrapping ErrInvalid, and the graph is left as it was.
+func (g *TaskGraph) Parallelize(breakFn BreakFunc) error {
+	if breakFn == nil {
+		return fmt.Errorf("payload: Parallelize needs a BreakFunc: %w", ErrInvalid)
+	}
+	if err := g.checkShape(); err != nil {
+		return err
+	}
+	broken := make([][][]*TaskNode, len(g.Nodes))
+	for i, node := range g.Nodes {
+		broken[i] = breakFn(node.Tasks)
+		for s, step := range broken[i] {
+			if slices.Contains(step, nil) {
+				return fmt.Errorf("payload: Parallelize: the BreakFunc returned a nil node in step %d of node %d: %w", s, i, ErrInvalid)
+			}
+		}
+	}
+	for i, steps := range broken {
 		node := g.Nodes[i]
-		steps := breakFn(node.Tasks)
 		if len(steps) == 0 || (len(steps) == 1 && len(steps[0]) == 1) {
 			if len(node.Tasks) > 0 {
 				*node = *newNodeLike(node, runKeyOf(node.Tasks[0]))
@@ -159,6 +200,7 @@ func (g *TaskGraph) Parallelize(breakFn BreakFunc) {
 			g.Nodes[anchor].In = append(g.Nodes[anchor].In, from)
 		}
 	}
+	return nil
 }
 
 // bulkAdd appends nodes, each depending on every node of in, and returns their indexes.

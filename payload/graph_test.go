@@ -58,7 +58,7 @@ func TestSplit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := &TaskGraph{Nodes: tt.nodes}
-			g.Split(SplitOnJobs)
+			require.NoError(t, g.Split(SplitOnJobs))
 			assert.Equal(t, tt.want, view(g.Nodes))
 			require.NoError(t, g.Validate())
 		})
@@ -284,6 +284,50 @@ func TestValidateAcceptsMatchingEdges(t *testing.T) {
 			require.NoError(t, (&TaskGraph{Nodes: tt.nodes}).Validate())
 		})
 	}
+}
+
+func TestSplitAndParallelizeRejectBadGraphs(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []*TaskNode
+	}{
+		{name: "nil node", nodes: []*TaskNode{{Tasks: pods("0000_10_a_0")}, nil}},
+		{name: "nil task", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), nil, job("j"), pod("0000_10_b_0")}}}},
+		{name: "task without manifest", nodes: []*TaskNode{{Tasks: []*Task{job("j"), {}}}}},
+		{name: "edge to a missing node", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), job("j"), pod("0000_10_b_0")}, Out: []int{5}}}},
+		{name: "edge from a missing node", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), job("j"), pod("0000_10_b_0")}, In: []int{-2}}}},
+		{name: "In and Out disagree", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), job("j")}, Out: []int{1}}, {Tasks: pods("0000_10_b_0", "0000_10_c_0")}}},
+		{name: "cycle", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), job("j")}, In: []int{1}, Out: []int{1}}, {Tasks: pods("0000_10_b_0", "0000_10_c_0"), In: []int{0}, Out: []int{0}}}},
+	}
+	ops := []struct {
+		name string
+		run  func(*TaskGraph) error
+	}{
+		{name: "Split", run: func(g *TaskGraph) error { return g.Split(SplitOnJobs) }},
+		{name: "Parallelize by number", run: func(g *TaskGraph) error { return g.Parallelize(ByNumberAndComponent) }},
+		{name: "Parallelize flattened", run: func(g *TaskGraph) error { return g.Parallelize(FlattenByNumberAndComponent) }},
+	}
+	for _, tt := range tests {
+		for _, op := range ops {
+			t.Run(tt.name+"/"+op.name, func(t *testing.T) {
+				g := &TaskGraph{Nodes: tt.nodes}
+				before := len(g.Nodes)
+				require.NotPanics(t, func() { require.ErrorIs(t, op.run(g), ErrInvalid) })
+				assert.Len(t, g.Nodes, before, "the graph is left as it was")
+			})
+		}
+	}
+}
+
+func TestSplitAndParallelizeRejectBadFunctions(t *testing.T) {
+	g := NewTaskGraph(pods("0000_10_a_0", "0000_10_b_0"))
+	require.ErrorIs(t, g.Split(nil), ErrInvalid)
+	require.ErrorIs(t, g.Parallelize(nil), ErrInvalid)
+	withNil := func(tasks []*Task) [][]*TaskNode {
+		return [][]*TaskNode{{{Tasks: tasks[:1]}, nil}, {{Tasks: tasks[1:]}}}
+	}
+	require.ErrorIs(t, g.Parallelize(withNil), ErrInvalid)
+	assert.Equal(t, []nodeView{{Files: []string{"0000_10_a_0", "0000_10_b_0"}}}, view(g.Nodes), "the graph is left as it was")
 }
 
 func TestBuildGraphRejectsTasksWithoutManifest(t *testing.T) {
