@@ -117,6 +117,13 @@ const DefaultConflictRetries = 3
 // debuggable from outside. It keeps no state between syncs: a new Controller
 // on the same status continues where the last one stopped.
 //
+// Each step deletes the installers of a target the node leaves, writes the
+// node's status, deletes a timed-out installer whose failure that write
+// recorded, creates the node's next installer and emits the events, in that
+// order. A write lost to a conflict has then changed nothing the next plan
+// relies on (a timed-out installer is still there to time out again), so
+// re-planning loses no transition.
+//
 // Status, Installers and Operands are required; Nodes (every node reachable
 // when nil), Events (events dropped when nil) and Clock (the real clock when
 // nil) are optional. A Controller is safe for concurrent use if its host
@@ -227,6 +234,11 @@ func (c *Controller) syncOnce(ctx context.Context) (Result, error) {
 			written = *work.DeepCopy()
 			log.Info("Node status changed", "node", step.Node, "reason", step.Reason,
 				"currentRevision", step.To.CurrentRevision, "targetRevision", step.To.TargetRevision)
+		}
+		for _, inst := range step.DeleteAfter {
+			if err := c.Installers.DeleteInstaller(ctx, inst); err != nil {
+				return Result{Plan: plan}, fmt.Errorf("rollout: deleting installer %s: %w", inst.Name, err)
+			}
 		}
 		if step.Create != nil {
 			if err := c.Installers.EnsureInstaller(ctx, *step.Create); err != nil {

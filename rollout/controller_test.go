@@ -196,6 +196,47 @@ func TestControllerSyncIdempotentAndConditions(t *testing.T) {
 	assert.Empty(t, ev.Reasons())
 }
 
+// TestControllerPendingTimeoutSurvivesConflict loses exactly the write that
+// records a timed-out installer: the re-plan must see the same timeout, not a
+// missing installer to re-create under the same name.
+func TestControllerPendingTimeoutSurvivesConflict(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	clk := clocktesting.NewFakeClock(t0.Add(2 * time.Minute))
+	cluster := fake.NewRolloutCluster(clk, 1, "a")
+	cluster.Pods["installer-2-a"] = &fake.RolloutPod{
+		Installer: rollout.Installer{Node: "a", Revision: 2, Name: "installer-2-a"},
+		State:     rollout.InstallerState{Phase: rollout.InstallerPending, StartTime: t0}}
+	store := fake.NewRolloutStatusStore(2, 1, "a")
+	store.Status.NodeStatuses[0].TargetRevision = 2
+	store.Conflicts = 1
+	j := &journal{store: store, cluster: cluster}
+	ev := &fake.RolloutEvents{}
+	c := &rollout.Controller{Status: j, Installers: j, Operands: cluster, Events: ev, Clock: clk,
+		Policy: rollout.Policy{InstallerPendingTimeout: time.Minute}}
+
+	res, err := c.Sync(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, store.ConflictsReturned, "the failure's first write was lost")
+	assert.Equal(t, []string{"write", "write", "delete installer-2-a"}, j.entries,
+		"the failure is written before the installer goes; nothing is re-created")
+	a, _ := store.Current().Node("a")
+	assert.Equal(t, int32(2), a.TargetRevision)
+	assert.Equal(t, int32(2), a.LastFailedRevision)
+	assert.Equal(t, int32(1), a.LastFailedCount, "the timeout is recorded once")
+	assert.Equal(t, []string{"installer installer-2-a did not finish within 1m0s (Pending)"}, a.LastFailedErrors)
+	assert.Equal(t, []string{rollout.EventInstallerPodFailed}, ev.Reasons(), "reported once, after the successful write")
+	assert.Empty(t, cluster.CreatedInstallers())
+	assert.NotContains(t, cluster.Pods, "installer-2-a")
+	assert.Equal(t, 10*time.Second, res.RequeueAfter)
+
+	clk.Step(10 * time.Second)
+	_, err = c.Sync(ctx)
+	require.NoError(t, err)
+	created := cluster.CreatedInstallers()
+	require.Len(t, created, 1)
+	assert.Equal(t, "installer-2-retry-1-a", created[0].Name, "the retry gets a new name")
+}
+
 func TestControllerSyncBackoffRequeue(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	clk := clocktesting.NewFakeClock(t0)

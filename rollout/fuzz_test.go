@@ -125,6 +125,11 @@ func FuzzPlanRollout(f *testing.F) {
 			if s.To != nil {
 				to = *s.To
 			}
+			for _, d := range s.DeleteAfter {
+				require.NotNil(t, s.To, "an installer deleted after the write has its failure written")
+				require.Equal(t, installerFor(s.From), d, "only the node's own timed-out attempt is deleted after the write")
+				require.NotEqual(t, installerFor(to), d, "the next attempt has a new name")
+			}
 			if s.From.InTransition() && !to.InTransition() && !obs[s.Node].Unreachable {
 				finished++
 			}

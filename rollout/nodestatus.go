@@ -12,8 +12,14 @@ import (
 type NodeDecision struct {
 	// Status is the node's new status (equal to the old one when nothing changed).
 	Status NodeStatus
-	// Delete lists installers to delete before Status is written.
+	// Delete lists installers of a target the node leaves, to delete before
+	// Status is written: a superseded revision must never install after the
+	// new target is recorded.
 	Delete []Installer
+	// DeleteAfter lists installers of the node's own target to delete once
+	// Status is written: a timed-out installer stays until its failure is
+	// recorded, so a lost write leaves nothing for the next plan to miss.
+	DeleteAfter []Installer
 	// Create is the installer to ensure after Status is written, if any.
 	Create *Installer
 	// Events are emitted once Status is written.
@@ -40,7 +46,7 @@ const (
 //   - installer missing: create it, unless the node waits for its backoff, has
 //     exhausted its retries, is unreachable or the policy is paused;
 //   - installer pending or running: wait, or, past InstallerPendingTimeout,
-//     delete it and record an InstallerFailed failure;
+//     record an InstallerFailed failure and delete it once that is written;
 //   - installer failed (OOM included): keep the target, record an
 //     InstallerFailed failure with one "container: message" error per
 //     container; the retry uses a new installer name after the backoff;
@@ -92,7 +98,7 @@ func NextNodeStatus(n NodeStatus, latest int32, obs NodeObservation, p Policy, n
 		if timeout > 0 && !inst.StartTime.IsZero() {
 			waited := now.Sub(inst.StartTime)
 			if waited >= timeout {
-				d.Delete = []Installer{installerFor(n)}
+				d.DeleteAfter = []Installer{installerFor(n)}
 				failInstaller(&d, n, p, now, []string{fmt.Sprintf("installer %s did not finish within %v (%s)", name, timeout, phase)})
 				return d
 			}

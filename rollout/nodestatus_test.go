@@ -18,6 +18,7 @@ func TestNextNodeStatus(t *testing.T) {
 		policy      Policy
 		want        NodeStatus
 		wantDelete  []string
+		wantAfter   []string
 		wantCreate  string
 		wantEvents  []string
 		wantReason  string
@@ -140,10 +141,10 @@ func TestNextNodeStatus(t *testing.T) {
 		},
 		{
 			name: "installer stuck past the pending timeout: delete and fail", node: node("a", 1, 2), latest: 2,
-			policy:     Policy{InstallerPendingTimeout: 5 * time.Minute},
-			obs:        NodeObservation{Installer: InstallerState{Phase: InstallerPending, StartTime: now.Add(-5 * time.Minute)}},
-			want:       failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "installer installer-2-a did not finish within 5m0s (Pending)"),
-			wantDelete: []string{"installer-2-a"}, wantEvents: []string{EventInstallerPodFailed},
+			policy:    Policy{InstallerPendingTimeout: 5 * time.Minute},
+			obs:       NodeObservation{Installer: InstallerState{Phase: InstallerPending, StartTime: now.Add(-5 * time.Minute)}},
+			want:      failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "installer installer-2-a did not finish within 5m0s (Pending)"),
+			wantAfter: []string{"installer-2-a"}, wantEvents: []string{EventInstallerPodFailed},
 			wantReason: "installer failed 1 time, retrying in 10s", wantRequeue: 10 * time.Second,
 		},
 		{
@@ -210,6 +211,11 @@ func TestNextNodeStatus(t *testing.T) {
 				deleted = append(deleted, i.Name)
 			}
 			assert.Equal(t, tt.wantDelete, deleted)
+			var after []string
+			for _, i := range d.DeleteAfter {
+				after = append(after, i.Name)
+			}
+			assert.Equal(t, tt.wantAfter, after, "deleted once the status is written")
 			if tt.wantCreate == "" {
 				assert.Nil(t, d.Create)
 			} else {

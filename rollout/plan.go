@@ -8,8 +8,9 @@ import (
 )
 
 // Step is what a plan does to one node: the status to write, the installers
-// to delete before writing it and to create after, and the events to emit
-// once it is written. A step without a status change or an action only
+// to delete before writing it (a target the node leaves) and after (a
+// timed-out attempt whose failure it records), the installer to create after,
+// and the events to emit once it is written. A step without a status change or an action only
 // explains why the node waits.
 type Step struct {
 	// Node is the node's name.
@@ -20,8 +21,10 @@ type Step struct {
 	From NodeStatus
 	// To is the node's new status, nil when it does not change.
 	To *NodeStatus
-	// Delete lists installers to delete before To is written.
+	// Delete lists installers of a target the node leaves, deleted before To is written.
 	Delete []Installer
+	// DeleteAfter lists timed-out installers of the node's target, deleted once To is written.
+	DeleteAfter []Installer
 	// Create is the installer to ensure after To is written.
 	Create *Installer
 	// Events are emitted once To is written.
@@ -29,7 +32,9 @@ type Step struct {
 }
 
 // Acts reports whether the step changes status or calls the host.
-func (s Step) Acts() bool { return s.To != nil || len(s.Delete) > 0 || s.Create != nil }
+func (s Step) Acts() bool {
+	return s.To != nil || len(s.Delete) > 0 || len(s.DeleteAfter) > 0 || s.Create != nil
+}
 
 // Plan is the whole decision of one sync, made by PlanRollout. It is plain
 // data: it prints (String), compares and can be tested without a cluster.
@@ -118,7 +123,8 @@ func PlanRollout(st Status, obs Observation, p Policy, now time.Time) (Plan, err
 			continue
 		}
 		d := NextNodeStatus(n, st.LatestAvailableRevision, obs[n.NodeName], p, now)
-		step := Step{Node: n.NodeName, Reason: d.Reason, From: *n.DeepCopy(), Delete: d.Delete, Create: d.Create, Events: d.Events}
+		step := Step{Node: n.NodeName, Reason: d.Reason, From: *n.DeepCopy(), Delete: d.Delete, DeleteAfter: d.DeleteAfter,
+			Create: d.Create, Events: d.Events}
 		if !nodeStatusEqual(n, d.Status) {
 			step.To = d.Status.DeepCopy()
 			nodes[i] = d.Status
@@ -308,6 +314,9 @@ func (p Plan) String() string {
 		}
 		for _, d := range s.Delete {
 			fmt.Fprintf(&b, "; delete %s", d.Name)
+		}
+		for _, d := range s.DeleteAfter {
+			fmt.Fprintf(&b, "; then delete %s", d.Name)
 		}
 		if s.Create != nil {
 			fmt.Fprintf(&b, "; create %s", s.Create.Name)

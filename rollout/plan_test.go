@@ -335,4 +335,13 @@ blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; b waits for r
 	done, err := PlanRollout(Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 0)}}, Observation{"a": ready(1)}, Policy{}, t0)
 	require.NoError(t, err)
 	assert.Equal(t, "revision 1: 1 node is at revision 1\nstart a (a has the oldest current revision)", done.String())
+
+	timedOut, err := PlanRollout(Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2)}},
+		Observation{"a": {Installer: InstallerState{Phase: InstallerPending, StartTime: t0}}},
+		Policy{InstallerPendingTimeout: time.Minute}, t0.Add(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, `revision 2: a: installer failed 1 time, retrying in 10s
+start a (a is moving to revision 2)
+  a: installer failed 1 time, retrying in 10s; then delete installer-2-a
+requeue after 10s`, timedOut.String())
 }
