@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -110,4 +111,30 @@ func TestNotifierStopsWhileThrottled(t *testing.T) {
 	n.Offer(Status{Done: 1})
 	cancel()
 	<-done
+}
+
+func TestWorkerNotifierUsesTheWorkerClock(t *testing.T) {
+	applier := ApplierFunc(func(context.Context, *Manifest, State) error { return nil })
+	loader := PayloadLoaderFunc(func(context.Context, Release) (*Payload, error) { return &Payload{}, nil })
+	onStatus := func(Status) {}
+	tests := []struct {
+		name  string
+		clock clock.WithDelayedExecution
+		want  clock.Clock
+	}{
+		{name: "configured", clock: clocktesting.NewFakeClock(t0)},
+		{name: "default", clock: nil, want: clock.RealClock{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := NewWorker(WorkerConfig{Loader: loader, Applier: applier, Clock: tt.clock, OnStatus: onStatus})
+			require.NoError(t, err)
+			require.NotNil(t, w.notifier)
+			want := tt.want
+			if want == nil {
+				want = tt.clock
+			}
+			assert.Equal(t, want, w.notifier.clock, "OnStatus is throttled on the worker's clock")
+		})
+	}
 }

@@ -81,7 +81,8 @@ type WorkerConfig struct {
 	Loader PayloadLoader
 	// Applier applies one manifest.
 	Applier Applier
-	// Clock times retries, intervals and timeouts; nil is the real clock.
+	// Clock times retries, intervals, apply timeouts and the throttling of OnStatus; nil
+	// is the real clock.
 	Clock clock.WithDelayedExecution
 	// Interval is the time between two reconciles and the longest wait after a failure
 	// (default DefaultInterval).
@@ -187,11 +188,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, clock: cfg.Clock, wake: make(chan struct{}, 1), status: *cfg.Status.DeepCopy()}
 	if cfg.OnStatus != nil {
-		clk, ok := cfg.Clock.(clock.Clock)
-		if !ok {
-			clk = clock.RealClock{}
-		}
-		w.notifier = NewNotifier(cfg.NotifyInterval, cfg.NotifyBurst, clk, cfg.OnStatus)
+		w.notifier = NewNotifier(cfg.NotifyInterval, cfg.NotifyBurst, cfg.Clock, cfg.OnStatus)
 	}
 	return w, nil
 }
