@@ -162,8 +162,12 @@ func (d *decider) look() {
 	}
 	if spec.Deleting {
 		d.st.Suspended = false
-		d.fire(EventDeletionRequested, "deletion requested")
-		if d.st.Phase == PhaseDeleting && d.st.PendingAction != ActionUninstall {
+		if !d.fire(EventDeletionRequested, "deletion requested") && d.st.Phase == PhaseDeleting &&
+			spec.RetryToken != "" && spec.RetryToken != d.st.LastRetryToken {
+			d.fire(EventRetryRequested, d.specMessage(EventRetryRequested))
+		}
+		d.st.LastRetryToken = spec.RetryToken
+		if p := d.st.PendingAction; d.st.Phase == PhaseDeleting && p != ActionUninstall && p != ActionNone {
 			// Deleting only ever uninstalls, whatever a foreign status says.
 			d.st.PendingAction, d.st.NextAttemptTime = ActionUninstall, nil
 		}
@@ -177,6 +181,8 @@ func (d *decider) look() {
 	} else {
 		if d.st.Suspended {
 			d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Resumed", Message: fmt.Sprintf("reconciliation resumed in %s", d.st.Phase)})
+			// Time suspended does not count against the phase deadline.
+			d.st.LastTransitionTime = d.now
 		}
 		d.st.Suspended = false
 		for _, e := range specEvents(spec, &d.st) {
@@ -187,8 +193,13 @@ func (d *decider) look() {
 		d.st.LastRetryToken = spec.RetryToken
 		d.st.ObservedGeneration = spec.Generation
 	}
-	if d.st.PendingAction == ActionNone && d.st.Phase != PhaseFailed {
+	// Failed, and a deletion stopped at its deadline, wait for the spec: a
+	// change or a retry request.
+	if d.st.PendingAction == ActionNone && d.st.Phase != PhaseFailed && !d.deletionStopped() {
 		d.st.PendingAction = d.resumeAction()
+	}
+	if d.st.PendingAction != ActionNone && d.st.Phase != PhaseChecking && d.pastDeadline() {
+		d.expire()
 	}
 	if d.st.PendingAction != ActionNone && d.due() {
 		d.action = d.st.PendingAction
@@ -228,6 +239,42 @@ func (d *decider) specMessage(e Event) string {
 		return fmt.Sprintf("desired version %s, installed %s", d.in.Spec.Version, d.st.InstalledVersion)
 	}
 	return fmt.Sprintf("generation %d, observed %d", d.in.Spec.Generation, d.st.ObservedGeneration)
+}
+
+// deletionStopped reports a deletion stopped at its deadline: Deleting with
+// nothing pending, under a table whose DeadlinePassed row in Deleting stays
+// there and runs nothing (the default table). Under another table, Deleting
+// with nothing pending uninstalls.
+func (d *decider) deletionStopped() bool {
+	if d.st.Phase != PhaseDeleting || d.st.PendingAction != ActionNone {
+		return false
+	}
+	r, ok := d.table.Next(PhaseDeleting, EventDeadlinePassed)
+	return ok && r.To == PhaseDeleting && r.Action == ActionNone
+}
+
+// pastDeadline reports whether the phase's deadline has passed.
+func (d *decider) pastDeadline() bool {
+	dl, ok := d.policy.Deadline(d.st)
+	return ok && !d.in.Now.Before(dl)
+}
+
+// expire fires DeadlinePassed on a look past the phase deadline: the
+// pending action did not succeed in time (its outcome was lost, or its
+// retry was not due before the deadline). An install or upgrade becomes the
+// failed action, for remediation, and its version the failed one. No counter
+// moves: a failed attempt was counted when its outcome was recorded. Without
+// a DeadlinePassed row for the phase, nothing happens.
+func (d *decider) expire() {
+	if _, ok := d.table.Next(d.st.Phase, EventDeadlinePassed); !ok {
+		return
+	}
+	a := d.st.PendingAction
+	msg := fmt.Sprintf("%s: not done within %s in %s", d.describe(a), d.policy.Timeout(d.st.Phase), d.st.Phase)
+	if a == ActionInstall || a == ActionUpgrade {
+		d.st.LastFailedAction, d.st.FailedVersion = a, d.in.Spec.Version
+	}
+	d.fire(EventDeadlinePassed, msg)
 }
 
 func (d *decider) due() bool {
@@ -287,7 +334,7 @@ func (d *decider) recordHealth() {
 		if d.fire(EventHealthy, fmt.Sprintf("%s is healthy", d.st.InstalledVersion)) {
 			return
 		}
-	case d.st.Phase == PhaseChecking && !d.in.Now.Before(d.checkDeadline()):
+	case d.st.Phase == PhaseChecking && d.pastDeadline():
 		d.fail(d.st.Verifying, fmt.Sprintf("%s: not healthy within %s (health %s)", d.describeVerifying(), d.policy.CheckTimeout, h))
 		return
 	case h == HealthUnhealthy:
@@ -315,10 +362,6 @@ func (d *decider) describeVerifying() string {
 	return "recovery of " + d.st.InstalledVersion
 }
 
-func (d *decider) checkDeadline() time.Time {
-	return d.st.LastTransitionTime.Add(d.policy.CheckTimeout)
-}
-
 // fail counts a failure of action a (ActionNone: a broken add-on that did not
 // recover, counted as an install failure) and fires the event it means.
 func (d *decider) fail(a Action, msg string) {
@@ -343,6 +386,9 @@ func (d *decider) fail(a Action, msg string) {
 	}
 	if e == EventRetriesExhausted {
 		msg = fmt.Sprintf("%s; retried %d times", msg, d.policy.MaxRetries)
+	} else if _, ok := d.table.Next(d.st.Phase, EventDeadlinePassed); ok && d.st.Phase != PhaseChecking && d.pastDeadline() {
+		e = EventDeadlinePassed
+		msg = fmt.Sprintf("%s; not done within %s in %s", msg, d.policy.Timeout(d.st.Phase), d.st.Phase)
 	}
 	if d.fire(e, msg) {
 		return
@@ -395,7 +441,7 @@ func (d *decider) fire(e Event, msg string) bool {
 		st.Verifying = verifies(e)
 	}
 	st.Phase = row.To
-	if from != row.To {
+	if from != row.To || restartsPhase(e) {
 		st.LastTransitionTime = d.now
 	}
 	next := row.Action
@@ -420,6 +466,17 @@ func (d *decider) fire(e Event, msg string) bool {
 	return true
 }
 
+// restartsPhase reports whether event e, even when its row stays in the
+// same phase, starts the phase over, with a new deadline: a request from the
+// spec, or a deadline that passed.
+func restartsPhase(e Event) bool {
+	switch e {
+	case EventSpecChanged, EventVersionChanged, EventRetryRequested, EventDeletionRequested, EventDeadlinePassed:
+		return true
+	}
+	return false
+}
+
 func isWarning(e Event) bool {
 	switch e {
 	case EventInstallFailed, EventUnhealthy, EventDeadlinePassed, EventUpgradeFailed, EventRollbackFailed,
@@ -431,7 +488,7 @@ func isWarning(e Event) bool {
 
 // schedule returns when action a becomes due: a retry of a failed action
 // after its backoff, a health check after a health check at the phase's
-// poll interval (never past the check deadline), anything else at once.
+// poll interval, anything else at once; never past the phase deadline.
 func (d *decider) schedule(a Action) *metav1.Time {
 	var wait time.Duration
 	switch {
@@ -445,12 +502,14 @@ func (d *decider) schedule(a Action) *metav1.Time {
 		wait = d.policy.RunningInterval
 		if d.st.Phase == PhaseChecking {
 			wait = d.policy.CheckInterval
-			if left := d.checkDeadline().Sub(d.now.Time); left < wait {
-				wait = max(left, 0)
-			}
 		}
 	default:
 		return nil
+	}
+	if dl, ok := d.policy.Deadline(d.st); ok {
+		if left := dl.Sub(d.now.Time); left < wait {
+			wait = max(left, 0)
+		}
 	}
 	t := metav1.NewTime(d.now.Add(wait))
 	return &t
@@ -479,6 +538,8 @@ func (d *decider) setConditions() error {
 		conditions.Remove(&st.Conditions, conditions.TypeReconciling)
 		conditions.Remove(&st.Conditions, conditions.TypeStalled)
 		_, err = conditions.Set(&st.Conditions, metav1.Condition{Type: conditions.TypeReady, Status: metav1.ConditionFalse, Reason: string(st.Phase), Message: msg}, now, gen)
+	case d.deletionStopped():
+		_, err = conditions.SetStalled(&st.Conditions, safeReason(st.Reason, st.Phase), msg, now, gen)
 	case st.Phase == PhaseDeleting && d.policy.Exhausted(st.UninstallFailures):
 		_, err = conditions.SetStalled(&st.Conditions, "UninstallFailing", msg, now, gen)
 	default:

@@ -364,12 +364,143 @@ func decideRows() []decideRow {
 			spec: func(s *addon.Spec) { s.Deleting = true }, status: st(addon.PhaseDeleted, addon.ActionNone),
 			want: want{phase: addon.PhaseDeleted, deleted: true}},
 
-		{name: "a hand-edited Deleting status with nothing pending still uninstalls",
+		{name: "a Deleting status with nothing pending waits for a retry request, Stalled",
 			spec: func(s *addon.Spec) { s.Deleting = true }, status: st(addon.PhaseDeleting, addon.ActionNone),
+			want: want{phase: addon.PhaseDeleting, pending: addon.ActionNone,
+				check: func(t *testing.T, d addon.Decision) {
+					assert.True(t, conditions.IsTrue(d.Status.Conditions, conditions.TypeStalled))
+				}}},
+		{name: "a foreign Deleting status with another action pending uninstalls",
+			spec: func(s *addon.Spec) { s.Deleting = true }, status: st(addon.PhaseDeleting, addon.ActionInstall),
 			want: want{phase: addon.PhaseDeleting, action: addon.ActionUninstall, pending: addon.ActionUninstall}},
 		{name: "a Running status with nothing pending resumes watching (seed bug 5)",
 			status: st(addon.PhaseRunning, addon.ActionNone),
 			want:   want{phase: addon.PhaseRunning, action: addon.ActionCheckHealth, pending: addon.ActionCheckHealth}},
+
+		// Deadlines of the other waiting phases.
+		{name: "Initializing: the install's outcome was lost until the deadline: remediate",
+			status: st(addon.PhaseInitializing, addon.ActionInstall, func(s *addon.Status) {
+				s.InstalledVersion, s.LastGoodVersion, s.LastAttemptTime = "", "", at(t0)
+			}),
+			now: t0.Add(addon.DefaultInstallTimeout),
+			want: want{phase: addon.PhaseReinitializing, action: addon.ActionUninstall, pending: addon.ActionUninstall, reason: "DeadlinePassed",
+				check: func(t *testing.T, d addon.Decision) {
+					assert.Equal(t, addon.ActionInstall, d.Status.LastFailedAction)
+					assert.Zero(t, d.Status.InstallFailures, "no attempt failed: nothing counted")
+					require.Len(t, d.Events, 1)
+					assert.Equal(t, corev1.EventTypeWarning, d.Events[0].Type)
+					assert.Contains(t, d.Events[0].Message, "install of v1: not done within 10m0s in Initializing")
+				}}},
+		{name: "Initializing: a minute before the deadline the install runs",
+			status: st(addon.PhaseInitializing, addon.ActionInstall), now: t0.Add(addon.DefaultInstallTimeout - time.Minute),
+			want: want{phase: addon.PhaseInitializing, action: addon.ActionInstall, pending: addon.ActionInstall}},
+		{name: "Initializing: an install failing past the deadline is counted and fires DeadlinePassed",
+			status: st(addon.PhaseInitializing, addon.ActionInstall), obs: ran(addon.ActionInstall, errBoom),
+			now: t0.Add(addon.DefaultInstallTimeout + time.Second),
+			want: want{phase: addon.PhaseReinitializing, pending: addon.ActionUninstall, requeue: true, reason: "DeadlinePassed",
+				check: func(t *testing.T, d addon.Decision) { assert.Equal(t, 1, d.Status.InstallFailures) }}},
+		{name: "Reinitializing: a retry is never scheduled past the deadline",
+			status: st(addon.PhaseReinitializing, addon.ActionInstall, func(s *addon.Status) { s.InstallFailures = 1 }),
+			obs:    ran(addon.ActionInstall, errBoom), policy: addon.Policy{InstallRemediation: addon.RemediationNone},
+			now:  t0.Add(addon.DefaultInstallTimeout - 5*time.Second),
+			want: want{phase: addon.PhaseReinitializing, pending: addon.ActionInstall, after: 5 * time.Second, reason: "InstallFailed"}},
+		{name: "Reinitializing: the retry due at the deadline is not run: Failed, uninstalled",
+			status: st(addon.PhaseReinitializing, addon.ActionInstall, func(s *addon.Status) {
+				s.InstallFailures, s.LastFailedAction, s.NextAttemptTime = 2, addon.ActionInstall, at(t0.Add(addon.DefaultInstallTimeout))
+			}),
+			now: t0.Add(addon.DefaultInstallTimeout),
+			want: want{phase: addon.PhaseFailed, action: addon.ActionUninstall, pending: addon.ActionUninstall, reason: "DeadlinePassed",
+				check: func(t *testing.T, d addon.Decision) {
+					assert.True(t, conditions.IsTrue(d.Status.Conditions, conditions.TypeStalled))
+				}}},
+		{name: "Reinitializing: unlimited retries still end at the deadline",
+			status: st(addon.PhaseReinitializing, addon.ActionInstall, func(s *addon.Status) { s.InstallFailures = 100 }),
+			obs:    ran(addon.ActionInstall, errBoom), policy: addon.Policy{MaxRetries: -1, InstallTimeout: time.Hour},
+			now:  t0.Add(time.Hour),
+			want: want{phase: addon.PhaseFailed, pending: addon.ActionUninstall, requeue: true, reason: "DeadlinePassed"}},
+		{name: "Upgrading: the process died mid-upgrade until the deadline: the upgrade failed, roll back",
+			spec: v2, status: st(addon.PhaseUpgrading, addon.ActionUpgrade, func(s *addon.Status) { s.ObservedGeneration, s.LastAttemptTime = 2, at(t0) }),
+			now: t0.Add(addon.DefaultUpgradeTimeout),
+			want: want{phase: addon.PhaseRemediating, action: addon.ActionRollback, pending: addon.ActionRollback, reason: "DeadlinePassed",
+				check: func(t *testing.T, d addon.Decision) {
+					assert.Equal(t, "v2", d.Status.FailedVersion)
+					assert.Equal(t, addon.ActionUpgrade, d.Status.LastFailedAction)
+					assert.Equal(t, metav1.NewTime(t0.Add(addon.DefaultUpgradeTimeout)), d.Status.LastTransitionTime)
+				}}},
+		{name: "Upgrading: the policy's UpgradeTimeout is the deadline",
+			spec: v2, status: st(addon.PhaseUpgrading, addon.ActionUpgrade, func(s *addon.Status) { s.ObservedGeneration = 2 }),
+			policy: addon.Policy{UpgradeTimeout: 30 * time.Second}, now: t0.Add(30 * time.Second),
+			want: want{phase: addon.PhaseRemediating, action: addon.ActionRollback, pending: addon.ActionRollback, reason: "DeadlinePassed"}},
+		{name: "Upgrading: an upgrade failing past the deadline fires DeadlinePassed",
+			spec: v2, status: st(addon.PhaseUpgrading, addon.ActionUpgrade, func(s *addon.Status) { s.ObservedGeneration = 2 }),
+			obs: ran(addon.ActionUpgrade, errBoom), now: t0.Add(addon.DefaultUpgradeTimeout),
+			want: want{phase: addon.PhaseRemediating, pending: addon.ActionRollback, requeue: true, reason: "DeadlinePassed",
+				check: func(t *testing.T, d addon.Decision) { assert.Equal(t, 1, d.Status.UpgradeFailures) }}},
+		{name: "Remediating: a rollback not done by the deadline: Failed",
+			spec: v2, status: st(addon.PhaseRemediating, addon.ActionRollback, func(s *addon.Status) {
+				s.ObservedGeneration, s.FailedVersion, s.LastFailedAction = 2, "v2", addon.ActionUpgrade
+			}),
+			now: t0.Add(addon.DefaultRemediationTimeout),
+			want: want{phase: addon.PhaseFailed, pending: addon.ActionNone, reason: "DeadlinePassed",
+				check: func(t *testing.T, d addon.Decision) {
+					assert.True(t, conditions.IsTrue(d.Status.Conditions, conditions.TypeStalled))
+				}}},
+		{name: "Remediating: retried upgrades end at the deadline",
+			spec: v2, status: st(addon.PhaseRemediating, addon.ActionUpgrade, func(s *addon.Status) {
+				s.ObservedGeneration, s.UpgradeFailures, s.FailedVersion, s.NextAttemptTime = 2, 1, "v2", at(t0.Add(11*time.Minute))
+			}),
+			policy: addon.Policy{UpgradeRemediation: addon.RemediationNone}, now: t0.Add(addon.DefaultRemediationTimeout),
+			want: want{phase: addon.PhaseFailed, pending: addon.ActionNone, reason: "DeadlinePassed"}},
+		{name: "Deleting: the uninstall retry is due at the deadline at the latest",
+			spec: func(s *addon.Spec) { s.Deleting = true }, status: st(addon.PhaseDeleting, addon.ActionUninstall, func(s *addon.Status) { s.UninstallFailures = 2 }),
+			obs: ran(addon.ActionUninstall, errBoom), now: t0.Add(addon.DefaultDeleteTimeout - 5*time.Second),
+			want: want{phase: addon.PhaseDeleting, pending: addon.ActionUninstall, after: 5 * time.Second, reason: "UninstallFailed"}},
+		{name: "Deleting: at the deadline uninstalls stop, Stalled, the finalizer stays",
+			spec: func(s *addon.Spec) { s.Deleting = true }, status: st(addon.PhaseDeleting, addon.ActionUninstall, func(s *addon.Status) {
+				s.UninstallFailures, s.NextAttemptTime = 7, at(t0.Add(addon.DefaultDeleteTimeout))
+			}),
+			now: t0.Add(addon.DefaultDeleteTimeout),
+			want: want{phase: addon.PhaseDeleting, pending: addon.ActionNone, reason: "DeadlinePassed",
+				check: func(t *testing.T, d addon.Decision) {
+					c, ok := conditions.Get(d.Status.Conditions, conditions.TypeStalled)
+					require.True(t, ok)
+					assert.Equal(t, metav1.ConditionTrue, c.Status)
+					assert.Equal(t, "DeadlinePassed", c.Reason)
+					assert.Contains(t, c.Message, "uninstall: not done within 10m0s in Deleting")
+				}}},
+		{name: "Deleting: an uninstall failing past the deadline stops too",
+			spec: func(s *addon.Spec) { s.Deleting = true }, status: st(addon.PhaseDeleting, addon.ActionUninstall),
+			obs: ran(addon.ActionUninstall, errBoom), now: t0.Add(time.Hour),
+			want: want{phase: addon.PhaseDeleting, pending: addon.ActionNone, reason: "DeadlinePassed"}},
+		{name: "Deleting: a stalled deletion stays stalled, later looks fire nothing",
+			spec: func(s *addon.Spec) { s.Deleting = true }, status: st(addon.PhaseDeleting, addon.ActionNone, func(s *addon.Status) { s.Reason = "DeadlinePassed" }),
+			now: t0.Add(time.Hour),
+			want: want{phase: addon.PhaseDeleting, pending: addon.ActionNone, reason: "DeadlinePassed",
+				check: func(t *testing.T, d addon.Decision) { assert.Empty(t, d.Events) }}},
+		{name: "Deleting: a retry request restarts a stalled deletion with a new deadline",
+			spec:   func(s *addon.Spec) { s.Deleting, s.RetryToken = true, "again" },
+			status: st(addon.PhaseDeleting, addon.ActionNone, func(s *addon.Status) { s.Reason, s.UninstallFailures = "DeadlinePassed", 9 }),
+			now:    t0.Add(time.Hour),
+			want: want{phase: addon.PhaseDeleting, action: addon.ActionUninstall, pending: addon.ActionUninstall, reason: "RetryRequested",
+				check: func(t *testing.T, d addon.Decision) {
+					assert.Zero(t, d.Status.UninstallFailures)
+					assert.Equal(t, metav1.NewTime(t0.Add(time.Hour)), d.Status.LastTransitionTime)
+					assert.Equal(t, "again", d.Status.LastRetryToken)
+				}}},
+		{name: "a spec change restarts the phase and its deadline",
+			spec: func(s *addon.Spec) { s.Generation = 2 }, status: st(addon.PhaseInitializing, addon.ActionInstall),
+			now: t0.Add(time.Hour),
+			want: want{phase: addon.PhaseInitializing, action: addon.ActionInstall, pending: addon.ActionInstall, reason: "SpecChanged",
+				check: func(t *testing.T, d addon.Decision) {
+					assert.Equal(t, metav1.NewTime(t0.Add(time.Hour)), d.Status.LastTransitionTime)
+				}}},
+		{name: "time suspended does not count: resumed past the deadline, the upgrade runs",
+			spec: v2, status: st(addon.PhaseUpgrading, addon.ActionUpgrade, func(s *addon.Status) { s.ObservedGeneration, s.Suspended = 2, true }),
+			now: t0.Add(time.Hour),
+			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade,
+				check: func(t *testing.T, d addon.Decision) {
+					assert.Equal(t, metav1.NewTime(t0.Add(time.Hour)), d.Status.LastTransitionTime)
+				}}},
 
 		// Suspend and bookkeeping.
 		{name: "suspended: no action, the status says so",
@@ -523,7 +654,23 @@ func defaultRowInput(r addon.Row) addon.Input {
 	case addon.EventUnhealthy:
 		status.PendingAction, obs = addon.ActionCheckHealth, health(addon.HealthUnhealthy, nil)
 	case addon.EventDeadlinePassed:
-		checkFails(addon.ActionNone)
+		switch r.From {
+		case addon.PhaseChecking:
+			checkFails(addon.ActionNone)
+		case addon.PhaseUpgrading:
+			v2()
+			status.PendingAction = addon.ActionUpgrade
+		case addon.PhaseRemediating:
+			v2()
+			status.PendingAction, status.LastFailedAction, status.FailedVersion = addon.ActionRollback, addon.ActionUpgrade, "v2"
+		case addon.PhaseDeleting:
+			status.PendingAction = addon.ActionUninstall
+		default:
+			status.PendingAction = addon.ActionInstall
+		}
+		if r.From != addon.PhaseChecking {
+			now = t0.Add(addon.Policy{}.Timeout(r.From))
+		}
 	case addon.EventVersionChanged:
 		v2()
 	case addon.EventUpgradeSucceeded:

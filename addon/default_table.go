@@ -1,13 +1,17 @@
 package addon
 
 // defaultRows reproduces the seed's lifecycle with its bugs fixed: every
-// waiting phase has a way on, Failed is left on a spec change or a retry
-// request, an upgrade is only done once Checking sees it healthy, and every
-// phase but Deleting and Deleted goes to Deleting on a deletion request.
+// waiting phase has a way on, and a DeadlinePassed row for when its deadline
+// passes (Checking turns it into the checked action's failure); Failed is
+// left on a spec change or a retry request; an upgrade is only done once
+// Checking sees it healthy; every phase but Deleting and Deleted goes to
+// Deleting on a deletion request; and Deleting stops uninstalling at its
+// deadline until a retry is requested.
 var defaultRows = []Row{
 	{PhaseInitializing, EventInstallSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseInitializing, EventInstallFailed, PhaseReinitializing, ActionRemediate},
 	{PhaseInitializing, EventRetriesExhausted, PhaseFailed, ActionRemediate},
+	{PhaseInitializing, EventDeadlinePassed, PhaseReinitializing, ActionRemediate},
 	{PhaseInitializing, EventVersionChanged, PhaseUpgrading, ActionUpgrade},
 	{PhaseInitializing, EventSpecChanged, PhaseInitializing, ActionInstall},
 	{PhaseInitializing, EventRetryRequested, PhaseInitializing, ActionInstall},
@@ -18,6 +22,7 @@ var defaultRows = []Row{
 	{PhaseReinitializing, EventInstallSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseReinitializing, EventInstallFailed, PhaseReinitializing, ActionRemediate},
 	{PhaseReinitializing, EventRetriesExhausted, PhaseFailed, ActionRemediate},
+	{PhaseReinitializing, EventDeadlinePassed, PhaseFailed, ActionRemediate},
 	{PhaseReinitializing, EventVersionChanged, PhaseUpgrading, ActionUpgrade},
 	{PhaseReinitializing, EventSpecChanged, PhaseInitializing, ActionInstall},
 	{PhaseReinitializing, EventRetryRequested, PhaseInitializing, ActionInstall},
@@ -43,6 +48,7 @@ var defaultRows = []Row{
 	{PhaseUpgrading, EventUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseUpgrading, EventUpgradeFailed, PhaseRemediating, ActionRemediate},
 	{PhaseUpgrading, EventRetriesExhausted, PhaseFailed, ActionRemediate},
+	{PhaseUpgrading, EventDeadlinePassed, PhaseRemediating, ActionRemediate},
 	{PhaseUpgrading, EventSpecChanged, PhaseInitializing, ActionInstall},
 	{PhaseUpgrading, EventRetryRequested, PhaseUpgrading, ActionUpgrade},
 	{PhaseUpgrading, EventDeletionRequested, PhaseDeleting, ActionUninstall},
@@ -54,6 +60,7 @@ var defaultRows = []Row{
 	{PhaseRemediating, EventUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseRemediating, EventUpgradeFailed, PhaseRemediating, ActionRemediate},
 	{PhaseRemediating, EventRetriesExhausted, PhaseFailed, ActionRemediate},
+	{PhaseRemediating, EventDeadlinePassed, PhaseFailed, ActionNone},
 	{PhaseRemediating, EventVersionChanged, PhaseUpgrading, ActionUpgrade},
 	{PhaseRemediating, EventSpecChanged, PhaseInitializing, ActionInstall},
 	{PhaseRemediating, EventRetryRequested, PhaseUpgrading, ActionUpgrade},
@@ -70,6 +77,8 @@ var defaultRows = []Row{
 
 	{PhaseDeleting, EventUninstallSucceeded, PhaseDeleted, ActionNone},
 	{PhaseDeleting, EventUninstallFailed, PhaseDeleting, ActionUninstall},
+	{PhaseDeleting, EventDeadlinePassed, PhaseDeleting, ActionNone},
+	{PhaseDeleting, EventRetryRequested, PhaseDeleting, ActionUninstall},
 }
 
 // defaultTable is checked by TestDefaultTableIsValid.

@@ -1,6 +1,7 @@
 package addon_test
 
 import (
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -109,13 +110,17 @@ func FuzzDecide(f *testing.F) {
 			require.NoError(t, err)
 			require.NotEqual(t, addon.PhaseFailed, left.Status.Phase, "Failed left by a spec change")
 		}
-		// Deletion always reaches Deleted once uninstalls succeed.
+		// Deletion always reaches Deleted once uninstalls succeed (a deletion
+		// stalled at its deadline after a retry request).
 		cur := d.Status
 		del := spec
 		del.Deleting = true
 		for i := 0; i < 4 && cur.Phase != addon.PhaseDeleted; i++ {
 			if cur.NextAttemptTime != nil && cur.NextAttemptTime.After(now) {
 				now = cur.NextAttemptTime.Time
+			}
+			if cur.Phase == addon.PhaseDeleting && cur.PendingAction == addon.ActionNone {
+				del.RetryToken = fmt.Sprintf("retry-%d", i) // a stalled deletion restarts on request
 			}
 			look, err := addon.Decide(addon.Input{Spec: del, Status: cur, Policy: policy, Table: table, Now: now})
 			require.NoError(t, err)

@@ -7,26 +7,30 @@ type Phase string
 // The phases of the default table.
 const (
 	// PhaseInitializing installs the add-on for the first time, or re-applies
-	// it after a spec change.
+	// it after a spec change, within Policy.InstallTimeout.
 	PhaseInitializing Phase = "Initializing"
 	// PhaseReinitializing remediates a failed install (uninstall, by default)
-	// and retries it after a backoff.
+	// and retries it after a backoff, until MaxRetries or, counted from
+	// entering it, Policy.InstallTimeout runs out.
 	PhaseReinitializing Phase = "Reinitializing"
 	// PhaseChecking polls the add-on's health until it is healthy or the
 	// check deadline passes.
 	PhaseChecking Phase = "Checking"
 	// PhaseRunning watches a healthy add-on at a slow interval.
 	PhaseRunning Phase = "Running"
-	// PhaseUpgrading moves the installed version to the desired one.
+	// PhaseUpgrading moves the installed version to the desired one, within
+	// Policy.UpgradeTimeout.
 	PhaseUpgrading Phase = "Upgrading"
 	// PhaseRemediating remediates a failed upgrade: it rolls back to the last
 	// good version (the default), uninstalls, or retries the upgrade after a
-	// backoff, as the Policy says.
+	// backoff, as the Policy says, within Policy.RemediationTimeout.
 	PhaseRemediating Phase = "Remediating"
 	// PhaseFailed runs nothing. It is left when the spec changes, when a retry
 	// is requested, or when deletion is requested.
 	PhaseFailed Phase = "Failed"
-	// PhaseDeleting uninstalls the add-on, retrying with backoff until it succeeds.
+	// PhaseDeleting uninstalls the add-on, retrying with backoff until it
+	// succeeds or Policy.DeleteTimeout passes. Then it stops (Stalled; the
+	// host keeps its finalizer) until a retry is requested.
 	PhaseDeleting Phase = "Deleting"
 	// PhaseDeleted is the only terminal phase: the add-on is uninstalled and
 	// the host may drop its finalizer.
@@ -66,8 +70,9 @@ const (
 	EventHealthy Event = "Healthy"
 	// EventUnhealthy: a health check reported the add-on unhealthy.
 	EventUnhealthy Event = "Unhealthy"
-	// EventDeadlinePassed: a check of a running add-on that broke did not see
-	// it recover before the check deadline.
+	// EventDeadlinePassed: the phase's deadline (Policy.Deadline) passed
+	// before its pending action succeeded; in Checking, a running add-on that
+	// broke did not recover before the check deadline.
 	EventDeadlinePassed Event = "DeadlinePassed"
 	// EventVersionChanged: the desired version differs from the installed one
 	// (and is not a version that already failed).

@@ -34,11 +34,37 @@ const (
 	DefaultRunningInterval = 5 * time.Minute
 	DefaultCheckTimeout    = 5 * time.Minute
 	DefaultActionTimeout   = 2 * time.Minute
+	// DefaultInstallTimeout bounds Initializing and Reinitializing: long
+	// enough for the default five retries at the default backoff.
+	DefaultInstallTimeout     = 10 * time.Minute
+	DefaultUpgradeTimeout     = 10 * time.Minute
+	DefaultRemediationTimeout = 10 * time.Minute
+	DefaultDeleteTimeout      = 10 * time.Minute
 )
 
 // Policy holds the retry, remediation, deadline and polling rules. The zero
 // value is the conservative default; every zero field takes the Default…
 // constant above.
+//
+// Every phase that waits for something has a deadline, counted from the
+// status's LastTransitionTime (when the phase was entered, or restarted by
+// a spec change, a retry request or a resume) with the injected time:
+//
+//	phase           deadline            when it passes (default table)
+//	Initializing    InstallTimeout      DeadlinePassed: remediate, retry in Reinitializing
+//	Reinitializing  InstallTimeout      DeadlinePassed: remediate, Failed
+//	Checking        CheckTimeout        the checked install, upgrade or rollback failed
+//	Upgrading       UpgradeTimeout      DeadlinePassed: the upgrade failed, remediate
+//	Remediating     RemediationTimeout  DeadlinePassed: Failed
+//	Deleting        DeleteTimeout       DeadlinePassed: uninstalls stop, Stalled, the
+//	                                    finalizer stays; a retry request starts again
+//
+// Running, Failed and Deleted wait for nothing and have no deadline. A
+// retry is never scheduled past the deadline: the engine looks again at the
+// deadline. Past it, a look fires DeadlinePassed instead of running the
+// pending action (Checking checks once more), and a failed action fires
+// DeadlinePassed instead of its failure event. MaxRetries bounds how many
+// times, the deadline how long: whichever comes first ends the phase.
 type Policy struct {
 	// MaxRetries is how many times a failed install (and, separately, a
 	// failed upgrade) is retried before RetriesExhausted: 0 means
@@ -59,6 +85,16 @@ type Policy struct {
 	CheckTimeout time.Duration `json:"checkTimeout,omitempty"`
 	// ActionTimeout bounds each Driver call the Machine makes.
 	ActionTimeout time.Duration `json:"actionTimeout,omitempty"`
+	// InstallTimeout is how long PhaseInitializing and PhaseReinitializing
+	// may take, retries included.
+	InstallTimeout time.Duration `json:"installTimeout,omitempty"`
+	// UpgradeTimeout is how long PhaseUpgrading may take.
+	UpgradeTimeout time.Duration `json:"upgradeTimeout,omitempty"`
+	// RemediationTimeout is how long PhaseRemediating may take, retries
+	// included.
+	RemediationTimeout time.Duration `json:"remediationTimeout,omitempty"`
+	// DeleteTimeout is how long PhaseDeleting retries the uninstall.
+	DeleteTimeout time.Duration `json:"deleteTimeout,omitempty"`
 }
 
 // Validate reports negative durations, MaxRetries below -1 and remediations
@@ -75,6 +111,8 @@ func (p Policy) Validate() error {
 		{"backoff.base", p.Backoff.Base}, {"backoff.cap", p.Backoff.Cap},
 		{"checkInterval", p.CheckInterval}, {"runningInterval", p.RunningInterval},
 		{"checkTimeout", p.CheckTimeout}, {"actionTimeout", p.ActionTimeout},
+		{"installTimeout", p.InstallTimeout}, {"upgradeTimeout", p.UpgradeTimeout},
+		{"remediationTimeout", p.RemediationTimeout}, {"deleteTimeout", p.DeleteTimeout},
 	} {
 		if d.v < 0 {
 			problems = append(problems, fmt.Sprintf("%s %s is negative", d.name, d.v))
@@ -115,7 +153,41 @@ func (p Policy) withDefaults() Policy {
 	p.RunningInterval = orDefault(p.RunningInterval, DefaultRunningInterval)
 	p.CheckTimeout = orDefault(p.CheckTimeout, DefaultCheckTimeout)
 	p.ActionTimeout = orDefault(p.ActionTimeout, DefaultActionTimeout)
+	p.InstallTimeout = orDefault(p.InstallTimeout, DefaultInstallTimeout)
+	p.UpgradeTimeout = orDefault(p.UpgradeTimeout, DefaultUpgradeTimeout)
+	p.RemediationTimeout = orDefault(p.RemediationTimeout, DefaultRemediationTimeout)
+	p.DeleteTimeout = orDefault(p.DeleteTimeout, DefaultDeleteTimeout)
 	return p
+}
+
+// Timeout returns how long phase p may last (defaults applied), and 0 for
+// the phases that wait for nothing: Running, Failed and Deleted.
+func (p Policy) Timeout(phase Phase) time.Duration {
+	p = p.withDefaults()
+	switch phase {
+	case PhaseInitializing, PhaseReinitializing:
+		return p.InstallTimeout
+	case PhaseChecking:
+		return p.CheckTimeout
+	case PhaseUpgrading:
+		return p.UpgradeTimeout
+	case PhaseRemediating:
+		return p.RemediationTimeout
+	case PhaseDeleting:
+		return p.DeleteTimeout
+	}
+	return 0
+}
+
+// Deadline returns when the phase of st passes its deadline: its
+// LastTransitionTime plus Timeout(st.Phase). It is false for a phase without
+// a deadline.
+func (p Policy) Deadline(st Status) (time.Time, bool) {
+	d := p.Timeout(st.Phase)
+	if d == 0 {
+		return time.Time{}, false
+	}
+	return st.LastTransitionTime.Add(d), true
 }
 
 func orDefault(d, def time.Duration) time.Duration {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -163,4 +164,39 @@ func TestScenarioRestartInEveryPhaseContinues(t *testing.T) {
 			assert.Equal(t, tc.wantPhase, got.Phase)
 		})
 	}
+}
+
+// A deletion whose uninstall keeps failing stops at DeleteTimeout instead of
+// retrying forever, keeps the finalizer, and a retry request finishes it.
+func TestScenarioDeletionStopsAtItsDeadlineUntilARetry(t *testing.T) {
+	h := newHarness(t, addon.Policy{})
+	h.until(addon.PhaseRunning, 3)
+	for range 100 {
+		h.driver.Push(fake.AddonUninstall, fake.AddonOutcome{Err: errors.New("webhook down")})
+	}
+	h.spec.Deleting = true
+	h.reconcile()
+	require.Equal(t, addon.PhaseDeleting, h.status.Phase)
+	start := h.clock.Now()
+	for i := 0; i < 50 && h.status.PendingAction != addon.ActionNone; i++ {
+		h.wait()
+		h.reconcile()
+		require.False(t, h.last.Deleted, "the finalizer stays")
+	}
+	assert.Equal(t, start.Add(addon.DefaultDeleteTimeout), h.clock.Now(), "stopped exactly at the deadline")
+	assert.Equal(t, "DeadlinePassed", h.status.Reason)
+	assert.True(t, conditions.IsTrue(h.status.Conditions, conditions.TypeStalled))
+	assert.Zero(t, h.last.RequeueAfter)
+	assert.False(t, h.last.Requeue)
+	uninstalls := h.driver.Count(fake.AddonUninstall)
+
+	h.clock.Step(time.Hour)
+	h.reconcile()
+	assert.Equal(t, uninstalls, h.driver.Count(fake.AddonUninstall), "no uninstall after the deadline")
+
+	h.driver.Script[fake.AddonUninstall] = nil
+	h.spec.RetryToken = "retry-1"
+	h.reconcile()
+	assert.Equal(t, addon.PhaseDeleted, h.status.Phase)
+	assert.True(t, h.last.Deleted)
 }

@@ -20,8 +20,8 @@ type Spec struct {
 	// Deletion overrides it.
 	Suspended bool `json:"suspended,omitempty"`
 	// RetryToken requests a retry (like Flux's reconcile.fluxcd.io/requestedAt
-	// annotation): any new non-empty value resets the failure counters and
-	// leaves PhaseFailed.
+	// annotation): any new non-empty value resets the failure counters,
+	// leaves PhaseFailed, and restarts a deletion stopped at its deadline.
 	RetryToken string `json:"retryToken,omitempty"`
 }
 

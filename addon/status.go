@@ -28,7 +28,9 @@ type Status struct {
 	InstallFailures   int `json:"installFailures,omitempty"`
 	UpgradeFailures   int `json:"upgradeFailures,omitempty"`
 	UninstallFailures int `json:"uninstallFailures,omitempty"`
-	// LastTransitionTime is when Phase last changed; deadlines count from it.
+	// LastTransitionTime is when Phase was last entered, or started over by
+	// a spec change, a retry request, a passed deadline or a resume; the
+	// phase deadline (Policy.Deadline) counts from it.
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 	// LastAttemptTime is when an action last started.
 	LastAttemptTime *metav1.Time `json:"lastAttemptTime,omitempty"`

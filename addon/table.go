@@ -101,32 +101,76 @@ func outcomeEvents(a Action) []Event {
 }
 
 // entryActions lists the actions a row can run on entering its To phase:
-// ActionRemediate stands for every action a Policy can resolve it to.
-func entryActions(r Row) []Action {
+// ActionRemediate stands for every action a Policy can resolve it to, for
+// the action whose failure the row's event reports.
+func (t *Table) entryActions(r Row) []Action {
 	if r.Action != ActionRemediate {
 		return []Action{r.Action}
 	}
+	var failed []Action
 	switch r.Event {
-	case EventInstallFailed, EventDeadlinePassed:
-		if r.To == PhaseFailed {
-			return []Action{ActionUninstall}
-		}
-		return []Action{ActionUninstall, ActionInstall}
+	case EventInstallFailed:
+		failed = []Action{ActionInstall}
 	case EventUpgradeFailed:
-		if r.To == PhaseFailed {
-			return []Action{ActionRollback, ActionUninstall}
-		}
-		return []Action{ActionRollback, ActionUninstall, ActionUpgrade}
+		failed = []Action{ActionUpgrade}
+	case EventDeadlinePassed:
+		failed = t.awaited(r.From)
+	default:
+		return []Action{ActionRollback, ActionUninstall}
 	}
-	return []Action{ActionRollback, ActionUninstall}
+	var out []Action
+	for _, a := range failed {
+		switch a {
+		case ActionInstall:
+			out = append(out, ActionUninstall)
+		case ActionUpgrade:
+			out = append(out, ActionRollback, ActionUninstall)
+		}
+		if r.To != PhaseFailed {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// awaited returns the installs and upgrades phase p can be waiting for when
+// its deadline passes: those the rows entering p run, or retry after a
+// failure. Checking's deadline without a checked action counts as a failed
+// install, and Initializing is entered with an install.
+func (t *Table) awaited(p Phase) []Action {
+	has := map[Action]bool{}
+	if p == PhaseInitializing || p == PhaseChecking {
+		has[ActionInstall] = true
+	}
+	for _, r := range t.rows {
+		if r.To != p {
+			continue
+		}
+		switch {
+		case r.Action == ActionInstall, r.Action == ActionRemediate && r.Event == EventInstallFailed:
+			has[ActionInstall] = true
+		case r.Action == ActionUpgrade, r.Action == ActionRemediate && r.Event == EventUpgradeFailed:
+			has[ActionUpgrade] = true
+		}
+	}
+	var out []Action
+	for _, a := range []Action{ActionInstall, ActionUpgrade} {
+		if has[a] {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Validate reports every problem of the table: unknown phases, events or
 // actions; duplicate (From, Event) rows; phases that cannot be reached from
 // PhaseInitializing or cannot be left (PhaseDeleted is the only terminal);
 // phases without a DeletionRequested row (PhaseDeleting and PhaseDeleted
-// excepted); a phase with a failure row but no RetriesExhausted row; a
-// Deleting phase that cannot reach PhaseDeleted; no
+// excepted); a phase with a failure row but no RetriesExhausted row
+// (Deleting excepted: uninstall failures never exhaust); a Deleting phase
+// that cannot reach PhaseDeleted, or that stops at its deadline (a
+// DeadlinePassed row that stays and runs nothing) without a RetryRequested
+// row that uninstalls again; no
 // SpecChanged row out of PhaseFailed; and a phase entered with an action that
 // has no row for that action's success or failure.
 func (t *Table) Validate() error {
@@ -164,7 +208,7 @@ func (t *Table) Validate() error {
 			leaves[r.From] = true
 			next[r.From] = append(next[r.From], r.To)
 		}
-		for _, a := range entryActions(r) {
+		for _, a := range t.entryActions(r) {
 			for _, e := range outcomeEvents(a) {
 				if _, ok := t.index[rowKey{r.To, e}]; !ok {
 					problems = append(problems, fmt.Sprintf("row %d: %s is entered with %s but has no %s row", i, r.To, a, e))
@@ -201,6 +245,9 @@ func (t *Table) Validate() error {
 		}
 	}
 	for _, p := range allPhases {
+		if p == PhaseDeleting {
+			continue // uninstall failures never exhaust
+		}
 		for _, e := range []Event{EventInstallFailed, EventUpgradeFailed, EventDeadlinePassed} {
 			if _, ok := t.Next(p, e); ok {
 				if _, ok := t.Next(p, EventRetriesExhausted); !ok {
@@ -212,6 +259,11 @@ func (t *Table) Validate() error {
 	}
 	if r, ok := t.Next(PhaseDeleting, EventUninstallSucceeded); !ok || r.To != PhaseDeleted {
 		problems = append(problems, fmt.Sprintf("phase %s has no %s row to %s", PhaseDeleting, EventUninstallSucceeded, PhaseDeleted))
+	}
+	if r, ok := t.Next(PhaseDeleting, EventDeadlinePassed); ok && r.To == PhaseDeleting && r.Action == ActionNone {
+		if r, ok := t.Next(PhaseDeleting, EventRetryRequested); !ok || r.To != PhaseDeleting || r.Action != ActionUninstall {
+			problems = append(problems, fmt.Sprintf("phase %s stops at its deadline but has no %s row to %s / %s", PhaseDeleting, EventRetryRequested, PhaseDeleting, ActionUninstall))
+		}
 	}
 	if used[PhaseFailed] {
 		if r, ok := t.Next(PhaseFailed, EventSpecChanged); !ok || r.To == PhaseFailed {

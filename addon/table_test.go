@@ -87,6 +87,25 @@ func TestTableValidate(t *testing.T) {
 				addon.Row{From: addon.PhaseReinitializing, Event: addon.EventInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
 				addon.Row{From: addon.PhaseReinitializing, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
 		}, "Reinitializing is entered with Uninstall but has no UninstallSucceeded row"},
+		{"a deadline in Deleting needs no RetriesExhausted row", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseDeleting, Event: addon.EventDeadlinePassed, To: addon.PhaseDeleting},
+				addon.Row{From: addon.PhaseDeleting, Event: addon.EventRetryRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
+		}, ""},
+		{"a deletion stopped at its deadline needs a retry row", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseDeleting, Event: addon.EventDeadlinePassed, To: addon.PhaseDeleting})
+		}, "phase Deleting stops at its deadline but has no RetryRequested row to Deleting / Uninstall"},
+		{"an upgrade's deadline remediated into a phase without rollback rows", func(r []addon.Row) []addon.Row {
+			return append(r,
+				addon.Row{From: addon.PhaseRunning, Event: addon.EventVersionChanged, To: addon.PhaseUpgrading, Action: addon.ActionUpgrade},
+				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventUpgradeSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
+				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventUpgradeFailed, To: addon.PhaseFailed},
+				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventRetriesExhausted, To: addon.PhaseFailed},
+				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventDeadlinePassed, To: addon.PhaseRunning, Action: addon.ActionRemediate})
+		}, "Running is entered with Rollback but has no RollbackFailed row"},
+		{"an install's deadline remediated into Failed needs its uninstall rows", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseInitializing, Event: addon.EventDeadlinePassed, To: addon.PhaseFailed, Action: addon.ActionRemediate})
+		}, "Failed is entered with Uninstall but has no UninstallFailed row"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tb, err := addon.NewTable(tc.mod(minimal()))
@@ -154,6 +173,8 @@ func TestMermaid(t *testing.T) {
 		assert.Contains(t, def, string(r.Event), "every row is drawn")
 	}
 	assert.Contains(t, def, "    Failed --> Failed: UninstallSucceeded, UninstallFailed, RollbackSucceeded, RollbackFailed\n", "rows between the same phases share an edge")
+	assert.Contains(t, def, "    Deleting --> Deleting: UninstallFailed / Uninstall, DeadlinePassed, RetryRequested / Uninstall\n",
+		"a deletion stops at its deadline until a retry is requested")
 }
 
 func TestRetriesExhaustedWithoutARowStopsRetrying(t *testing.T) {
@@ -172,4 +193,13 @@ func TestRetriesExhaustedWithoutARowStopsRetrying(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, addon.ActionInstall, d.Status.PendingAction, "retried after the backoff while retries remain")
 	assert.Equal(t, 20*time.Second, d.RequeueAfter)
+}
+
+func TestDeletingWithNothingPendingUnderATableThatNeverStops(t *testing.T) {
+	tb, err := addon.NewTable(minimal())
+	require.NoError(t, err)
+	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v1", Deleting: true}, Table: tb, Now: tNow,
+		Status: st(addon.PhaseDeleting, addon.ActionNone)})
+	require.NoError(t, err)
+	assert.Equal(t, addon.ActionUninstall, d.Action, "without a deadline stop in the table, Deleting always uninstalls")
 }
