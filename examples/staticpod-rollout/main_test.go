@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/converge-dev/converge/fake"
@@ -111,4 +112,56 @@ func TestConfigMapStatusConformance(t *testing.T) {
 	require.NoError(t, s.create(ctx, rollout.Status{LatestAvailableRevision: 1,
 		NodeStatuses: []rollout.NodeStatus{{NodeName: "a", CurrentRevision: 1}}}))
 	require.NoError(t, fake.TestRolloutStatusStore(ctx, s))
+}
+
+func TestConfigMapStatusUpdate(t *testing.T) {
+	ctx := context.Background()
+	initial := rollout.Status{LatestAvailableRevision: 1, NodeStatuses: []rollout.NodeStatus{{NodeName: "a", CurrentRevision: 1}}}
+	next := rollout.Status{LatestAvailableRevision: 2, NodeStatuses: []rollout.NodeStatus{{NodeName: "a", CurrentRevision: 1, TargetRevision: 2}}}
+	tests := []struct {
+		name string
+		// rv picks the version to write over from the one read.
+		rv           func(read string) string
+		wantConflict bool
+		wantErr      bool
+	}{
+		{name: "current version", rv: func(read string) string { return read }},
+		{name: "stale version", rv: func(string) string { return "1" }, wantConflict: true},
+		{name: "no version", rv: func(string) string { return "" }, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := newMemoryClient()
+			s := &configMapStatus{client: client, ns: "ns", name: "status"}
+			require.NoError(t, s.create(ctx, initial))
+			cm, err := client.CoreV1().ConfigMaps("ns").Get(ctx, "status", metav1.GetOptions{})
+			require.NoError(t, err)
+			cm.Annotations = map[string]string{"other": "writer"}
+			_, err = client.CoreV1().ConfigMaps("ns").Update(ctx, cm, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			_, read, err := s.GetStatus(ctx)
+			require.NoError(t, err)
+
+			written, err := s.UpdateStatus(ctx, next, tt.rv(read))
+			got, gotRV, getErr := s.GetStatus(ctx)
+			require.NoError(t, getErr)
+			switch {
+			case tt.wantConflict:
+				require.ErrorIs(t, err, rollout.ErrConflict)
+				assert.True(t, apierrors.IsConflict(err), "the API's 409 stays reachable")
+				assert.Equal(t, initial, got, "a conflicting write changes nothing")
+			case tt.wantErr:
+				require.Error(t, err)
+				assert.NotErrorIs(t, err, rollout.ErrConflict)
+				assert.Equal(t, initial, got)
+			default:
+				require.NoError(t, err)
+				assert.Equal(t, next, got)
+				assert.Equal(t, written, gotRV)
+			}
+			cm, err = client.CoreV1().ConfigMaps("ns").Get(ctx, "status", metav1.GetOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, map[string]string{"other": "writer"}, cm.Annotations, "the status write keeps other writers' annotations")
+		})
+	}
 }
