@@ -144,14 +144,9 @@ func hasDeploymentController(ctx context.Context, client kubernetes.Interface) (
 // controller, creates opts.Addons Addons at v1, waits until all run, bumps
 // them to v2, waits again, deletes them and checks that nothing of theirs
 // is left.
-func runCluster(ctx context.Context, cfg *rest.Config, opts clusterOptions, out io.Writer) (err error) {
+func runCluster(ctx context.Context, c *clients, opts clusterOptions, out io.Writer) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	c, err := newClients(cfg)
-	if err != nil {
-		return err
-	}
-	defer c.closeIdle()
 	if err := installCRD(ctx, c.dynamic); err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func addonCRD() *unstructured.Unstructured {
 							"type":     "object",
 							"required": []any{"version"},
 							"properties": map[string]any{
-								"version": map[string]any{"type": "string", "minLength": 1, "description": "The add-on version to run."},
+								"version": map[string]any{"type": "string", "minLength": int64(1), "description": "The add-on version to run."},
 							},
 						},
 						"status": map[string]any{

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -16,11 +17,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/converge-dev/converge/internal/testenv"
 )
@@ -77,6 +80,9 @@ func TestControllerReconcilesTwoHundredAddons(t *testing.T) {
 	eventually(ctx, t, "all Running at v2", func() error { return allRunningAt(ctx, addons, n, "v2", 2) })
 	t.Logf("%d Addons upgraded to v2 in %s", n, time.Since(start).Round(time.Millisecond))
 	checkInstalled(ctx, t, c, ns, names, "v2", "registry.k8s.io/pause:3.10")
+	eventually(ctx, t, "the decided events recorded on each Addon", func() error {
+		return eventsRecorded(ctx, c, ns, names, "Created", "InstallSucceeded", "Healthy", "VersionChanged", "UpgradeSucceeded")
+	})
 
 	start = time.Now()
 	require.NoError(t, deleteAddons(ctx, addons, names))
@@ -92,7 +98,8 @@ func TestControllerReconcilesTwoHundredAddons(t *testing.T) {
 	})
 	t.Logf("%d Addons uninstalled and gone in %s", n, time.Since(start).Round(time.Millisecond))
 	checkNothingLeft(ctx, t, c, ns)
-	require.NoError(t, c.kube.CoreV1().Secrets(ns).Delete(ctx, dbSecretName, metav1.DeleteOptions{}))
+	require.NoError(t, c.kube.CoreV1().Secrets(ns).Delete(ctx, dbSecretName, metav1.DeleteOptions{}),
+		"the Secret is the namespace's, not an add-on's: it stays")
 
 	require.NoError(t, r.stop())
 	stopped = true
@@ -119,6 +126,58 @@ func TestControllerReconcilesTwoHundredAddons(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestRunOnTheTestEnvironment runs the -kubeconfig mode as the README
+// shows it, on a few Addons: it must finish cleanly and leave nothing.
+func TestRunOnTheTestEnvironment(t *testing.T) {
+	baseline := runtime.NumGoroutine()
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
+	require.NoError(t, err)
+	c, err := newClients(cfg)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	err = runCluster(context.Background(), c, clusterOptions{Addons: 5, Workers: 2, Namespace: "run", Timeout: time.Minute}, &out)
+	require.NoError(t, err, out.String())
+	for _, stage := range []string{"simulating the deployment controller", "created 5 Addons at v1", "all Running at v1", "all Running at v2", "all gone", "nothing left behind", "0 other failed reconciles"} {
+		assert.Contains(t, out.String(), stage)
+	}
+	checkNothingLeft(context.Background(), t, c, "run")
+	_, err = c.kube.CoreV1().Secrets("run").Get(context.Background(), dbSecretName, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the run removes its Secret: %v", err)
+	eventually(context.Background(), t, "goroutines back to the baseline", func() error {
+		c.closeIdle()
+		if g := runtime.NumGoroutine(); g > baseline {
+			return fmt.Errorf("%d goroutines, %d before the run", g, baseline)
+		}
+		return nil
+	})
+}
+
+// eventsRecorded checks that each named Addon has Events with every reason.
+func eventsRecorded(ctx context.Context, c *clients, ns string, names []string, reasons ...string) error {
+	events, err := c.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	seen := map[string]map[string]bool{}
+	for _, e := range events.Items {
+		if e.InvolvedObject.Kind != addonKind || e.Source.Component != "addon-lifecycle" {
+			continue
+		}
+		if seen[e.InvolvedObject.Name] == nil {
+			seen[e.InvolvedObject.Name] = map[string]bool{}
+		}
+		seen[e.InvolvedObject.Name][e.Reason] = true
+	}
+	for _, n := range names {
+		for _, r := range reasons {
+			if !seen[n][r] {
+				return fmt.Errorf("no %s event on %s (of %d events)", r, n, len(events.Items))
+			}
+		}
+	}
+	return nil
 }
 
 // eventually polls check every 100ms until it passes, failing the test
@@ -234,8 +293,6 @@ func checkNothingLeft(ctx context.Context, t *testing.T, c *clients, ns string) 
 	crbs, err := c.kube.RbacV1().ClusterRoleBindings().List(ctx, opts)
 	require.NoError(t, err)
 	assert.Empty(t, crbs.Items, "cluster role bindings")
-	_, err = c.kube.CoreV1().Secrets(ns).Get(ctx, dbSecretName, metav1.GetOptions{})
-	assert.NoError(t, err, "the Secret is the namespace's, not an add-on's")
 }
 
 // phaseWatch records, from a watch on the Addons, every phase each one was

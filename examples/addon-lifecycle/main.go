@@ -81,7 +81,12 @@ func run(ctx context.Context, kubeconfig string, opts clusterOptions, out io.Wri
 	if err != nil {
 		return err
 	}
-	return runCluster(ctx, cfg, opts, out)
+	c, err := newClients(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.closeIdle()
+	return runCluster(ctx, c, opts, out)
 }
 
 // story is the lifecycle the run shows, one step each time the add-on is
