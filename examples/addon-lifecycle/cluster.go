@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -48,6 +50,26 @@ type clusterOptions struct {
 	Namespace       string
 	// Timeout bounds the whole run.
 	Timeout time.Duration
+}
+
+func (o clusterOptions) validate() error {
+	var problems []string
+	if o.Addons < 0 {
+		problems = append(problems, fmt.Sprintf("-addons %d is negative", o.Addons))
+	}
+	if o.Workers < 1 {
+		problems = append(problems, fmt.Sprintf("-workers %d is less than 1", o.Workers))
+	}
+	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
+		problems = append(problems, fmt.Sprintf("-namespace %q: %s", o.Namespace, strings.Join(errs, "; ")))
+	}
+	if o.Timeout <= 0 {
+		problems = append(problems, fmt.Sprintf("-timeout %s is not positive", o.Timeout))
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, ", "))
+	}
+	return nil
 }
 
 // clients reach one cluster over one HTTP client, whose idle connections
@@ -106,6 +128,7 @@ func startControllers(ctx context.Context, c *clients, workers int, simulate boo
 	var deps *deploymentStatusController
 	if simulate {
 		if deps, err = newDeploymentStatusController(c.kube); err != nil {
+			ctrl.queue.ShutDown()
 			events.Shutdown()
 			return nil, err
 		}
@@ -145,6 +168,9 @@ func hasDeploymentController(ctx context.Context, client kubernetes.Interface) (
 // them to v2, waits again, deletes them and checks that nothing of theirs
 // is left.
 func runCluster(ctx context.Context, c *clients, opts clusterOptions, out io.Writer) (err error) {
+	if err := opts.validate(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	if err := installCRD(ctx, c.dynamic); err != nil {
