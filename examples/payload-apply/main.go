@@ -194,6 +194,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.release == "" {
 		return errors.New("-release must not be empty")
 	}
+	if o.interval < 0 {
+		return fmt.Errorf("-interval must not be negative, got %s", o.interval)
+	}
 	if o.kubeconfig == "" {
 		if o.leaderElect {
 			return errors.New("-leader-elect needs -kubeconfig")

@@ -5,12 +5,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/converge-dev/converge/payload"
 )
 
 func TestMain(m *testing.M) {
@@ -53,4 +57,37 @@ func TestPrintPlan(t *testing.T) {
 		})
 	}
 	require.Error(t, printPlan(&bytes.Buffer{}, "svg"))
+}
+
+func TestStampRelease(t *testing.T) {
+	manifests, err := loadManifests()
+	require.NoError(t, err)
+	stamped := stampRelease(manifests, "2.0.0")
+	require.Len(t, stamped, len(manifests))
+	for i, m := range stamped {
+		assert.Equal(t, "2.0.0", m.Object.GetAnnotations()[releaseAnnotation], m.Ref())
+		assert.NotContains(t, manifests[i].Object.GetAnnotations(), releaseAnnotation, "the loaded manifest was changed")
+		assert.Equal(t, manifests[i].DependsOn, m.DependsOn)
+	}
+	web := stamped[slices.IndexFunc(stamped, func(m payload.Manifest) bool { return m.Ref() == "Deployment/converge-payload-demo/web" })]
+	assert.Equal(t, "Service/converge-payload-demo/api", web.Object.GetAnnotations()[payload.DependsOnAnnotation], "other annotations are kept")
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		o    options
+		want string
+	}{
+		{"no release", options{namespace: "default"}, "-release must not be empty"},
+		{"negative interval", options{release: "1.0.0", interval: -time.Second}, "-interval must not be negative"},
+		{"leader election in memory", options{release: "1.0.0", leaderElect: true, identity: "a"}, "-leader-elect needs -kubeconfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			assert.ErrorContains(t, run(context.Background(), tt.o, &out), tt.want)
+			assert.Empty(t, out.String(), "nothing was applied")
+		})
+	}
 }
