@@ -167,10 +167,6 @@ func (d *decider) look() {
 			d.fire(EventRetryRequested, d.specMessage(EventRetryRequested))
 		}
 		d.st.LastRetryToken = spec.RetryToken
-		if p := d.st.PendingAction; d.st.Phase == PhaseDeleting && p != ActionUninstall && p != ActionNone {
-			// Deleting only ever uninstalls, whatever a foreign status says.
-			d.st.PendingAction, d.st.NextAttemptTime = ActionUninstall, nil
-		}
 	} else if spec.Suspended {
 		if !d.st.Suspended {
 			d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Suspended", Message: "reconciliation suspended"})
@@ -197,6 +193,11 @@ func (d *decider) look() {
 	// change or a retry request.
 	if d.st.PendingAction == ActionNone && d.st.Phase != PhaseFailed && !d.deletionStopped() {
 		d.st.PendingAction = d.resumeAction()
+	}
+	if p := d.st.PendingAction; d.st.Phase == PhaseDeleting && p != ActionUninstall && p != ActionNone {
+		// Deleting only ever uninstalls, whatever a table row or a foreign
+		// status says.
+		d.st.PendingAction, d.st.NextAttemptTime = ActionUninstall, nil
 	}
 	if d.st.PendingAction != ActionNone && d.st.Phase != PhaseChecking && d.pastDeadline() {
 		d.expire()

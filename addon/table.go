@@ -170,8 +170,9 @@ func (t *Table) awaited(p Phase) []Action {
 // (Deleting excepted: uninstall failures never exhaust); a Deleting phase
 // that cannot reach PhaseDeleted, or that stops at its deadline (a
 // DeadlinePassed row that stays and runs nothing) without a RetryRequested
-// row that uninstalls again; no
-// SpecChanged row out of PhaseFailed; and a phase entered with an action that
+// row that uninstalls again; no SpecChanged row out of PhaseFailed, or a
+// VersionChanged or RetryRequested row that stays in it (every spec request
+// leaves Failed); and a phase entered with an action that
 // has no row for that action's success or failure.
 func (t *Table) Validate() error {
 	if t == nil || len(t.rows) == 0 {
@@ -268,6 +269,11 @@ func (t *Table) Validate() error {
 	if used[PhaseFailed] {
 		if r, ok := t.Next(PhaseFailed, EventSpecChanged); !ok || r.To == PhaseFailed {
 			problems = append(problems, fmt.Sprintf("no way out of %s: no %s row to another phase", PhaseFailed, EventSpecChanged))
+		}
+		for _, e := range []Event{EventVersionChanged, EventRetryRequested} {
+			if r, ok := t.Next(PhaseFailed, e); ok && r.To == PhaseFailed {
+				problems = append(problems, fmt.Sprintf("no way out of %s: its %s row stays in %s", PhaseFailed, e, PhaseFailed))
+			}
 		}
 	}
 	if len(problems) > 0 {

@@ -66,6 +66,12 @@ func TestTableValidate(t *testing.T) {
 			}
 			return r
 		}, "no way out of Failed"},
+		{"Failed's version change loops back to Failed", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseFailed, Event: addon.EventVersionChanged, To: addon.PhaseFailed})
+		}, "no way out of Failed: its VersionChanged row stays in Failed"},
+		{"Failed's retry request loops back to Failed", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseFailed, Event: addon.EventRetryRequested, To: addon.PhaseFailed})
+		}, "no way out of Failed: its RetryRequested row stays in Failed"},
 		{"a failure row without a RetriesExhausted row", func(r []addon.Row) []addon.Row {
 			return without(r, addon.PhaseInitializing, addon.EventRetriesExhausted)
 		}, "phase Initializing can fail with InstallFailed but has no RetriesExhausted row"},
