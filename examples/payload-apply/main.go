@@ -72,7 +72,7 @@ func main() {
 	flag.DurationVar(&o.interval, "interval", 0, "time between two reconciles (default 30s on a cluster, 3m in memory)")
 	flag.StringVar(&o.namespace, "namespace", "default", "namespace of the status ConfigMap and of the leader-election Lease")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "apply only while holding the Lease payload-apply (needs -kubeconfig); the field manager becomes payload-apply/<identity>")
-	flag.StringVar(&o.identity, "identity", defaultIdentity(), "name of this instance in the Lease")
+	flag.StringVar(&o.identity, "identity", "", "name of this instance in the Lease (default <host name>_<process id>)")
 	flag.DurationVar(&o.leaseDuration, "lease-duration", 15*time.Second, "how long a follower waits before it takes a Lease that is not renewed")
 	flag.DurationVar(&o.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader tries to renew the Lease before it stops acting")
 	flag.DurationVar(&o.retryPeriod, "retry-period", 2*time.Second, "time between two tries to acquire or renew the Lease")
@@ -197,6 +197,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.interval < 0 {
 		return fmt.Errorf("-interval must not be negative, got %s", o.interval)
 	}
+	if o.identity == "" {
+		o.identity = defaultIdentity()
+	}
 	if o.kubeconfig == "" {
 		if o.leaderElect {
 			return errors.New("-leader-elect needs -kubeconfig")
@@ -273,6 +276,8 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 		progress.println("attempt failed: %s: %v", m.Ref(), err)
 	}
 	results := make(chan payload.ApplyResult, 16)
+	workerCtx, stopWorker := context.WithCancel(ctx)
+	defer stopWorker()
 	worker, err := payload.NewWorker(payload.WorkerConfig{
 		Loader: payload.PayloadLoaderFunc(func(_ context.Context, desired payload.Release) (*payload.Payload, error) {
 			return &payload.Payload{Release: desired, Manifests: stampRelease(manifests, desired.Version)}, nil
@@ -290,7 +295,12 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 				progress.println("%v", err)
 			}
 		},
-		AfterApply: func(r payload.ApplyResult) { results <- r },
+		AfterApply: func(r payload.ApplyResult) {
+			select {
+			case results <- r:
+			case <-workerCtx.Done():
+			}
+		},
 		Events: payload.EventRecorderFunc(func(eventType, reason, message string) {
 			progress.println("event: %s %s: %s", eventType, reason, message)
 		}),
@@ -302,7 +312,6 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 
 	stopClock := c.runClock(ctx)
 	defer stopClock()
-	workerCtx, stopWorker := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- worker.Start(workerCtx) }()
 	stop := func() error {
