@@ -162,8 +162,10 @@ func (d *decider) look() {
 	}
 	if spec.Deleting {
 		d.st.Suspended = false
-		if !d.fire(EventDeletionRequested, "deletion requested") && d.st.Phase == PhaseDeleting &&
-			spec.RetryToken != "" && spec.RetryToken != d.st.LastRetryToken {
+		switch {
+		case d.st.Phase != PhaseDeleting:
+			d.fire(EventDeletionRequested, "deletion requested")
+		case spec.RetryToken != "" && spec.RetryToken != d.st.LastRetryToken:
 			d.fire(EventRetryRequested, d.specMessage(EventRetryRequested))
 		}
 		d.st.LastRetryToken = spec.RetryToken

@@ -166,7 +166,7 @@ func (t *Table) awaited(p Phase) []Action {
 // actions; duplicate (From, Event) rows; phases that cannot be reached from
 // PhaseInitializing or cannot be left (PhaseDeleted is the only terminal);
 // phases without a DeletionRequested row (PhaseDeleting and PhaseDeleted
-// excepted); a phase with a failure row but no RetriesExhausted row
+// excepted, and Deleting may have none); a phase with a failure row but no RetriesExhausted row
 // (Deleting excepted: uninstall failures never exhaust); a Deleting phase
 // that cannot reach PhaseDeleted, or that stops at its deadline (a
 // DeadlinePassed row that stays and runs nothing) without a RetryRequested
@@ -198,6 +198,9 @@ func (t *Table) Validate() error {
 		}
 		if r.From == PhaseDeleted {
 			problems = append(problems, fmt.Sprintf("row %d: %s is terminal", i, PhaseDeleted))
+		}
+		if r.From == PhaseDeleting && r.Event == EventDeletionRequested {
+			problems = append(problems, fmt.Sprintf("row %d: %s in %s: deletion is already requested", i, EventDeletionRequested, PhaseDeleting))
 		}
 		k := rowKey{r.From, r.Event}
 		if seen[k] {

@@ -66,6 +66,9 @@ func TestTableValidate(t *testing.T) {
 			}
 			return r
 		}, "no way out of Failed"},
+		{"a deletion request in Deleting", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseDeleting, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting})
+		}, "DeletionRequested in Deleting: deletion is already requested"},
 		{"Failed's version change loops back to Failed", func(r []addon.Row) []addon.Row {
 			return append(r, addon.Row{From: addon.PhaseFailed, Event: addon.EventVersionChanged, To: addon.PhaseFailed})
 		}, "no way out of Failed: its VersionChanged row stays in Failed"},
