@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
 
 	"github.com/converge-dev/converge/payload"
 )
@@ -32,6 +34,12 @@ type clusterApplier struct {
 	level atomic.Int64
 	// onError, when set, is told about every failed attempt.
 	onError func(m *payload.Manifest, err error)
+	// completeJobs plays the job controller of a cluster that has none (the in-memory
+	// one, an apiserver without kube-controller-manager): a Job without an outcome is
+	// marked Complete through its status subresource.
+	completeJobs bool
+	// clock stamps the status of a Job marked Complete.
+	clock clock.PassiveClock
 }
 
 var _ payload.Applier = (*clusterApplier)(nil)
@@ -61,6 +69,11 @@ func (a *clusterApplier) apply(ctx context.Context, m *payload.Manifest) error {
 		}
 		if err != nil {
 			return err
+		}
+		if a.completeJobs && errors.Is(jobOutcome(job), errJobRunning) {
+			if job, err = client.UpdateStatus(ctx, completedJob(job, a.clock.Now()), metav1.UpdateOptions{FieldManager: a.fieldManager}); err != nil {
+				return err
+			}
 		}
 		return jobOutcome(job)
 	}
@@ -107,4 +120,25 @@ func jobOutcome(job *unstructured.Unstructured) error {
 		}
 	}
 	return fmt.Errorf("job %s/%s: %w", job.GetNamespace(), job.GetName(), errJobRunning)
+}
+
+// completedJob returns a copy of job with the status a job controller writes when the
+// Job's one pod succeeded, with the fields the apiserver requires of a finished Job.
+func completedJob(job *unstructured.Unstructured, now time.Time) *unstructured.Unstructured {
+	done := job.DeepCopy()
+	finished := now.UTC().Truncate(time.Second).Format(time.RFC3339)
+	started := now.UTC().Truncate(time.Second).Add(-time.Second).Format(time.RFC3339)
+	condition := func(condType string) any {
+		return map[string]any{
+			"type": condType, "status": "True", "reason": "CompletionsReached",
+			"message": "Reached expected number of succeeded pods", "lastProbeTime": finished, "lastTransitionTime": finished,
+		}
+	}
+	done.Object["status"] = map[string]any{
+		"startTime":      started,
+		"completionTime": finished,
+		"succeeded":      int64(1),
+		"conditions":     []any{condition("SuccessCriteriaMet"), condition("Complete")},
+	}
+	return done
 }

@@ -65,33 +65,43 @@ func TestClusterApplierServerSideApplies(t *testing.T) {
 }
 
 func TestClusterApplierWaitsForJobs(t *testing.T) {
+	complete := []any{map[string]any{"type": "Complete", "status": "True"}}
+	failed := []any{map[string]any{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}}
 	tests := []struct {
 		name string
-		// existing is the status of a Job already in the cluster; nil applies a new one,
-		// which the in-memory cluster completes.
-		existing  []any
-		wantErr   error
-		wantFatal bool
+		// existing is the status of a Job already in the cluster; nil applies a new one.
+		existing []any
+		// completeJobs has the applier play the job controller.
+		completeJobs bool
+		wantErr      error
+		wantFatal    bool
 	}{
-		{name: "a new Job is created and completes"},
+		{name: "a new Job is created and waited for", wantErr: errJobRunning},
+		{name: "a new Job is completed by the simulated controller", completeJobs: true},
 		{name: "a running Job is waited for", existing: []any{}, wantErr: errJobRunning},
-		{name: "a complete Job is done", existing: []any{map[string]any{"type": "Complete", "status": "True"}}},
-		{name: "a failed Job fails the task", existing: []any{map[string]any{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}}, wantFatal: true},
+		{name: "a running Job is completed by the simulated controller", existing: []any{}, completeJobs: true},
+		{name: "a complete Job is done", existing: complete},
+		{name: "a failed Job fails the task", existing: failed, wantFatal: true},
+		{name: "the simulated controller leaves a failed Job failed", existing: failed, completeJobs: true, wantFatal: true},
 		{name: "a false condition is no outcome", existing: []any{map[string]any{"type": "Complete", "status": "False"}}, wantErr: errJobRunning},
 	}
+	jobs := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := memoryCluster(time.Now())
+			c, err := memoryCluster(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 			require.NoError(t, err)
 			m := jobManifest(t)
 			if tt.existing != nil {
 				job := m.Object.DeepCopy()
 				require.NoError(t, unstructured.SetNestedSlice(job.Object, tt.existing, "status", "conditions"))
-				_, err := c.client.Resource(schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}).Namespace("demo").Create(context.Background(), job, metav1.CreateOptions{})
+				_, err := c.client.Resource(jobs).Namespace("demo").Create(context.Background(), job, metav1.CreateOptions{})
 				require.NoError(t, err)
 			}
 			var reported []error
-			applier := &clusterApplier{client: c.client, mapper: c.mapper, fieldManager: "test", onError: func(_ *payload.Manifest, err error) { reported = append(reported, err) }}
+			applier := &clusterApplier{
+				client: c.client, mapper: c.mapper, fieldManager: "test", completeJobs: tt.completeJobs, clock: c.clock,
+				onError: func(_ *payload.Manifest, err error) { reported = append(reported, err) },
+			}
 			err = applier.Apply(context.Background(), m, payload.StateInitializing)
 			switch {
 			case tt.wantFatal:
@@ -105,8 +115,22 @@ func TestClusterApplierWaitsForJobs(t *testing.T) {
 			if err != nil {
 				assert.Equal(t, []error{err}, reported)
 			}
+			live, err := c.client.Resource(jobs).Namespace("demo").Get(context.Background(), "migrate", metav1.GetOptions{})
+			require.NoError(t, err, "the Job is in the cluster")
+			assert.Equal(t, err == nil && tt.wantErr == nil && !tt.wantFatal, jobOutcome(live) == nil, "the live Job's outcome")
 		})
 	}
+}
+
+func TestCompletedJob(t *testing.T) {
+	job := jobManifest(t).Object
+	done := completedJob(job, time.Date(2026, 1, 1, 12, 0, 0, 500, time.UTC))
+	require.NoError(t, jobOutcome(done))
+	assert.NotContains(t, job.Object, "status", "the Job given was changed")
+	status := done.Object["status"].(map[string]any)
+	assert.Equal(t, "2026-01-01T11:59:59Z", status["startTime"])
+	assert.Equal(t, "2026-01-01T12:00:00Z", status["completionTime"])
+	assert.Equal(t, int64(1), status["succeeded"])
 }
 
 func TestClusterApplierUnknownKind(t *testing.T) {

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,7 +100,8 @@ var kinds = []struct {
 
 // memoryCluster is client-go's fake dynamic client on an object tracker that manages
 // fields, so that server-side apply creates, merges and records managedFields as a real
-// API server does (the fake's default tracker cannot create an object by apply).
+// API server does (the fake's default tracker cannot create an object by apply). No job
+// controller runs in it: the applier plays one (clusterApplier.completeJobs).
 func memoryCluster(start time.Time) (*cluster, error) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	for _, k := range kinds {
@@ -118,9 +117,8 @@ func memoryCluster(start time.Time) (*cluster, error) {
 		return nil, err
 	}
 	tracker := k8stesting.NewFieldManagedObjectTracker(scheme, serializer.NewCodecFactory(scheme).UniversalDecoder(), applyconfigurations.NewTypeConverter(scheme))
-	react := k8stesting.ObjectReaction(tracker)
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, nil)
-	client.PrependReactor("*", "*", react)
+	client.PrependReactor("*", "*", k8stesting.ObjectReaction(tracker))
 
 	// The API server is briefly unavailable for one ConfigMap: two refusals, then it works.
 	flaky := &flakyCounter{}
@@ -132,18 +130,6 @@ func memoryCluster(start time.Time) (*cluster, error) {
 			return true, nil, apierrors.NewServiceUnavailable("etcd leader election in progress")
 		}
 		return false, nil, nil
-	})
-	// A simulated job controller: a Job runs as soon as it is created and succeeds.
-	client.PrependReactor("patch", "jobs", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		_, obj, err := react(action)
-		job, ok := obj.(*batchv1.Job)
-		if err != nil || !ok {
-			return true, obj, err
-		}
-		job = job.DeepCopy()
-		job.Status.Succeeded = 1
-		job.Status.Conditions = append(job.Status.Conditions, batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})
-		return true, job, tracker.Update(action.GetResource(), job, job.Namespace, metav1.UpdateOptions{})
 	})
 	fake := clocktesting.NewFakeClock(start)
 	return &cluster{client: client, mapper: mapper, clock: fake, fake: fake, flaky: flaky}, nil

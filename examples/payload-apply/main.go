@@ -51,6 +51,8 @@ type options struct {
 	release    string
 	interval   time.Duration
 	namespace  string
+	// simulateJobs completes the payload's Jobs, for a cluster without a job controller.
+	simulateJobs bool
 	// leaderElect runs the work only while holding the Lease; identity names this
 	// instance in the Lease and in the field manager.
 	leaderElect                               bool
@@ -70,6 +72,7 @@ func main() {
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "apply to the cluster of this kubeconfig file instead of an in-memory one")
 	flag.StringVar(&o.release, "release", "1.0.0", "version of the release; every object is annotated with it, so a new version updates every object")
 	flag.DurationVar(&o.interval, "interval", 0, "time between two reconciles (default 30s on a cluster, 3m in memory)")
+	flag.BoolVar(&o.simulateJobs, "simulate-job-controller", false, "mark the payload's Job Complete, for an apiserver without kube-controller-manager (the integration tests' one)")
 	flag.StringVar(&o.namespace, "namespace", "default", "namespace of the status ConfigMap and of the leader-election Lease")
 	flag.BoolVar(&o.leaderElect, "leader-elect", false, "apply only while holding the Lease payload-apply (needs -kubeconfig); the field manager becomes payload-apply/<identity>")
 	flag.StringVar(&o.identity, "identity", "", "name of this instance in the Lease (default <host name>_<process id>)")
@@ -270,7 +273,13 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	if !persisted.Actual.IsZero() {
 		progress.println("persisted status: release %s, %s, completed %d time(s)", persisted.Actual.Version, persisted.State, persisted.Completed)
 	}
-	applier := &clusterApplier{client: c.client, mapper: c.mapper, fieldManager: o.fieldManager()}
+	applier := &clusterApplier{
+		client:       c.client,
+		mapper:       c.mapper,
+		fieldManager: o.fieldManager(),
+		completeJobs: c.fake != nil || o.simulateJobs,
+		clock:        c.clock,
+	}
 	progress.applier = applier
 	applier.onError = func(m *payload.Manifest, err error) {
 		progress.println("attempt failed: %s: %v", m.Ref(), err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/converge-dev/converge/payload"
 )
@@ -100,4 +101,23 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 		revision(t, updated["Service/"+demoNamespace+"/api"].GetResourceVersion()),
 		revision(t, updated["Deployment/"+demoNamespace+"/web"].GetResourceVersion()),
 		"the web Deployment was written before the api Service it depends on")
+}
+
+// TestSimulatedJobController runs the example as the README shows it against an
+// apiserver without kube-controller-manager: -simulate-job-controller completes the
+// Job with a status the real apiserver accepts, and the run finishes.
+func TestSimulatedJobController(t *testing.T) {
+	c := connect(t)
+	manifests, err := loadManifests()
+	require.NoError(t, err)
+	c.reset(t, manifests)
+	o := options{kubeconfig: env.Kubeconfig, release: "1.0.0", namespace: "default", interval: time.Second, simulateJobs: true}
+	var out bytes.Buffer
+	require.NoError(t, run(context.Background(), o, &out), out.String())
+	assert.NotContains(t, out.String(), "attempt failed", "the Job was completed at once")
+	assert.Contains(t, out.String(), "30 of 30 objects are in the cluster")
+	job, err := c.typed.BatchV1().Jobs(demoNamespace).Get(context.Background(), jobName, metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, int32(1), job.Status.Succeeded)
+	assert.NotNil(t, job.Status.CompletionTime)
 }
