@@ -1,16 +1,18 @@
 // Command payload-apply applies an embedded payload of 30 manifests (5 run levels,
 // 3 components, one Job) with the payload engine's sync worker and server-side apply:
-// run levels in order, components of a level in parallel, the Job as a barrier, every
-// manifest retried with backoff, a live progress line, then one reconcile pass that
-// writes nothing.
+// the Job as a barrier, every component at once on a first install and run levels in
+// order on an update, every manifest retried with backoff, a live progress line, then
+// one reconcile pass that writes nothing.
 //
 // With no flags it uses client-go's fake dynamic client, in which one ConfigMap is
 // refused twice before it is accepted, and a fake clock, and finishes in well under a
 // second. -kubeconfig applies the payload to a real cluster in real time (namespace
 // converge-payload-demo) and keeps the worker's status in the ConfigMap
 // payload-apply-status of -namespace, so that a second run reconciles and a run with a
-// new -release updates level by level. -leader-elect applies only while holding the
-// Lease payload-apply in -namespace. -plan prints the dry-run plan and exits.
+// new -release updates level by level. -simulate-job-controller completes the Job on
+// an apiserver without kube-controller-manager. -leader-elect applies only while
+// holding the Lease payload-apply in -namespace. -plan prints the dry-run plan and
+// exits.
 package main
 
 import (
