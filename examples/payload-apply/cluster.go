@@ -123,7 +123,7 @@ func memoryCluster(start time.Time) (*cluster, error) {
 	// The API server is briefly unavailable for one ConfigMap: two refusals, then it works.
 	flaky := &flakyCounter{}
 	client.PrependReactor("patch", "configmaps", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if action.(k8stesting.PatchAction).GetName() != flakyConfigMap {
+		if patch, ok := action.(k8stesting.PatchAction); !ok || patch.GetName() != flakyConfigMap {
 			return false, nil, nil
 		}
 		if flaky.attempt() <= 2 {
