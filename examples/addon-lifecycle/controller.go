@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -116,29 +115,10 @@ func (c *controller) enqueue(obj any) {
 
 // Run starts the informer and the workers and blocks until ctx ends; it
 // then stops the queue, waits for the workers to finish their current
-// reconcile, and stops the informer. It returns an error only when the
-// cache never synced.
+// reconcile, and stops the informer (see runWorkers).
 func (c *controller) Run(ctx context.Context) error {
-	log := klog.FromContext(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		c.queue.ShutDown()
-		wg.Wait()
-		c.factory.Shutdown()
-	}()
-	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
-		return errors.New("addon informer did not sync")
-	}
-	log.Info("Reconciling Addons", "workers", c.workers)
-	for range c.workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	return nil
+	klog.FromContext(ctx).Info("Reconciling Addons", "workers", c.workers)
+	return runWorkers(ctx, "addon", c.factory, c.informer.HasSynced, c.queue, c.workers, c.processNext)
 }
 
 // processNext reconciles the next key; false when the queue shut down.

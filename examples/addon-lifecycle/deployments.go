@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -60,24 +58,7 @@ func newDeploymentStatusController(client kubernetes.Interface) (*deploymentStat
 // Run rolls Deployments out with workers workers until ctx ends, then stops
 // and waits for everything it started.
 func (c *deploymentStatusController) Run(ctx context.Context, workers int) error {
-	var wg sync.WaitGroup
-	defer func() {
-		c.queue.ShutDown()
-		wg.Wait()
-		c.factory.Shutdown()
-	}()
-	c.factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.informer.HasSynced) {
-		return errors.New("deployment informer did not sync")
-	}
-	for range workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	return nil
+	return runWorkers(ctx, "deployment", c.factory, c.informer.HasSynced, c.queue, workers, c.processNext)
 }
 
 func (c *deploymentStatusController) processNext(ctx context.Context) bool {
