@@ -35,12 +35,12 @@ var ErrInvalid = errors.New("kube: invalid input")
 //
 // It is safe for concurrent use.
 type ObjectStatusStore[T any] struct {
-	client    dynamic.ResourceInterface
-	gr        schema.GroupResource
-	name      string
-	path      []string
-	mu        sync.Mutex
-	last      *unstructured.Unstructured
+	client dynamic.ResourceInterface
+	gr     schema.GroupResource
+	name   string
+	path   []string
+	mu     sync.Mutex
+	last   *unstructured.Unstructured
 }
 
 // NewObjectStatusStore returns a store for the object name (in namespace, empty
