@@ -3,8 +3,9 @@ package crdcheck
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func contractProblems(t reflect.Type) []string {
 		}
 	}
 	walk(t)
-	sort.Strings(problems)
+	slices.Sort(problems)
 	return problems
 }
 
@@ -110,12 +111,7 @@ func listProblems(path string, schema map[string]any) []string {
 		problems = append(problems, listProblems(path+"[]", items)...)
 	}
 	props, _ := schema["properties"].(map[string]any)
-	names := make([]string, 0, len(props))
-	for name := range props {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(props)) {
 		sub, _ := props[name].(map[string]any)
 		problems = append(problems, listProblems(path+"."+name, sub)...)
 	}
@@ -178,12 +174,7 @@ func objectProblems(path string, schema, obj map[string]any) []string {
 	var problems []string
 	props, _ := schema["properties"].(map[string]any)
 	additional, _ := schema["additionalProperties"].(map[string]any)
-	keys := make([]string, 0, len(obj))
-	for k := range obj {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		sub, named := props[k].(map[string]any)
 		switch {
 		case named:
