@@ -187,8 +187,12 @@ func objectProblems(path string, schema, obj map[string]any) []string {
 	}
 	required, _ := schema["required"].([]any)
 	for _, r := range required {
-		if _, ok := obj[r.(string)]; !ok {
-			problems = append(problems, fmt.Sprintf("%s: the schema requires %q, which the engine omits", path, r))
+		name, _ := r.(string)
+		sub, _ := props[name].(map[string]any)
+		// The apiserver drops a null that the schema does not allow, and
+		// then finds the field missing.
+		if v, ok := obj[name]; !ok || v == nil && sub["nullable"] != true {
+			problems = append(problems, fmt.Sprintf("%s: the schema requires %q, which the engine omits or writes as null", path, name))
 		}
 	}
 	return problems
@@ -293,7 +297,12 @@ func TestValueProblems(t *testing.T) {
 		{
 			name:  "a required field is missing",
 			value: `{"count":3}`,
-			want:  []string{`x: the schema requires "name", which the engine omits`},
+			want:  []string{`x: the schema requires "name", which the engine omits or writes as null`},
+		},
+		{
+			name:  "a required field written as null",
+			value: `{"name":null}`,
+			want:  []string{`x: the schema requires "name", which the engine omits or writes as null`},
 		},
 		{
 			name:  "wrong types are refused, in lists and maps too",
