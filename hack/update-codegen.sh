@@ -4,6 +4,7 @@
 # internal/tools. Run it after changing a type that a Status or Policy
 # reaches, and commit the result; hack/verify-codegen.sh checks it in CI.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
 ensure_controller_gen
 cd "$repo_root"

@@ -3,6 +3,7 @@
 # it generates into a copy of the work tree and compares the two trees, so
 # the work tree itself is never changed.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
 ensure_controller_gen
 copy=$(mktemp -d)

@@ -8,6 +8,7 @@
 # field set, as the engines write it, fits the generated schema (no field
 # pruned, no type refused).
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib.sh
 source "$(dirname "$0")/lib.sh"
 ensure_controller_gen
 out=$(mktemp -d)
