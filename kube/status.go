@@ -19,6 +19,19 @@ import (
 // nil client, an empty name, an empty path.
 var ErrInvalid = errors.New("kube: invalid input")
 
+// ObjectClient reads one object and writes its status subresource: the
+// dynamic client through NewObjectStatusStore, or any other client (the
+// controller-runtime module adapts its client.Client) through
+// NewObjectStatusStoreFor.
+type ObjectClient interface {
+	// Get reads the object.
+	Get(ctx context.Context) (*unstructured.Unstructured, error)
+	// UpdateStatus writes obj through the status subresource, with the
+	// optimistic concurrency of obj's resource version, and returns the
+	// object as written.
+	UpdateStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+}
+
 // ObjectStatusStore keeps an engine's status of type T as JSON at a path in a
 // custom resource (by default "status", the whole status), written through the
 // status subresource with optimistic concurrency. The custom resource
@@ -35,17 +48,17 @@ var ErrInvalid = errors.New("kube: invalid input")
 //
 // It is safe for concurrent use.
 type ObjectStatusStore[T any] struct {
-	client dynamic.ResourceInterface
-	gr     schema.GroupResource
-	name   string
+	client ObjectClient
+	what   string
 	path   []string
 	mu     sync.Mutex
 	last   *unstructured.Unstructured
 }
 
 // NewObjectStatusStore returns a store for the object name (in namespace, empty
-// for a cluster-scoped resource) of resource gvr, with the status at path
-// (default "status"; e.g. "status", "rollout" keeps it under status.rollout).
+// for a cluster-scoped resource) of resource gvr, read and written with the
+// dynamic client, with the status at path (default "status"; "status",
+// "rollout" keeps it under status.rollout).
 func NewObjectStatusStore[T any](client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string, path ...string) (*ObjectStatusStore[T], error) {
 	if isNil(client) {
 		return nil, fmt.Errorf("kube: NewObjectStatusStore: nil dynamic client: %w", ErrInvalid)
@@ -53,40 +66,67 @@ func NewObjectStatusStore[T any](client dynamic.Interface, gvr schema.GroupVersi
 	if name == "" || gvr.Resource == "" {
 		return nil, fmt.Errorf("kube: NewObjectStatusStore: empty object name or resource: %w", ErrInvalid)
 	}
-	if len(path) == 0 {
-		path = []string{"status"}
-	}
-	if path[0] != "status" {
-		return nil, fmt.Errorf("kube: NewObjectStatusStore: path %v is not under status: %w", path, ErrInvalid)
-	}
-	for _, p := range path {
-		if p == "" {
-			return nil, fmt.Errorf("kube: NewObjectStatusStore: empty element in path %v: %w", path, ErrInvalid)
-		}
-	}
 	var ri dynamic.ResourceInterface = client.Resource(gvr)
 	if namespace != "" {
 		ri = client.Resource(gvr).Namespace(namespace)
 	}
-	return &ObjectStatusStore[T]{client: ri, gr: gvr.GroupResource(), name: name, path: path}, nil
+	what := fmt.Sprintf("%s %s/%s", gvr.GroupResource(), namespace, name)
+	if namespace == "" {
+		what = fmt.Sprintf("%s %s", gvr.GroupResource(), name)
+	}
+	return NewObjectStatusStoreFor[T](dynamicObject{ri: ri, name: name}, what, path...)
+}
+
+// NewObjectStatusStoreFor returns a store on any ObjectClient; what names the
+// object in errors ("widgets.example.com ns/w").
+func NewObjectStatusStoreFor[T any](client ObjectClient, what string, path ...string) (*ObjectStatusStore[T], error) {
+	if isNil(client) {
+		return nil, fmt.Errorf("kube: NewObjectStatusStoreFor: nil object client: %w", ErrInvalid)
+	}
+	if len(path) == 0 {
+		path = []string{"status"}
+	}
+	if path[0] != "status" {
+		return nil, fmt.Errorf("kube: status store for %s: path %v is not under status: %w", what, path, ErrInvalid)
+	}
+	for _, p := range path {
+		if p == "" {
+			return nil, fmt.Errorf("kube: status store for %s: empty element in path %v: %w", what, path, ErrInvalid)
+		}
+	}
+	return &ObjectStatusStore[T]{client: client, what: what, path: path}, nil
+}
+
+// dynamicObject is the ObjectClient of one object on the dynamic client.
+type dynamicObject struct {
+	ri   dynamic.ResourceInterface
+	name string
+}
+
+func (d dynamicObject) Get(ctx context.Context) (*unstructured.Unstructured, error) {
+	return d.ri.Get(ctx, d.name, metav1.GetOptions{})
+}
+
+func (d dynamicObject) UpdateStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return d.ri.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 }
 
 // GetStatus reads the object and returns the status at the path and the
 // object's resource version.
 func (s *ObjectStatusStore[T]) GetStatus(ctx context.Context) (T, string, error) {
 	var st T
-	obj, err := s.client.Get(ctx, s.name, metav1.GetOptions{})
+	obj, err := s.client.Get(ctx)
 	if err != nil {
 		return st, "", err
 	}
 	s.remember(obj)
 	raw, found, err := unstructured.NestedFieldNoCopy(obj.Object, s.path...)
 	if err != nil {
-		return st, "", fmt.Errorf("kube: reading %s %q at %v: %w", s.gr, s.name, s.path, err)
+		return st, "", fmt.Errorf("kube: reading %s at %v: %w", s.what, s.path, err)
 	}
 	if found && raw != nil {
 		if err := convert(raw, &st); err != nil {
-			return st, "", fmt.Errorf("kube: decoding the status of %s %q at %v: %w", s.gr, s.name, s.path, err)
+			return st, "", fmt.Errorf("kube: decoding the status of %s at %v: %w", s.what, s.path, err)
 		}
 	}
 	return st, obj.GetResourceVersion(), nil
@@ -97,25 +137,26 @@ func (s *ObjectStatusStore[T]) GetStatus(ctx context.Context) (T, string, error)
 func (s *ObjectStatusStore[T]) UpdateStatus(ctx context.Context, st T, resourceVersion string) (string, error) {
 	var val any
 	if err := convert(st, &val); err != nil {
-		return "", fmt.Errorf("kube: encoding the status of %s %q: %w", s.gr, s.name, err)
+		return "", fmt.Errorf("kube: encoding the status of %s: %w", s.what, err)
 	}
 	obj := s.recall(resourceVersion)
 	if obj == nil {
-		fresh, err := s.client.Get(ctx, s.name, metav1.GetOptions{})
+		fresh, err := s.client.Get(ctx)
 		if err != nil {
 			return "", err
 		}
 		obj = fresh
 	}
 	if obj.GetResourceVersion() != resourceVersion {
-		return "", apierrors.NewConflict(s.gr, s.name, fmt.Errorf("the object is at resource version %q, not %q", obj.GetResourceVersion(), resourceVersion))
+		return "", apierrors.NewConflict(schema.GroupResource{Group: obj.GroupVersionKind().Group, Resource: obj.GetKind()}, obj.GetName(),
+			fmt.Errorf("the object is at resource version %q, not %q", obj.GetResourceVersion(), resourceVersion))
 	}
 	if val == nil {
 		unstructured.RemoveNestedField(obj.Object, s.path...)
 	} else if err := unstructured.SetNestedField(obj.Object, val, s.path...); err != nil {
-		return "", fmt.Errorf("kube: setting the status of %s %q at %v: %w", s.gr, s.name, s.path, err)
+		return "", fmt.Errorf("kube: setting the status of %s at %v: %w", s.what, s.path, err)
 	}
-	out, err := s.client.UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	out, err := s.client.UpdateStatus(ctx, obj)
 	if err != nil {
 		s.forget()
 		return "", err

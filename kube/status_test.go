@@ -131,6 +131,14 @@ func TestObjectStatusStoreConflicts(t *testing.T) {
 	})
 }
 
+func TestNewObjectStatusStoreForRejectsANilClient(t *testing.T) {
+	var typedNil *dynamicObject
+	for _, c := range []ObjectClient{nil, typedNil} {
+		_, err := NewObjectStatusStoreFor[engineStatus](c, "widget w")
+		assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+	}
+}
+
 func TestNewObjectStatusStoreRejectsBadInput(t *testing.T) {
 	var typedNil *dynamicfake.FakeDynamicClient
 	client := newWidgets(t, nil)
