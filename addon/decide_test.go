@@ -287,9 +287,11 @@ func TestRuleForcedRetryRunsNow(t *testing.T) {
 			status: st(addon.PhaseRunning, addon.ActionCheckHealth, rolledBack), spec: func(s *addon.Spec) { s.Generation, s.Version, s.ResetToken = 2, "v2", "r1" },
 			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade, reason: "VersionChanged"}},
 		{name: "force on a failed upgrade waiting for its rollback's check upgrades at once",
-			status: st(addon.PhaseChecking, addon.ActionCheckHealth, rolledBack, func(s *addon.Status) { s.Verifying, s.NextAttemptTime = addon.ActionRollback, at(tNow.Add(time.Second)) }),
-			spec:   func(s *addon.Spec) { s.Generation, s.Version, s.ForceToken = 2, "v2", "f1" },
-			want:   want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade}},
+			status: st(addon.PhaseChecking, addon.ActionCheckHealth, rolledBack, func(s *addon.Status) {
+				s.Verifying, s.NextAttemptTime = addon.ActionRollback, at(tNow.Add(time.Second))
+			}),
+			spec: func(s *addon.Spec) { s.Generation, s.Version, s.ForceToken = 2, "v2", "f1" },
+			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade}},
 	})
 }
 

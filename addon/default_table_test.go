@@ -18,9 +18,9 @@ func TestDefaultTableIsValid(t *testing.T) {
 func TestDefaultTableCoversTheSeedLifecycle(t *testing.T) {
 	tb := addon.DefaultTable()
 	for _, tc := range []struct {
-		from  addon.Phase
+		from    addon.Phase
 		trigger addon.Trigger
-		to    addon.Phase
+		to      addon.Phase
 	}{
 		{addon.PhaseInitializing, addon.TriggerInstallSucceeded, addon.PhaseChecking},
 		{addon.PhaseInitializing, addon.TriggerInstallFailed, addon.PhaseReinitializing},
