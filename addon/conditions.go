@@ -3,8 +3,6 @@ package addon
 import (
 	"fmt"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -51,7 +49,7 @@ func (d *decider) setConditions() error {
 	if d.note != "" {
 		msg += " (" + d.note + ")"
 	}
-	msg = truncate(msg, conditionMessageLimit)
+	msg = conditions.TruncateMessage(msg, conditions.MaxMessageLength)
 	degraded, degradedReason, degradedMsg := metav1.ConditionFalse, conditions.ReasonAsExpected, ""
 	switch {
 	case st.Phase == PhaseRunning:
@@ -89,7 +87,7 @@ func (d *decider) setConditions() error {
 	case st.Phase == PhaseChecking && st.Verifying == ActionRollback:
 		degraded, degradedReason, degradedMsg = metav1.ConditionTrue, string(TriggerRollbackSucceeded), msg
 	case d.note != "" && degraded == metav1.ConditionFalse:
-		degraded, degradedReason, degradedMsg = metav1.ConditionUnknown, ReasonHealthUnknown, truncate(d.note, conditionMessageLimit)
+		degraded, degradedReason, degradedMsg = metav1.ConditionUnknown, ReasonHealthUnknown, conditions.TruncateMessage(d.note, conditions.MaxMessageLength)
 	}
 	d.setCond(conditions.TypeDegraded, degraded, degradedReason, degradedMsg)
 	return d.err
@@ -153,35 +151,11 @@ func (d *decider) ownConditions() {
 	d.st.Conditions = out
 }
 
-// conditionMessageLimit keeps condition messages within the API's 32768 bytes.
-const conditionMessageLimit = 32000
-
-// truncate cuts msg to at most n bytes on a rune boundary, ending in "…".
-func truncate(msg string, n int) string {
-	if len(msg) <= n {
-		return msg
-	}
-	msg = cut(msg, n-len("…"))
-	return strings.ToValidUTF8(msg, "") + "…"
-}
-
-// safeReason returns reason if the API accepts it as a condition reason (a
-// host may have persisted anything), else the phase.
+// safeReason returns reason as a condition reason the API accepts (a host
+// may have persisted anything), else the phase.
 func safeReason(reason string, p Phase) string {
-	if reason == "" || len(reason) > 1024 || !utf8.ValidString(reason) {
-		return string(p)
+	if r := conditions.SanitizeReason(reason); r != "" {
+		return r
 	}
-	for i := 0; i < len(reason); i++ {
-		c := reason[i]
-		letter := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
-		switch {
-		case i == 0 && !letter:
-			return string(p)
-		case letter, c >= '0' && c <= '9', c == '_':
-		case (c == ',' || c == ':') && i < len(reason)-1:
-		default:
-			return string(p)
-		}
-	}
-	return reason
+	return string(p)
 }

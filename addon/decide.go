@@ -5,6 +5,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/conditions"
 )
 
 // Input is everything Decide looks at.
@@ -200,7 +202,7 @@ func (d *decider) at(wait time.Duration) *metav1.Time {
 }
 
 func (d *decider) event(typ, reason, msg string) {
-	d.events = append(d.events, Event{Type: typ, Reason: reason, Message: truncate(msg, maxMessage)})
+	d.events = append(d.events, Event{Type: typ, Reason: reason, Message: conditions.TruncateMessage(msg, maxMessage)})
 }
 
 // look handles a fresh reconcile: claims, the spec, then the pending action.
@@ -653,7 +655,7 @@ func (d *decider) stay(next Action, msg string) {
 	d.st.PendingAction = next
 	d.st.NextAttemptTime = d.schedule(next, "")
 	if msg != "" {
-		d.st.Message = truncate(msg, maxMessage)
+		d.st.Message = conditions.TruncateMessage(msg, maxMessage)
 	}
 }
 
@@ -715,7 +717,7 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	}
 	st.PendingAction = next
 	st.NextAttemptTime = d.schedule(next, t)
-	msg = truncate(msg, maxMessage)
+	msg = conditions.TruncateMessage(msg, maxMessage)
 	st.Reason, st.Message = reason, msg
 	typ := EventTypeNormal
 	if isWarning(t) || reason != string(t) {
