@@ -100,7 +100,7 @@ func Decide(in Input) (Decision, error) {
 	if err := in.validate(); err != nil {
 		return Decision{}, err
 	}
-	d := decider{in: &in, rules: in.Policy.rules(), table: in.Table, now: metav1.NewTime(in.Now.Truncate(time.Second)), st: in.Status}
+	d := decider{in: in, rules: in.Policy.rules(), table: in.Table, now: metav1.NewTime(in.Now.Truncate(time.Second)), st: in.Status}
 	if d.table == nil {
 		d.table = defaultTable
 	}
@@ -162,7 +162,7 @@ func (in *Input) tableOrDefault() *Table {
 }
 
 type decider struct {
-	in     *Input
+	in     Input
 	rules  rules
 	table  *Table
 	now    metav1.Time
