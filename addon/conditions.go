@@ -45,11 +45,7 @@ func (d *decider) setConditions() error {
 		d.setCond(conditions.TypeReconciling, metav1.ConditionFalse, ReasonSuspended, st.Message)
 		return d.err
 	}
-	msg := st.Message
-	if d.note != "" {
-		msg += " (" + d.note + ")"
-	}
-	msg = conditions.TruncateMessage(msg, conditions.MaxMessageLength)
+	msg := conditions.TruncateMessage(st.Message, conditions.MaxMessageLength)
 	degraded, degradedReason, degradedMsg := metav1.ConditionFalse, conditions.ReasonAsExpected, ""
 	switch {
 	case st.Phase == PhaseRunning:
@@ -86,8 +82,6 @@ func (d *decider) setConditions() error {
 		degraded, degradedReason, degradedMsg = metav1.ConditionTrue, string(st.Phase), msg
 	case st.Phase == PhaseChecking && st.Verifying == ActionRollback:
 		degraded, degradedReason, degradedMsg = metav1.ConditionTrue, string(TriggerRollbackSucceeded), msg
-	case d.note != "" && degraded == metav1.ConditionFalse:
-		degraded, degradedReason, degradedMsg = metav1.ConditionUnknown, ReasonHealthUnknown, conditions.TruncateMessage(d.note, conditions.MaxMessageLength)
 	}
 	d.setCond(conditions.TypeDegraded, degraded, degradedReason, degradedMsg)
 	return d.err

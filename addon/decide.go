@@ -112,8 +112,10 @@ func Decide(in Input) (Decision, error) {
 	} else {
 		d.record()
 	}
-	if err := d.setConditions(); err != nil {
-		return Decision{}, err
+	if !d.stale && d.waitUntil == nil {
+		if err := d.setConditions(); err != nil {
+			return Decision{}, err
+		}
 	}
 	return d.decision(), nil
 }
@@ -169,8 +171,6 @@ type decider struct {
 	st     Status
 	action Action
 	events []Event
-	// note explains an observation that moved nothing (a health read error).
-	note string
 	// condsOwned is true once st.Conditions is a copy Decide may change.
 	condsOwned bool
 	// waitUntil is the expiry of a claim another attempt holds.
@@ -533,15 +533,19 @@ func (d *decider) recordHealth() {
 			return
 		}
 	}
-	if obs.Err != nil {
-		d.note = "health unknown: " + d.redact(obs.Err.Error())
-	} else if h != HealthHealthy {
-		d.note = "health " + string(h)
+	msg := ""
+	switch {
+	case obs.Err != nil:
+		msg = st.InstalledVersion + ": health unknown: " + d.redact(obs.Err.Error())
+	case h != HealthHealthy && st.Phase == PhaseChecking:
+		msg = "waiting for " + st.InstalledVersion + " to be healthy: health " + string(h)
+	case was != h && st.Phase == PhaseRunning:
+		msg = st.InstalledVersion + " health " + string(h)
 	}
 	if st.Phase == PhaseRunning && d.rules.drift != DriftIgnore && d.drift() {
 		return
 	}
-	d.stay(ActionCheckHealth, "")
+	d.stay(ActionCheckHealth, msg)
 }
 
 // drift handles what a DriftDetector reported in Running; true when it

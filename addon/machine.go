@@ -193,6 +193,12 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 		if d.Action == ActionNone && equality.Semantic.DeepEqual(d.Status, obj.Status) {
 			return m.done(log, res, d), nil
 		}
+		if d.Action != ActionNone && !d.Action.mutates() {
+			// A read claims nothing: its outcome is written with the look.
+			look := obj
+			look.Status = d.Status
+			return m.record(ctx, log, look, m.run(ctx, obj, d), res, d.Events)
+		}
 		written, err := m.cfg.Store.UpdateStatus(ctx, obj, d.Status)
 		if err != nil {
 			if obj, err = m.reread(ctx, obj, err, &conflicts); err != nil {
@@ -215,12 +221,14 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 		if obs.Err != nil {
 			log.V(1).Info("Action failed", "action", d.Action, "err", m.redact(obs.Err.Error()))
 		}
-		return m.record(ctx, log, written, obs, res)
+		return m.record(ctx, log, written, obs, res, nil)
 	}
 }
 
 // record writes the outcome obs onto obj, re-reading after a conflict.
-func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result) (Result, error) {
+// The events of an unwritten look come first, unless a conflict replaced
+// that look's status with a fresh one.
+func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result, look []Event) (Result, error) {
 	for conflicts := 0; ; {
 		d, err := m.decide(obj, obs)
 		if err != nil {
@@ -230,8 +238,10 @@ func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs O
 			if obj, err = m.reread(ctx, obj, err, &conflicts); err != nil {
 				return res, err
 			}
+			look = nil
 			continue
 		}
+		res.Events = append(res.Events, look...)
 		return m.done(log, res, d), nil
 	}
 }
