@@ -1,0 +1,394 @@
+package addon_test
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/fake"
+)
+
+var (
+	simSeed      = flag.Uint64("seed", 0, "TestSimAddon: replay only the schedule with this seed")
+	simSchedules = flag.Int("schedules", 5000, "TestSimAddon: how many schedules to run")
+)
+
+// Bounds of one schedule.
+const (
+	simSteps    = 30 // faulty steps
+	simConverge = 60 // reconciles to Running or Deleted once faults stop
+)
+
+// simSecret is a credential the simulated driver puts in its errors; it must
+// never reach the status.
+const simSecret = "hunter2"
+
+// TestSimAddon drives two Machines on one add-on through seeded schedules of
+// spec changes, deletions, suspensions, reset and force requests, driver
+// failures, hangs past the action timeout, unhealthy and unreadable health,
+// drift, status conflicts, stale snapshots, crashes between a claim and its
+// outcome, a second Machine reconciling while the first one's action runs,
+// and clock steps. After every step it checks the invariants (see
+// simulation.check); once faults stop, the add-on must end Running or
+// Deleted within simConverge reconciles. Replay a schedule with
+// go test ./addon/ -run TestSimAddon -args -seed N.
+func TestSimAddon(t *testing.T) {
+	seeds := make([]uint64, 0, *simSchedules)
+	if *simSeed != 0 {
+		seeds = append(seeds, *simSeed)
+	} else {
+		for i := range *simSchedules {
+			seeds = append(seeds, uint64(i)+1)
+		}
+	}
+	start := time.Now()
+	steps := 0
+	for _, seed := range seeds {
+		s := newSimulation(seed)
+		if err := s.run(); err != nil {
+			t.Fatalf("schedule %d: %v\nreplay: go test ./addon/ -run TestSimAddon -args -seed %d\nsteps:\n  %s", seed, err, seed, strings.Join(s.log, "\n  "))
+		}
+		steps += s.steps
+	}
+	t.Logf("%d schedules, %d reconciles, in %s", len(seeds), steps, time.Since(start).Round(time.Millisecond))
+}
+
+// simulation is one schedule: a world (what the cluster runs), a store, two
+// Machines and a driver whose outcomes the schedule draws.
+type simulation struct {
+	rng      *rand.Rand
+	clock    *clocktesting.FakeClock
+	store    *fake.AddonStore
+	machines [2]*addon.Machine
+	policy   addon.Policy
+	log      []string
+	faults   bool
+	steps    int
+
+	// running is which Machine's reconcile is on; cancel ends its context
+	// (a crash).
+	running int
+	cancel  context.CancelFunc
+	// inFlight counts mutating driver calls running now; cluster is the
+	// version the world runs ("" when uninstalled); uninstalled is true
+	// when the last mutating call was a successful uninstall.
+	inFlight    int
+	cluster     string
+	uninstalled bool
+	stale       addon.Object
+	violation   error
+	prev        addon.Status
+	tokens      int
+}
+
+var simPolicies = []addon.Policy{
+	{},
+	{Drift: addon.DriftCorrect, Test: addon.TestPolicy{Enable: true}},
+	{MaxRetries: ptr[int32](0), UpgradeRemediation: addon.RemediationUninstall},
+	{InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone, Drift: addon.DriftWarn},
+	{MaxRetries: ptr[int32](-1), RemediateLastFailure: ptr(false), Test: addon.TestPolicy{Enable: true, IgnoreFailures: true}},
+}
+
+func newSimulation(seed uint64) *simulation {
+	s := &simulation{
+		rng:    rand.New(rand.NewPCG(seed, seed^0x5eed)),
+		clock:  clocktesting.NewFakeClock(t0),
+		store:  &fake.AddonStore{},
+		faults: true,
+	}
+	s.policy = simPolicies[s.rng.IntN(len(simPolicies))]
+	s.store.Put(addon.Object{Spec: meshSpec})
+	drv := &simDriver{s: s}
+	for i, id := range [...]string{"m1", "m2"} {
+		m, err := addon.NewMachine(addon.Config{Driver: drv, Store: s.store, Identity: id, Policy: s.policy, Clock: s.clock,
+			Jitter: func() float64 { return 0.5 }})
+		if err != nil {
+			panic(err)
+		}
+		s.machines[i] = m
+	}
+	s.stale = s.obj()
+	return s
+}
+
+func (s *simulation) logf(format string, args ...any) {
+	s.log = append(s.log, fmt.Sprintf("%6s ", s.clock.Since(t0).Round(time.Second))+fmt.Sprintf(format, args...))
+}
+
+func (s *simulation) violate(format string, args ...any) {
+	if s.violation == nil {
+		s.violation = fmt.Errorf(format, args...)
+	}
+}
+
+func (s *simulation) obj() addon.Object {
+	obj, err := s.store.Get(context.Background(), meshSpec.Name)
+	if err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// run plays the faulty steps, then lets the world behave.
+func (s *simulation) run() error {
+	s.prev = s.obj().Status
+	for range simSteps {
+		s.step()
+		if err := s.check(); err != nil {
+			return err
+		}
+	}
+	s.faults = false
+	s.logf("faults stop")
+	return s.converge()
+}
+
+// step draws one thing that happens.
+func (s *simulation) step() {
+	switch r := s.rng.IntN(100); {
+	case r < 40:
+		s.reconcile(s.rng.IntN(2), s.obj())
+	case r < 44:
+		s.logf("reconcile from a stale snapshot (version %s)", s.stale.ResourceVersion)
+		s.reconcile(s.rng.IntN(2), s.stale)
+	case r < 56:
+		d := []time.Duration{time.Second, 10 * time.Second, time.Minute, 5 * time.Minute, 11 * time.Minute}[s.rng.IntN(5)]
+		s.logf("clock +%s", d)
+		s.clock.Step(d)
+	case r < 84:
+		s.changeSpec()
+	case r < 92:
+		n := 1 + s.rng.IntN(2)
+		s.logf("the next %d status writes conflict", n)
+		s.store.Conflicts = n
+	default:
+		s.logf("snapshot kept (version %s)", s.obj().ResourceVersion)
+		s.stale = s.obj()
+	}
+}
+
+func (s *simulation) changeSpec() {
+	obj := s.obj()
+	var what string
+	var f func(*addon.Spec)
+	switch r := s.rng.IntN(7); {
+	case r == 0 && !obj.Spec.Deleting:
+		v := []string{"v1", "v2", "v3"}[s.rng.IntN(3)]
+		what, f = "version "+v, func(sp *addon.Spec) { sp.Generation++; sp.Version = v }
+	case r == 1 && !obj.Spec.Deleting:
+		what, f = "new spec, same version", func(sp *addon.Spec) { sp.Generation++ }
+	case r == 2:
+		what, f = "deletion", func(sp *addon.Spec) { sp.Deleting = true }
+	case r == 3:
+		what, f = "suspend or resume", func(sp *addon.Spec) { sp.Suspended = !sp.Suspended }
+	case r == 4:
+		s.tokens++
+		tok := fmt.Sprintf("r%d", s.tokens)
+		what, f = "reset "+tok, func(sp *addon.Spec) { sp.ResetToken = tok }
+	case r == 5:
+		s.tokens++
+		tok := fmt.Sprintf("f%d", s.tokens)
+		what, f = "force "+tok, func(sp *addon.Spec) { sp.ForceToken = tok }
+	default:
+		return
+	}
+	s.logf("spec: %s", what)
+	s.store.Update(meshSpec.Name, f)
+}
+
+// reconcile runs Machine i on obj.
+func (s *simulation) reconcile(i int, obj addon.Object) {
+	s.steps++
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	outer, outerCancel := s.running, s.cancel
+	s.running, s.cancel = i, cancel
+	defer func() { s.running, s.cancel = outer, outerCancel }()
+	res, err := s.machines[i].Reconcile(ctx, obj)
+	var reasons []string
+	for _, e := range res.Events {
+		reasons = append(reasons, e.Reason)
+		if strings.Contains(e.Message, simSecret) {
+			s.violate("a secret reached an event: %s", e.Message)
+		}
+	}
+	st := s.obj().Status
+	s.logf("m%d reconciled: %s pending %q in flight %v, after %s, events %v, err %v", i+1, st.Phase, st.PendingAction, st.InFlight != nil, res.RequeueAfter, reasons, err)
+	if err != nil && !errors.Is(err, addon.ErrConflict) && !errors.Is(err, context.Canceled) {
+		s.violate("reconcile failed: %v", err)
+	}
+}
+
+// check verifies the invariants after a step.
+func (s *simulation) check() error {
+	if s.violation != nil {
+		return s.violation
+	}
+	cur := s.obj().Status
+	prev := s.prev
+	s.prev = cur
+	switch {
+	case cur.Validate() != nil:
+		return fmt.Errorf("a waiting phase without a deadline, or another invalid status: %v", cur.Validate())
+	case s.inFlight != 0:
+		return fmt.Errorf("%d actions still in flight between steps", s.inFlight)
+	case prev.LastGoodVersion != "" && cur.LastGoodVersion == "":
+		return fmt.Errorf("the last good version %s was lost", prev.LastGoodVersion)
+	case cur.ObservedGeneration < prev.ObservedGeneration:
+		return fmt.Errorf("observed generation went back from %d to %d", prev.ObservedGeneration, cur.ObservedGeneration)
+	case cur.Phase == addon.PhaseDeleted && prev.Phase != addon.PhaseDeleted && (!s.uninstalled || cur.InFlight != nil || s.cluster != ""):
+		return fmt.Errorf("Deleted without a successful uninstall (cluster runs %q, in flight %v)", s.cluster, cur.InFlight)
+	case strings.Contains(cur.Message, simSecret):
+		return fmt.Errorf("a secret reached the status: %s", cur.Message)
+	}
+	for _, c := range cur.Conditions {
+		if strings.Contains(c.Message, simSecret) {
+			return fmt.Errorf("a secret reached condition %s: %s", c.Type, c.Message)
+		}
+	}
+	return nil
+}
+
+// converge lets the world behave: every action succeeds and reads healthy;
+// a suspension is lifted; a Failed add-on or a stopped deletion gets one
+// reset, as an operator would send.
+func (s *simulation) converge() error {
+	if s.obj().Spec.Suspended {
+		s.store.Update(meshSpec.Name, func(sp *addon.Spec) { sp.Suspended = false })
+	}
+	s.store.Conflicts = 0
+	requested := false
+	for range simConverge {
+		st := s.obj().Status
+		if st.Phase == addon.PhaseDeleted || (st.Phase == addon.PhaseRunning && st.Health == addon.HealthHealthy && st.InFlight == nil) {
+			return s.check()
+		}
+		if !requested && (st.Phase == addon.PhaseFailed || (st.Phase == addon.PhaseDeleting && st.PendingAction == "" && st.InFlight == nil)) {
+			s.logf("spec: reset after the faults")
+			s.store.Update(meshSpec.Name, func(sp *addon.Spec) { sp.ResetToken = "converge" })
+			requested = true
+		}
+		res, err := s.machines[0].Reconcile(context.Background(), s.obj())
+		s.steps++
+		st = s.obj().Status
+		s.logf("m1 reconciled: %s pending %q, after %s, err %v", st.Phase, st.PendingAction, res.RequeueAfter, err)
+		if err != nil {
+			return fmt.Errorf("reconcile failed once faults stopped: %w", err)
+		}
+		if err := s.check(); err != nil {
+			return err
+		}
+		if res.RequeueAfter == 0 && st.Phase != addon.PhaseFailed && st.Phase != addon.PhaseDeleted && !(st.Phase == addon.PhaseDeleting && st.PendingAction == "") {
+			return fmt.Errorf("idle in %s with nothing to wait for", st.Phase)
+		}
+		s.clock.Step(res.RequeueAfter)
+	}
+	st := s.obj().Status
+	return fmt.Errorf("neither Running nor Deleted within %d reconciles once faults stopped: %s (%s)", simConverge, st.Phase, st.Message)
+}
+
+// simDriver acts on the simulation's world with outcomes the schedule draws.
+type simDriver struct{ s *simulation }
+
+func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Request) error {
+	s := d.s
+	st := s.obj().Status
+	s.inFlight++
+	defer func() { s.inFlight-- }()
+	if s.inFlight > 1 {
+		s.violate("%s started while another action is in flight", a)
+	}
+	if a == addon.ActionUninstall && st.Phase != addon.PhaseDeleting && st.InstalledVersion != "" && st.InstalledVersion == st.LastGoodVersion &&
+		st.FailedVersion != st.InstalledVersion && !(st.LastFailedAction == addon.ActionUpgrade && s.policy.UpgradeRemediation == addon.RemediationUninstall) {
+		s.violate("good version %s uninstalled outside deletion", st.InstalledVersion)
+	}
+	if err := d.fault(ctx, a); err != nil {
+		s.uninstalled = false
+		return err
+	}
+	switch a {
+	case addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback:
+		s.cluster = req.To
+	case addon.ActionUninstall:
+		s.cluster = ""
+	}
+	s.uninstalled = a == addon.ActionUninstall
+	return nil
+}
+
+// fault draws what goes wrong with a call, if faults are on.
+func (d *simDriver) fault(ctx context.Context, a addon.Action) error {
+	s := d.s
+	if !s.faults {
+		return nil
+	}
+	switch r := s.rng.IntN(100); {
+	case r < 10:
+		other := 1 - s.running
+		s.logf("  m%d reconciles while m%d's %s runs", other+1, s.running+1, a)
+		s.reconcile(other, s.obj())
+	case r < 15:
+		s.logf("  spec changes while %s runs", a)
+		s.changeSpec()
+	case r < 20:
+		s.logf("  crash while %s runs", a)
+		s.cancel()
+		return ctx.Err()
+	case r < 25:
+		s.logf("  %s hangs past the action timeout", a)
+		s.clock.Step(addon.DefaultActionTimeout)
+		return context.DeadlineExceeded
+	case r < 45:
+		return fmt.Errorf("sim: %s failed: registry login password=%s rejected", a, simSecret)
+	}
+	return nil
+}
+
+func (d *simDriver) Install(ctx context.Context, req addon.Request) error {
+	return d.mutate(ctx, addon.ActionInstall, req)
+}
+
+func (d *simDriver) Upgrade(ctx context.Context, req addon.Request) error {
+	if req.Rollback {
+		return d.mutate(ctx, addon.ActionRollback, req)
+	}
+	return d.mutate(ctx, addon.ActionUpgrade, req)
+}
+
+func (d *simDriver) Uninstall(ctx context.Context, req addon.Request) error {
+	return d.mutate(ctx, addon.ActionUninstall, req)
+}
+
+func (d *simDriver) Test(ctx context.Context, req addon.Request) error {
+	return d.mutate(ctx, addon.ActionTest, req)
+}
+
+func (d *simDriver) Health(context.Context, addon.Request) (addon.Health, error) {
+	s := d.s
+	if !s.faults {
+		return addon.HealthHealthy, nil
+	}
+	switch r := s.rng.IntN(100); {
+	case r < 15:
+		return addon.HealthUnhealthy, nil
+	case r < 25:
+		return addon.HealthUnknown, fmt.Errorf("sim: metrics token=%s expired", simSecret)
+	}
+	return addon.HealthHealthy, nil
+}
+
+func (d *simDriver) Drift(context.Context, addon.Request) (bool, string, error) {
+	s := d.s
+	if !s.faults {
+		return false, "", nil
+	}
+	return s.rng.IntN(10) == 0, "Deployment replicas changed by hand", nil
+}
