@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -190,7 +189,7 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		if d.Action == ActionNone && equality.Semantic.DeepEqual(d.Status, obj.Status) {
+		if d.Action == ActionNone && reflect.DeepEqual(d.Status, obj.Status) {
 			return m.done(log, res, d), nil
 		}
 		if d.Action != ActionNone && !d.Action.mutates() {

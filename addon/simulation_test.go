@@ -54,7 +54,7 @@ func TestSimAddon(t *testing.T) {
 	for _, seed := range seeds {
 		s := newSimulation(seed)
 		if err := s.run(); err != nil {
-			t.Fatalf("schedule %d: %v\nreplay: go test ./addon/ -run TestSimAddon -args -seed %d\nsteps:\n  %s", seed, err, seed, strings.Join(s.log, "\n  "))
+			t.Fatalf("schedule %d: %v\nreplay: go test ./addon/ -run TestSimAddon -args -seed %d\nsteps:%s", seed, err, seed, s.trace())
 		}
 		steps += s.steps
 	}
@@ -69,7 +69,7 @@ type simulation struct {
 	store    *fake.AddonStore
 	machines [2]*addon.Machine
 	policy   addon.Policy
-	log      []string
+	log      []simLog
 	faults   bool
 	steps    int
 
@@ -119,8 +119,24 @@ func newSimulation(seed uint64) *simulation {
 	return s
 }
 
+// simLog is a step of the log, formatted only when a schedule fails.
+type simLog struct {
+	at     time.Duration
+	format string
+	args   []any
+}
+
 func (s *simulation) logf(format string, args ...any) {
-	s.log = append(s.log, fmt.Sprintf("%6s ", s.clock.Since(t0).Round(time.Second))+fmt.Sprintf(format, args...))
+	s.log = append(s.log, simLog{at: s.clock.Since(t0), format: format, args: args})
+}
+
+func (s *simulation) trace() string {
+	var b strings.Builder
+	for _, l := range s.log {
+		fmt.Fprintf(&b, "\n  %6s ", l.at.Round(time.Second))
+		fmt.Fprintf(&b, l.format, l.args...)
+	}
+	return b.String()
 }
 
 func (s *simulation) violate(format string, args ...any) {
@@ -213,15 +229,12 @@ func (s *simulation) reconcile(i int, obj addon.Object) {
 	s.running, s.cancel = i, cancel
 	defer func() { s.running, s.cancel = outer, outerCancel }()
 	res, err := s.machines[i].Reconcile(ctx, obj)
-	var reasons []string
 	for _, e := range res.Events {
-		reasons = append(reasons, e.Reason)
 		if strings.Contains(e.Message, simSecret) {
 			s.violate("a secret reached an event: %s", e.Message)
 		}
 	}
-	st := s.obj().Status
-	s.logf("m%d reconciled: %s pending %q in flight %v, after %s, events %v, err %v", i+1, st.Phase, st.PendingAction, st.InFlight != nil, res.RequeueAfter, reasons, err)
+	s.logf("m%d reconciled: after %s, events %v, err %v", i+1, res.RequeueAfter, res.Events, err)
 	if err != nil && !errors.Is(err, addon.ErrConflict) && !errors.Is(err, context.Canceled) {
 		s.violate("reconcile failed: %v", err)
 	}
@@ -305,6 +318,9 @@ func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Reques
 	defer func() { s.inFlight-- }()
 	if s.inFlight > 1 {
 		s.violate("%s started while another action is in flight", a)
+	}
+	if a == addon.ActionInstall && st.InstalledVersion != "" {
+		s.violate("a fresh install while %s is installed", st.InstalledVersion)
 	}
 	if a == addon.ActionUninstall && st.Phase != addon.PhaseDeleting && st.InstalledVersion != "" && st.InstalledVersion == st.LastGoodVersion &&
 		st.FailedVersion != st.InstalledVersion && !(st.LastFailedAction == addon.ActionUpgrade && s.policy.UpgradeRemediation == addon.RemediationUninstall) {
