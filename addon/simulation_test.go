@@ -107,8 +107,8 @@ func newSimulation(seed uint64) *simulation {
 	s.policy = simPolicies[s.rng.IntN(len(simPolicies))]
 	s.store.Put(addon.Object{Spec: meshSpec})
 	drv := &simDriver{s: s}
-	for i, id := range [...]string{"m1", "m2"} {
-		m, err := addon.NewMachine(addon.Config{Driver: drv, Store: s.store, Identity: id, Policy: s.policy, Clock: s.clock,
+	for i := range s.machines {
+		m, err := addon.NewMachine(addon.Config{Driver: drv, Store: s.store, Identity: s.id(i), Policy: s.policy, Clock: s.clock,
 			Jitter: func() float64 { return 0.5 }})
 		if err != nil {
 			panic(err)
@@ -144,6 +144,8 @@ func (s *simulation) violate(format string, args ...any) {
 		s.violation = fmt.Errorf(format, args...)
 	}
 }
+
+func (s *simulation) id(i int) string { return [...]string{"m1", "m2"}[i] }
 
 func (s *simulation) obj() addon.Object {
 	obj, err := s.store.Get(context.Background(), meshSpec.Name)
@@ -228,7 +230,11 @@ func (s *simulation) reconcile(i int, obj addon.Object) {
 	outer, outerCancel := s.running, s.cancel
 	s.running, s.cancel = i, cancel
 	defer func() { s.running, s.cancel = outer, outerCancel }()
+	before := s.obj().Status.InFlight
 	res, err := s.machines[i].Reconcile(ctx, obj)
+	if after := s.obj().Status.InFlight; err == nil && after != nil && after.Owner == s.id(i) && (before == nil || *after != *before) {
+		s.violate("m%d returned without error but left its claim on %s: the outcome was lost", i+1, after.Action)
+	}
 	for _, e := range res.Events {
 		if strings.Contains(e.Message, simSecret) {
 			s.violate("a secret reached an event: %s", e.Message)
