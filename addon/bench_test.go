@@ -1,6 +1,7 @@
 package addon_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -39,5 +40,26 @@ func BenchmarkDecide(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkMachineRunningLook is a reconcile of a Running add-on whose next
+// health check is not due: a Decide and no write.
+func BenchmarkMachineRunningLook(b *testing.B) {
+	h := newHarness(b, addon.Policy{})
+	for range 3 {
+		if _, err := h.m.Reconcile(context.Background(), h.obj()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	obj := h.obj()
+	if obj.Status.Phase != addon.PhaseRunning {
+		b.Fatalf("phase %s", obj.Status.Phase)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.m.Reconcile(context.Background(), obj); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

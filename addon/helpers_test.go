@@ -66,7 +66,7 @@ func ptr[T any](v T) *T { return &v }
 // harness drives one add-on through a Machine with a fake driver, store
 // and clock.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	clock  *clocktesting.FakeClock
 	driver *fake.AddonDriver
 	store  *fake.AddonStore
@@ -77,7 +77,7 @@ type harness struct {
 	trace  []string
 }
 
-func newHarness(t *testing.T, policy addon.Policy) *harness {
+func newHarness(t testing.TB, policy addon.Policy) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: clocktesting.NewFakeClock(t0), driver: &fake.AddonDriver{}, store: &fake.AddonStore{}, policy: policy}
 	h.store.Put(addon.Object{Spec: meshSpec})

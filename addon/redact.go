@@ -72,26 +72,30 @@ func DefaultRedact(s string) string {
 // mayHoldCredential is a cheap first look: most error text has no key and
 // no URL user information.
 func mayHoldCredential(s string) bool {
-	lower := strings.ToLower(s)
-	if strings.Contains(lower, "@") {
+	if strings.IndexByte(s, '@') >= 0 {
 		return true
 	}
-	for i := range lower {
-		if keyAt(lower, i) > 0 {
+	for i := 0; i < len(s); i++ {
+		if keyAt(s, i) > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// keyAt returns the length of the credential key starting at lower[i] (at a
-// word start), or 0.
-func keyAt(lower string, i int) int {
-	if i > 0 && isWordByte(lower[i-1]) && lower[i-1] != '_' && lower[i-1] != '-' {
+// keyAt returns the length of the credential key starting at s[i] (at a
+// word start, in any case), or 0.
+func keyAt(s string, i int) int {
+	switch s[i] | 0x20 {
+	case 'p', 's', 't', 'a', 'c', 'b':
+	default:
+		return 0
+	}
+	if i > 0 && isWordByte(s[i-1]) && s[i-1] != '_' && s[i-1] != '-' {
 		return 0
 	}
 	for _, k := range credentialKeys {
-		if strings.HasPrefix(lower[i:], k) {
+		if len(s)-i >= len(k) && strings.EqualFold(s[i:i+len(k)], k) {
 			return len(k)
 		}
 	}
