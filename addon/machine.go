@@ -134,6 +134,9 @@ func NewMachine(cfg Config) (*Machine, error) {
 	if cfg.Table != nil && len(cfg.Table.rows) == 0 {
 		problems = append(problems, "empty table (build tables with NewTable)")
 	}
+	if cfg.Clock != nil && isNil(cfg.Clock) {
+		problems = append(problems, "nil clock")
+	}
 	m := &Machine{cfg: cfg, rules: cfg.Policy.rules()}
 	m.drift, _ = cfg.Driver.(DriftDetector)
 	m.tester, _ = cfg.Driver.(Tester)

@@ -166,7 +166,7 @@ type Policy struct {
 // factor below 100 or jitter outside 0..100, a history limit outside
 // 0..MaxHistoryLimit and values that do not apply. The error matches
 // ErrInvalid.
-func (p *Policy) Validate() error {
+func (p Policy) Validate() error {
 	var problems []string
 	if p.MaxRetries != nil && *p.MaxRetries < -1 {
 		problems = append(problems, fmt.Sprintf("maxRetries %d is below -1", *p.MaxRetries))
@@ -279,7 +279,7 @@ func orDefault(d metav1.Duration, def time.Duration) time.Duration {
 
 // Timeout returns how long phase p may last (defaults applied), and 0 for
 // the phases that wait for nothing: Running, Failed and Deleted.
-func (p *Policy) Timeout(phase Phase) time.Duration {
+func (p Policy) Timeout(phase Phase) time.Duration {
 	r := p.rules()
 	return r.timeout(phase)
 }
@@ -302,7 +302,7 @@ func (r *rules) timeout(phase Phase) time.Duration {
 
 // Exhausted reports whether failures (the count including the one just
 // recorded) exceed the retries the policy allows.
-func (p *Policy) Exhausted(failures int32) bool {
+func (p Policy) Exhausted(failures int32) bool {
 	r := p.rules()
 	return r.exhausted(failures)
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
@@ -94,6 +96,7 @@ func TestNewMachineRejectsBadConfig(t *testing.T) {
 		{"bad policy", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Policy: addon.Policy{HistoryLimit: -1}}, "historyLimit"},
 		{"drift without a DriftDetector", addon.Config{Driver: healthOnly{}, Store: &fake.AddonStore{}, Policy: addon.Policy{Drift: addon.DriftWarn}}, "DriftDetector"},
 		{"tests without a Tester", addon.Config{Driver: healthOnly{}, Store: &fake.AddonStore{}, Policy: addon.Policy{Test: addon.TestPolicy{Enable: true}}}, "Tester"},
+		{"typed-nil clock", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Clock: (*clocktesting.FakeClock)(nil)}, "nil clock"},
 		{"empty table", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Table: &addon.Table{}}, "empty table"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
