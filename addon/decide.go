@@ -126,7 +126,7 @@ func (in *Input) validate() error {
 	ok := sErr == nil && stErr == nil && pErr == nil && !in.Now.IsZero() && in.Jitter >= 0 && in.Jitter < 1 &&
 		(in.Table == nil || len(in.Table.rows) > 0) && obs.Action.Known() && obs.Action != ActionRemediate &&
 		(!obs.Action.mutates() || obs.Claim != nil)
-	if ok && (in.Status.Phase == "" || in.tableOrDefault().Has(in.Status.Phase)) {
+	if ok && (in.Status.Phase == "" || in.tableOrDefault().Has(in.Status.Phase) && in.tableOrDefault().handles(in.Status.Phase, in.Status.PendingAction)) {
 		return nil
 	}
 	var problems []string
@@ -141,6 +141,8 @@ func (in *Input) validate() error {
 		problems = append(problems, "table: no rows (build tables with NewTable)")
 	} else if p := in.Status.Phase; p != "" && p.Known() && !in.tableOrDefault().Has(p) {
 		problems = append(problems, fmt.Sprintf("status: phase %s is not in the table", p))
+	} else if a := in.Status.PendingAction; p != "" && !in.tableOrDefault().handles(p, a) {
+		problems = append(problems, fmt.Sprintf("status: the table has no rows in %s for the outcome of %s", p, a))
 	}
 	if in.Now.IsZero() {
 		problems = append(problems, "zero time")
@@ -181,8 +183,10 @@ type decider struct {
 	err error
 }
 
-// start initialises the status of an add-on never seen before.
+// start initialises the status of an add-on never seen before: a status
+// without a phase is one, whatever else it holds (but its conditions).
 func (d *decider) start() {
+	d.st = Status{Conditions: d.st.Conditions}
 	st := &d.st
 	st.Phase = PhaseInitializing
 	st.PendingAction = ActionInstall
@@ -281,9 +285,17 @@ func (d *decider) look() {
 	}
 }
 
-// take starts the pending action: a mutating one is claimed.
+// take starts the pending action: a mutating one is claimed. An install or
+// upgrade is resolved again by what is installed (a status written by
+// someone else may say otherwise): a re-apply is never a fresh install.
 func (d *decider) take() {
 	st := &d.st
+	if a := st.PendingAction; a == ActionInstall || a == ActionUpgrade {
+		e := resolve(st.Phase, a, st.InstalledVersion != "")
+		if d.table.Has(e.phase) && d.table.handles(e.phase, e.action) {
+			st.Phase, st.PendingAction = e.phase, e.action
+		}
+	}
 	a := st.PendingAction
 	d.action = a
 	st.NextAttemptTime = nil
@@ -693,7 +705,13 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	}
 	to, next := row.To, row.Action
 	if next == ActionRemediate {
-		next = d.rules.remediation(st.LastFailedAction, to, t == TriggerRetriesExhausted)
+		failed := st.LastFailedAction
+		if failed != ActionInstall && failed != ActionUpgrade {
+			// Nothing recorded what failed (a foreign status): what was
+			// being applied, as what is installed says.
+			failed = resolve(to, ActionInstall, st.InstalledVersion != "").action
+		}
+		next = d.rules.remediation(failed, to, t == TriggerRetriesExhausted)
 	}
 	if next == ActionInstall || next == ActionUpgrade {
 		e := resolve(to, next, st.InstalledVersion != "")

@@ -606,3 +606,33 @@ func TestDecideRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideFuzzFindings holds what FuzzDecide found, one row each.
+func TestDecideFuzzFindings(t *testing.T) {
+	runDecide(t, []decideRow{
+		{name: "a status without a phase is a new add-on, whatever else it holds",
+			status: addon.Status{InstalledVersion: "v1", PendingAction: addon.ActionRollback, Failures: 8},
+			want:   want{phase: addon.PhaseInitializing, action: addon.ActionInstall, pending: addon.ActionInstall, reason: "Created"}},
+		{name: "a foreign install pending over an installed version runs as an upgrade",
+			status: st(addon.PhaseInitializing, addon.ActionInstall),
+			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade,
+				check: func(t *testing.T, d addon.Decision) { claimOf(t, d, "v1", "v1") }}},
+	})
+	for _, tc := range []struct {
+		name string
+		s    addon.Status
+		want string
+	}{
+		{"a claim that is not of the pending action", st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionTest, "v1", "v1"), func(s *addon.Status) {
+			s.PendingAction = addon.ActionUpgrade
+		}), "inFlight"},
+		{"tests pending outside Checking", st(addon.PhaseUpgrading, addon.ActionTest), "runs tests"},
+		{"a pending action the phase has no outcome rows for", st(addon.PhaseInitializing, addon.ActionRollback), "no rows in Initializing for the outcome of Rollback"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := addon.Decide(addon.Input{Spec: meshSpec, Status: tc.s, Now: tNow})
+			require.ErrorIs(t, err, addon.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}

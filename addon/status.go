@@ -150,8 +150,9 @@ type Attempt struct {
 }
 
 // Validate reports what a Decide could not continue from: an unknown phase,
-// action or health, negative counters, a Checking phase without the action
-// it verifies, a phase that waits without a deadline, and one that waits
+// action or health, negative counters, a claim that is not of the pending
+// action, tests pending outside Checking, a Checking phase without the
+// action it verifies, a phase that waits without a deadline, and one that waits
 // with nothing to do (nothing pending and nothing in flight). A Deleting
 // phase may wait with nothing pending: a deletion stopped at its deadline.
 // The error matches ErrInvalid.
@@ -168,8 +169,11 @@ func (s *Status) Validate() error {
 			problems = append(problems, "unknown action "+quote(string(a)))
 		}
 	}
-	if c := s.InFlight; c != nil && (!c.Action.mutates() || c.Owner == "") {
-		problems = append(problems, fmt.Sprintf("inFlight: action %q by owner %q", c.Action, c.Owner))
+	if c := s.InFlight; c != nil && (!c.Action.mutates() || c.Owner == "" || c.Action != s.PendingAction) {
+		problems = append(problems, fmt.Sprintf("inFlight: action %q by owner %q, pending %q", c.Action, c.Owner, s.PendingAction))
+	}
+	if s.PendingAction == ActionTest && s.Phase != PhaseChecking {
+		problems = append(problems, fmt.Sprintf("phase %s runs tests", s.Phase))
 	}
 	switch s.Health {
 	case "", HealthUnknown, HealthHealthy, HealthUnhealthy:
@@ -200,7 +204,8 @@ func (s *Status) valid() bool {
 		s.PendingAction.Known() && s.PendingAction != ActionRemediate &&
 		s.Verifying.Known() && s.Verifying != ActionRemediate &&
 		s.LastFailedAction.Known() && s.LastFailedAction != ActionRemediate &&
-		(s.InFlight == nil || (s.InFlight.Action.mutates() && s.InFlight.Owner != "")) &&
+		(s.InFlight == nil || (s.InFlight.Action.mutates() && s.InFlight.Owner != "" && s.InFlight.Action == s.PendingAction)) &&
+		(s.PendingAction != ActionTest || s.Phase == PhaseChecking) &&
 		(s.Health == "" || s.Health == HealthUnknown || s.Health == HealthHealthy || s.Health == HealthUnhealthy) &&
 		s.InstallFailures >= 0 && s.UpgradeFailures >= 0 && s.UninstallFailures >= 0 && s.Failures >= 0 &&
 		s.ObservedGeneration >= 0 &&

@@ -90,6 +90,17 @@ func (t *Table) Rows() []Row {
 	return append([]Row(nil), t.rows...)
 }
 
+// handles reports whether phase p has rows for both outcomes of action a
+// (health checks and tests are handled by Decide itself).
+func (t *Table) handles(p Phase, a Action) bool {
+	for _, e := range outcomeTriggers(a) {
+		if _, ok := t.index[rowKey{p, e}]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // outcomeTriggers are the triggers an action's outcome can produce; a phase
 // entered with that action needs a row for each.
 func outcomeTriggers(a Action) []Trigger {
@@ -211,7 +222,8 @@ func (t *Table) awaited(p Phase) []Action {
 // DeadlinePassed row that stays and runs nothing) without a ResetRequested
 // row that uninstalls again; no SpecChanged row out of PhaseFailed, or a
 // VersionChanged, ResetRequested or ForceRequested row that stays in it
-// (every spec request leaves Failed); a row that runs ActionTest (only
+// (every spec request leaves Failed); a row that enters a waiting phase
+// other than Deleting with nothing to do; a row that runs ActionTest (only
 // Policy.Test runs it); remediating rows without PhaseFailed (where an
 // unusable rollback target stops); and a phase entered with an action that
 // has no row for that action's success or failure, with Install and Upgrade
@@ -260,6 +272,9 @@ func (t *Table) Validate() error {
 		}
 		if r.Action == ActionRemediate {
 			remediates = true
+		}
+		if r.Action == ActionNone && r.To.waits() && r.To != PhaseDeleting {
+			problems = append(problems, fmt.Sprintf("row %d: enters %s, which waits, with nothing to do", i, r.To))
 		}
 		for _, a := range t.entryActions(r) {
 			for _, to := range resolutions(r.To, a) {
