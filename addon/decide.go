@@ -179,6 +179,9 @@ type decider struct {
 	waitUntil *metav1.Time
 	// stale is true when the spec's generation is behind the status.
 	stale bool
+	// requested is true while a reset request (not a new generation)
+	// fires a version change: it keeps the backoff of the failures before.
+	requested bool
 	// err is the first error a condition write reported.
 	err error
 }
@@ -260,7 +263,9 @@ func (d *decider) look() {
 		fired := false
 		switch {
 		case st.InstalledVersion != "" && spec.Version != st.InstalledVersion && spec.Version != st.FailedVersion && (genChanged || reset):
+			d.requested = !genChanged
 			fired = d.fire(TriggerVersionChanged, d.requestMessage(TriggerVersionChanged))
+			d.requested = false
 		case genChanged:
 			fired = d.fire(TriggerSpecChanged, d.requestMessage(TriggerSpecChanged))
 		}
@@ -686,8 +691,11 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	from := st.Phase
 	switch t {
 	case TriggerSpecChanged, TriggerVersionChanged:
-		st.InstallFailures, st.UpgradeFailures, st.UninstallFailures, st.Failures = 0, 0, 0, 0
+		st.InstallFailures, st.UpgradeFailures, st.UninstallFailures = 0, 0, 0
 		st.FailedVersion, st.LastFailedAction = "", ActionNone
+		if !d.requested {
+			st.Failures = 0
+		}
 	case TriggerResetRequested, TriggerForceRequested:
 		st.FailedVersion, st.LastFailedAction = "", ActionNone
 	case TriggerDeletionRequested:
@@ -805,7 +813,7 @@ func (d *decider) schedule(a Action, t Trigger) *metav1.Time {
 	switch {
 	case a == ActionNone || a == ActionTest:
 		return nil
-	case (t == TriggerResetRequested || t == TriggerForceRequested) && a.mutates():
+	case (t == TriggerResetRequested || t == TriggerForceRequested || d.requested) && a.mutates():
 		if st.Failures <= 1 || st.LastAttemptTime == nil {
 			return nil
 		}
