@@ -20,11 +20,16 @@ func benchInputs(b *testing.B) map[string]addon.Input {
 		}
 		return d.Status
 	}()
-	upgrading := st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2"))
+	v2 := addon.Spec{Name: meshSpec.Name, Generation: 2, Version: "v2"}
+	upgrade, err := addon.Decide(addon.Input{Spec: v2, Now: tNow, Status: running})
+	if err != nil || upgrade.Action != addon.ActionUpgrade {
+		b.Fatalf("no upgrade: %v %v", upgrade.Action, err)
+	}
+	upgrading := upgrade.Status
 	return map[string]addon.Input{
 		"look/running-not-due":    {Spec: meshSpec, Now: tNow.Add(time.Second), Status: running},
 		"outcome/running-healthy": {Spec: meshSpec, Now: tNow.Add(addon.DefaultRunningInterval), Status: running, Observation: health(addon.HealthHealthy, nil)},
-		"outcome/upgrade-failed":  {Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v2"}, Now: tNow, Status: upgrading, Observation: ran(upgrading, errBoom)},
+		"outcome/upgrade-failed":  {Spec: v2, Now: tNow.Add(time.Second), Status: upgrading, Observation: ran(upgrading, errBoom)},
 	}
 }
 
