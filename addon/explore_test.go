@@ -10,9 +10,9 @@ import (
 	"github.com/converge-dev/converge/addon"
 )
 
-// exploreDepth bounds TestExploreDefaultTable: 5 (15,240 states) runs in
+// exploreDepth bounds TestExploreDefaultTable: 5 (15,608 states) runs in
 // seconds under -race on two cores; deeper runs are for a workstation
-// (depth 8: 309,628 states, about a minute and a half without -race).
+// (depth 8: 324,832 states, about a minute without -race).
 var exploreDepth = flag.Int("explore-depth", 5, "TestExploreDefaultTable: how many steps from a new add-on to explore")
 
 // TestExploreDefaultTable checks every state of the default table reachable
