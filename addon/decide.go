@@ -261,12 +261,13 @@ func (d *decider) look() {
 		}
 		genChanged := spec.Generation != st.ObservedGeneration
 		fired := false
-		switch {
-		case st.InstalledVersion != "" && spec.Version != st.InstalledVersion && spec.Version != st.FailedVersion && (genChanged || reset):
+		if st.InstalledVersion != "" && spec.Version != st.InstalledVersion && spec.Version != st.FailedVersion && (genChanged || reset) {
 			d.requested = !genChanged
 			fired = d.fire(TriggerVersionChanged, d.requestMessage(TriggerVersionChanged))
 			d.requested = false
-		case genChanged:
+		}
+		if !fired && genChanged {
+			// Also a new version under a table without a VersionChanged row.
 			fired = d.fire(TriggerSpecChanged, d.requestMessage(TriggerSpecChanged))
 		}
 		if !fired && force {

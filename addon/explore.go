@@ -24,7 +24,8 @@ type ExploreOptions struct {
 	// once the world behaves, Running (healthy: at the desired version, or
 	// at the last good one after a failed upgrade) or Deleted is reached
 	// within Converge steps (a Failed add-on or a stopped deletion
-	// first gets a reset request, as an operator would send). 0 means 40.
+	// first gets a reset request, as an operator would send, or a new spec
+	// where the table has no reset row). 0 means 40.
 	Converge int
 }
 
@@ -313,8 +314,8 @@ func (e *explorer) decide(in Input, path *step, name string) (Decision, error) {
 		return d, fail("Install chosen while %s is installed", before.InstalledVersion)
 	}
 	if d.Action == ActionUninstall && before.Phase != PhaseDeleting && after.Phase != PhaseDeleting &&
-		before.InstalledVersion != "" && before.InstalledVersion == before.LastGoodVersion && before.FailedVersion != before.InstalledVersion &&
-		!(before.LastFailedAction == ActionUpgrade && e.rules.upgrade == RemediationUninstall) {
+		before.InstalledVersion != "" && before.InstalledVersion == before.LastGoodVersion && after.FailedVersion != before.InstalledVersion &&
+		!(after.LastFailedAction == ActionUpgrade && e.rules.upgrade == RemediationUninstall) {
 		return d, fail("good version %s uninstalled outside deletion", before.InstalledVersion)
 	}
 	if in.Observation.Action == ActionNone && in.Spec.Generation < before.ObservedGeneration {
@@ -367,7 +368,11 @@ func (e *explorer) liveness(s exploreState) error {
 			break
 		}
 		if !requested && (st.Phase == PhaseFailed || (st.Phase == PhaseDeleting && st.PendingAction == ActionNone && st.InFlight == nil)) {
-			cur.spec.ResetToken = e.newToken("r", st.LastResetToken)
+			if _, ok := e.opts.Table.Next(st.Phase, TriggerResetRequested); ok {
+				cur.spec.ResetToken = e.newToken("r", st.LastResetToken)
+			} else {
+				cur.spec.Generation = max(cur.spec.Generation, st.ObservedGeneration) + 1
+			}
 			requested = true
 		}
 		in := Input{Spec: cur.spec, Status: cur.status, Policy: e.opts.Policy, Table: e.opts.Table, Now: cur.now, Owner: "explorer"}

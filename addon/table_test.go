@@ -173,6 +173,20 @@ func TestCustomTableDrivesDecide(t *testing.T) {
 	assert.Equal(t, addon.PhaseFailed, d.Status.Phase, "the custom table sends a failed install straight to Failed")
 }
 
+// TestNewVersionWithoutAVersionChangedRowIsASpecChange was found by
+// TestExploreOtherPoliciesAndTables: Failed under the minimal table, which
+// has no VersionChanged row, stayed Failed on a new version.
+func TestNewVersionWithoutAVersionChangedRowIsASpecChange(t *testing.T) {
+	tb, err := addon.NewTable(minimal())
+	require.NoError(t, err)
+	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 2, Version: "v2"}, Table: tb, Now: tNow,
+		Status: st(addon.PhaseFailed, addon.ActionNone)})
+	require.NoError(t, err)
+	assert.Equal(t, addon.PhaseUpgrading, d.Status.Phase)
+	assert.Equal(t, addon.ActionUpgrade, d.Action, "SpecChanged's install row, resolved: v1 is installed")
+	assert.Equal(t, "SpecChanged", d.Status.Reason)
+}
+
 func TestTableValidateResolvesInstallBothWays(t *testing.T) {
 	rows := without(minimal(), addon.PhaseUpgrading, addon.TriggerUpgradeFailed)
 	_, err := addon.NewTable(rows)
