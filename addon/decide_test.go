@@ -417,7 +417,9 @@ func TestRuleNoPhaseWaitsWithoutDeadline(t *testing.T) {
 			}),
 			spec: func(s *addon.Spec) { s.Generation, s.Version, s.ResetToken = 2, "v2", "r4" },
 			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, reason: "VersionChanged", after: 2*addon.DefaultBackoffInitial - 5*time.Second,
-				check: func(t *testing.T, d addon.Decision) { assert.Equal(t, int32(3), d.Status.Failures, "a reset keeps the backoff step") }}},
+				check: func(t *testing.T, d addon.Decision) {
+					assert.Equal(t, int32(3), d.Status.Failures, "a reset keeps the backoff step")
+				}}},
 		{name: "a force token that changes on every reconcile waits out the backoff of the failures before it",
 			status: st(addon.PhaseFailed, addon.ActionNone, func(s *addon.Status) {
 				s.FailedVersion, s.LastFailedAction, s.UpgradeFailures, s.Failures, s.ObservedGeneration = "v2", addon.ActionUpgrade, 3, 3, 2
