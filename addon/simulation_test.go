@@ -27,6 +27,10 @@ const (
 	simConverge = 60 // reconciles to Running or Deleted once faults stop
 )
 
+// simTwoAtOnce names the fault of a second Machine reconciling while the
+// first one's action runs.
+const simTwoAtOnce = "two Machines at once"
+
 // simSecret is a credential the simulated driver puts in its errors; it must
 // never reach the status.
 const simSecret = "hunter2"
@@ -50,15 +54,22 @@ func TestSimAddon(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	steps := 0
+	steps, twoAtOnce := 0, 0
+	faults := map[string]int{}
 	for _, seed := range seeds {
 		s := newSimulation(seed)
 		if err := s.run(); err != nil {
 			t.Fatalf("schedule %d: %v\nreplay: go test ./addon/ -run TestSimAddon -args -seed %d\nsteps:%s", seed, err, seed, s.trace())
 		}
 		steps += s.steps
+		if s.injected[simTwoAtOnce] > 0 {
+			twoAtOnce++
+		}
+		for k, n := range s.injected {
+			faults[k] += n
+		}
 	}
-	t.Logf("%d schedules, %d reconciles, in %s", len(seeds), steps, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d schedules (%d with two Machines at once), %d reconciles, in %s; faults: %v", len(seeds), twoAtOnce, steps, time.Since(start).Round(time.Millisecond), faults)
 }
 
 // simulation is one schedule: a world (what the cluster runs), a store, two
@@ -72,6 +83,8 @@ type simulation struct {
 	log      []simLog
 	faults   bool
 	steps    int
+	// injected counts the faults injected, by kind.
+	injected map[string]int
 
 	// running is which Machine's reconcile is on; cancel ends its context
 	// (a crash).
@@ -102,7 +115,7 @@ func newSimulation(seed uint64) *simulation {
 		rng:    rand.New(rand.NewPCG(seed, seed^0x5eed)),
 		clock:  clocktesting.NewFakeClock(t0),
 		store:  &fake.AddonStore{},
-		faults: true,
+		faults: true, injected: map[string]int{},
 	}
 	s.policy = simPolicies[s.rng.IntN(len(simPolicies))]
 	s.store.Put(addon.Object{Spec: meshSpec})
@@ -175,6 +188,7 @@ func (s *simulation) step() {
 	case r < 40:
 		s.reconcile(s.rng.IntN(2), s.obj())
 	case r < 44:
+		s.injected["stale snapshot"]++
 		s.logf("reconcile from a stale snapshot (version %s)", s.stale.ResourceVersion)
 		s.reconcile(s.rng.IntN(2), s.stale)
 	case r < 56:
@@ -185,6 +199,7 @@ func (s *simulation) step() {
 		s.changeSpec()
 	case r < 92:
 		n := 1 + s.rng.IntN(2)
+		s.injected["status conflict"]++
 		s.logf("the next %d status writes conflict", n)
 		s.store.Conflicts = n
 	default:
@@ -354,21 +369,26 @@ func (d *simDriver) fault(ctx context.Context, a addon.Action) error {
 	}
 	switch r := s.rng.IntN(100); {
 	case r < 10:
+		s.injected[simTwoAtOnce]++
 		other := 1 - s.running
 		s.logf("  m%d reconciles while m%d's %s runs", other+1, s.running+1, a)
 		s.reconcile(other, s.obj())
 	case r < 15:
+		s.injected["spec change during an action"]++
 		s.logf("  spec changes while %s runs", a)
 		s.changeSpec()
 	case r < 20:
+		s.injected["crash between claim and outcome"]++
 		s.logf("  crash while %s runs", a)
 		s.cancel()
 		return ctx.Err()
 	case r < 25:
+		s.injected["hang past the action timeout"]++
 		s.logf("  %s hangs past the action timeout", a)
 		s.clock.Step(addon.DefaultActionTimeout)
 		return context.DeadlineExceeded
 	case r < 45:
+		s.injected["action failed"]++
 		return fmt.Errorf("sim: %s failed: registry login password=%s rejected", a, simSecret)
 	}
 	return nil
