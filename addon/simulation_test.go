@@ -434,3 +434,17 @@ func (d *simDriver) Drift(context.Context, addon.Request) (bool, string, error) 
 	}
 	return s.rng.IntN(10) == 0, "Deployment replicas changed by hand", nil
 }
+
+// TestSimAddonReplaysExactly: a seed names one schedule, step for step.
+func TestSimAddonReplaysExactly(t *testing.T) {
+	for _, seed := range []uint64{7, 42, 4242} {
+		a, b := newSimulation(seed), newSimulation(seed)
+		errA, errB := a.run(), b.run()
+		if errA != nil || errB != nil {
+			t.Fatalf("schedule %d: %v, %v", seed, errA, errB)
+		}
+		if a.trace() != b.trace() {
+			t.Fatalf("schedule %d played twice differs:%s\nthen:%s", seed, a.trace(), b.trace())
+		}
+	}
+}
