@@ -95,10 +95,11 @@ func (d *decider) setKStatus(abnormal, other string, ready metav1.ConditionStatu
 	d.removeCond(other)
 }
 
-// setCond sets a condition through conditions.Set, copying the list first
-// (Decide never changes its input); nothing is copied or checked when the
-// condition already reads so.
+// setCond sets a condition through conditions.Set, its message bounded,
+// copying the list first (Decide never changes its input); nothing is
+// copied or checked when the condition already reads so.
 func (d *decider) setCond(typ string, status metav1.ConditionStatus, reason, msg string) {
+	msg = conditions.TruncateMessage(msg, conditions.MaxMessageLength)
 	gen := d.st.ObservedGeneration
 	for i := range d.st.Conditions {
 		c := &d.st.Conditions[i]

@@ -646,3 +646,20 @@ func TestDecideFuzzFindings(t *testing.T) {
 		})
 	}
 }
+
+// TestHugeDriverErrorsAreBounded: an error of any size leaves the status,
+// the conditions and the events within their bounds.
+func TestHugeDriverErrorsAreBounded(t *testing.T) {
+	s := st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2"))
+	huge := fmt.Errorf("helm: %s", strings.Repeat("résumé failed; ", 20000))
+	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v2"}, Status: s, Now: tNow, Owner: "m1", Observation: ran(s, huge)})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(d.Status.Message), 1024)
+	for _, e := range d.Events {
+		assert.LessOrEqual(t, len(e.Message), 1024, e.Reason)
+	}
+	for _, c := range d.Status.Conditions {
+		assert.LessOrEqual(t, len(c.Message), conditions.MaxMessageLength, c.Type)
+		require.NoError(t, conditions.Validate(c), c.Type)
+	}
+}
