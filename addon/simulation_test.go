@@ -31,6 +31,9 @@ const (
 // first one's action runs.
 const simTwoAtOnce = "two Machines at once"
 
+// simHugeError is the tail of an error far beyond every message bound.
+var simHugeError = strings.Repeat("manifest rejected; ", 3000)
+
 // simSecret is a credential the simulated driver puts in its errors; it must
 // never reach the status.
 const simSecret = "hunter2"
@@ -389,6 +392,10 @@ func (d *simDriver) fault(ctx context.Context, a addon.Action) error {
 		return context.DeadlineExceeded
 	case r < 45:
 		s.injected["action failed"]++
+		if s.rng.IntN(20) == 0 {
+			s.injected["action failed with a huge error"]++
+			return fmt.Errorf("sim: %s failed: password=%s %s", a, simSecret, simHugeError)
+		}
 		return fmt.Errorf("sim: %s failed: registry login password=%s rejected", a, simSecret)
 	}
 	return nil
