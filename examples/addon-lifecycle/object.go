@@ -13,6 +13,13 @@ import (
 	"github.com/converge-dev/converge/addon"
 )
 
+// The annotations that request a reset or a forced re-apply, as Flux's
+// reconcile.fluxcd.io/resetAt and forceAt: any new value is one request.
+const (
+	resetAnnotation = "addons.converge.dev/reset-at"
+	forceAnnotation = "addons.converge.dev/force-at"
+)
+
 // specOf reads the engine's Spec from an Addon object.
 func specOf(obj *unstructured.Unstructured) addon.Spec {
 	version, _, _ := unstructured.NestedString(obj.Object, "spec", "version")
@@ -21,6 +28,8 @@ func specOf(obj *unstructured.Unstructured) addon.Spec {
 		Generation: obj.GetGeneration(),
 		Version:    version,
 		Deleting:   obj.GetDeletionTimestamp() != nil,
+		ResetToken: obj.GetAnnotations()[resetAnnotation],
+		ForceToken: obj.GetAnnotations()[forceAnnotation],
 	}
 }
 

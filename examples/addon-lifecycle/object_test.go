@@ -49,6 +49,9 @@ func TestSpecOf(t *testing.T) {
 	now := metav1.Now()
 	obj.SetDeletionTimestamp(&now)
 	assert.True(t, specOf(obj).Deleting)
+	obj.SetAnnotations(map[string]string{resetAnnotation: "2026-11-29T12:00:00Z", forceAnnotation: "1"})
+	assert.Equal(t, "2026-11-29T12:00:00Z", specOf(obj).ResetToken)
+	assert.Equal(t, "1", specOf(obj).ForceToken)
 }
 
 func TestFinalizerHelpers(t *testing.T) {
