@@ -105,7 +105,9 @@ func TestClusterApplierWaitsForJobs(t *testing.T) {
 			err = applier.Apply(context.Background(), m, payload.StateInitializing)
 			switch {
 			case tt.wantFatal:
-				assert.Equal(t, payload.EffectFail, payload.EffectOf(err), "%v", err)
+				var uErr *payload.UpdateError
+				require.ErrorAs(t, err, &uErr)
+				assert.Equal(t, payload.EffectFail, uErr.Effect, "%v", err)
 				assert.ErrorContains(t, err, "Job demo/migrate failed: BackoffLimitExceeded")
 			case tt.wantErr != nil:
 				assert.ErrorIs(t, err, tt.wantErr)

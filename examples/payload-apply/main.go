@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/util/wait"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
 
@@ -103,7 +103,7 @@ func loadManifests() ([]payload.Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return payload.Load(sub)
+	return payload.Load(sub, payload.LoadOptions{})
 }
 
 // stampRelease returns copies of manifests annotated with the release version.
@@ -128,7 +128,7 @@ func printPlan(out io.Writer, format string) error {
 	if err != nil {
 		return err
 	}
-	graph, err := payload.BuildGraph(payload.NewTasks(manifests, payload.DefaultBackoff), payload.ByNumberAndComponent)
+	graph, err := payload.BuildGraph(payload.NewTasks(manifests), payload.OrderRunLevels)
 	if err != nil {
 		return err
 	}
@@ -239,6 +239,12 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}, func(ctx context.Context) error { return apply(ctx, c, o, progress) })
 }
 
+// decided is a result of the worker with the status it made.
+type decided struct {
+	payload.Result
+	status payload.Status
+}
+
 // apply runs the sync worker until the payload has been applied and reconciled once.
 func apply(ctx context.Context, c *cluster, o options, progress *progressLine) error {
 	manifests, err := loadManifests()
@@ -250,13 +256,15 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	// also while the apply works, so an apply gets an hour of virtual time.
 	var (
 		interval     = 3 * time.Minute
-		backoff      = wait.Backoff{Steps: 5, Duration: 2 * time.Second, Factor: 2}
+		attempts     = int32(5)
+		backoff      = payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: time.Minute}, FactorPercent: 200}
 		applyTimeout = time.Hour
 		deadline     = 60 * time.Second
 	)
 	if c.fake == nil {
 		interval, applyTimeout, deadline = 30*time.Second, 5*time.Minute, 10*time.Minute
-		backoff = wait.Backoff{Steps: 12, Duration: 2 * time.Second, Factor: 1.5, Cap: 20 * time.Second}
+		attempts = 12
+		backoff = payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: 20 * time.Second}, FactorPercent: 150}
 		progress.println("applying %d manifests of release %s to the cluster of %s", len(manifests), o.release, o.kubeconfig)
 	} else {
 		progress.println("applying %d manifests to an in-memory cluster (ConfigMap %s is refused twice)", len(manifests), flakyConfigMap)
@@ -272,8 +280,8 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	if err != nil {
 		return err
 	}
-	if !persisted.Actual.IsZero() {
-		progress.println("persisted status: release %s, %s, completed %d time(s)", persisted.Actual.Version, persisted.State, persisted.Completed)
+	if !persisted.Release.IsZero() {
+		progress.println("persisted status: release %s, %s, completed %d time(s)", persisted.Release.Version, persisted.State, persisted.Completed)
 	}
 	applier := &clusterApplier{
 		client:       c.client,
@@ -286,35 +294,37 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	applier.onError = func(m *payload.Manifest, err error) {
 		progress.println("attempt failed: %s: %v", m.Ref(), err)
 	}
-	results := make(chan payload.ApplyResult, 16)
+	results := make(chan decided, 16)
 	workerCtx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
-	worker, err := payload.NewWorker(payload.WorkerConfig{
-		Loader: payload.PayloadLoaderFunc(func(_ context.Context, desired payload.Release) (*payload.Payload, error) {
+	var worker *payload.Worker
+	worker, err = payload.NewWorker(payload.Config{
+		Loader: payload.LoaderFunc(func(_ context.Context, desired payload.Release) (*payload.Payload, error) {
 			return &payload.Payload{Release: desired, Manifests: stampRelease(manifests, desired.Version)}, nil
 		}),
-		Applier:          applier,
-		Clock:            c.clock,
-		Interval:         interval,
-		ApplyTimeout:     applyTimeout,
-		Backoff:          backoff,
-		Workers:          4,
-		ReconcileWorkers: 2,
-		OnStatus: func(s payload.Status) {
-			progress.show(s)
-			if err := store.save(ctx, s); err != nil {
-				progress.println("%v", err)
-			}
+		Applier: applier,
+		Clock:   c.clock,
+		Policy: payload.Policy{
+			Interval:         metav1.Duration{Duration: interval},
+			ApplyTimeout:     metav1.Duration{Duration: applyTimeout},
+			ManifestAttempts: attempts,
+			ManifestBackoff:  backoff,
+			Workers:          4,
+			ReconcileWorkers: 2,
 		},
-		AfterApply: func(r payload.ApplyResult) {
+		StatusWriter: payload.StatusWriterFunc(func(ctx context.Context, s payload.Status) error {
+			progress.show(s)
+			return store.save(ctx, s)
+		}),
+		OnResult: func(r payload.Result) {
+			for _, e := range r.Events {
+				progress.println("event: %s %s: %s", e.Type, e.Reason, e.Message)
+			}
 			select {
-			case results <- r:
+			case results <- decided{Result: r, status: worker.Status()}:
 			case <-workerCtx.Done():
 			}
 		},
-		Events: payload.EventRecorderFunc(func(eventType, reason, message string) {
-			progress.println("event: %s %s: %s", eventType, reason, message)
-		}),
 		Status: persisted,
 	})
 	if err != nil {
@@ -331,7 +341,7 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	}
 
 	worker.Update(1, release)
-	if err := awaitReconcile(ctx, c, worker, progress, results); err != nil {
+	if err := awaitReconcile(ctx, c, persisted, progress, results); err != nil {
 		_ = stop()
 		return err
 	}
@@ -359,31 +369,37 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 }
 
 // awaitReconcile waits until the payload has been applied and then reconciled once.
-func awaitReconcile(ctx context.Context, c *cluster, worker *payload.Worker, progress *progressLine, results <-chan payload.ApplyResult) error {
+// An apply runs in the state the decision before it published.
+func awaitReconcile(ctx context.Context, c *cluster, persisted payload.Status, progress *progressLine, results <-chan decided) error {
 	const maxFailures = 5
 	failures := 0
+	last := persisted
 	for {
-		var r payload.ApplyResult
+		var d decided
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("gave up waiting for the payload: %w", ctx.Err())
-		case r = <-results:
+		case d = <-results:
 		}
-		s := worker.Status()
-		if r.Err != nil {
+		ran, s := last.State, d.status
+		last = s
+		switch {
+		case d.RequeueAfter == 0:
+			continue // the decision starts an apply
+		case s.Failures > 0:
 			failures++
-			progress.println("apply (%s) failed, retrying in %s: %v", r.State, r.RetryAfter, r.Err)
+			progress.println("apply (%s) failed, retrying in %s: %s", ran, d.RequeueAfter, s.Failure.Message)
 			if failures == maxFailures {
 				return errors.New("too many failed applies")
 			}
-		} else {
-			progress.println("apply (%s) done: %d/%d manifests, completed %d time(s), next in %s", r.State, s.Done, s.Total, s.Completed, r.RetryAfter)
-		}
-		if r.Err == nil && r.State == payload.StateReconciling {
-			return nil
+		default:
+			progress.println("apply (%s) done: %d/%d manifests, completed %d time(s), next in %s", ran, s.Done, s.Total, s.Completed, d.RequeueAfter)
+			if ran == payload.StateReconciling {
+				return nil
+			}
 		}
 		if c.fake != nil {
-			c.fake.Step(r.RetryAfter)
+			c.fake.Step(d.RequeueAfter)
 		}
 	}
 }
