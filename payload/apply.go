@@ -149,13 +149,17 @@ func (w *Worker) applyTask(ctx context.Context, t *Task, state State) error {
 		}
 		return err
 	}
-	if err := t.retry(ctx, w.clock, w.policy, "update", func() error { return w.cfg.Applier.Apply(ctx, m, state) }); err != nil {
+	err := t.retry(ctx, w.clock, w.policy, "update", func() error { return w.cfg.Applier.Apply(ctx, m, state) })
+	if err != nil && effectOf(err) != EffectReport {
 		return err
 	}
-	if w.cfg.Readiness == nil || state == StateReconciling {
-		return nil
+	// A reported error does not stop the manifest: its object must be ready all the same.
+	if w.cfg.Readiness != nil && state != StateReconciling {
+		if notReady := t.awaitReady(ctx, w.clock, w.policy, func() error { return w.cfg.Readiness.Ready(ctx, m) }); notReady != nil {
+			return notReady
+		}
 	}
-	return t.awaitReady(ctx, w.clock, w.policy, func() error { return w.cfg.Readiness.Ready(ctx, m) })
+	return err
 }
 
 // plan builds the graph and the run options of state: Initializing runs every

@@ -22,6 +22,10 @@ func (w *Worker) loop(ctx context.Context) {
 			timer.Stop()
 		}
 	}()
+	select { // the first decision sees every Update made before Start
+	case <-w.wake:
+	default:
+	}
 	for {
 		w.mu.Lock()
 		obs := Observation{Desired: w.desired, Generation: w.generation, Status: w.status, Outcome: outcome, Now: w.clock.Now(), Jitter: w.jitter()}
@@ -53,13 +57,15 @@ func (w *Worker) loop(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return
 		case <-w.wake:
 		case <-due:
 		}
 		if timer != nil {
 			timer.Stop()
 			timer = nil
+		}
+		if ctx.Err() != nil {
+			return
 		}
 	}
 }

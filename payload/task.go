@@ -107,7 +107,7 @@ func sleep(ctx context.Context, clk clock.WithDelayedExecution, d time.Duration)
 	case <-ctx.Done():
 		return false
 	case <-timer.C():
-		return true
+		return ctx.Err() == nil // an end that comes with the timer wins, whatever select picked
 	}
 }
 
