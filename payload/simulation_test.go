@@ -103,11 +103,11 @@ const (
 // simTimer is a timer of the simulated clock.
 type simTimer struct {
 	clock.Timer
-	due      time.Time
-	stopped  bool
-	afterFn  bool
-	fired    chan struct{} // closed once the function of an AfterFunc has run
-	sim      *sim
+	due     time.Time
+	stopped bool
+	afterFn bool
+	fired   chan struct{} // closed once the function of an AfterFunc has run
+	sim     *sim
 }
 
 func (t *simTimer) Stop() bool {
@@ -169,10 +169,10 @@ type sim struct {
 	inApply      bool
 	applyRelease payload.Release
 	readySince   map[string]time.Time
-	completed map[string]bool
-	last      payload.Status
-	resumeBy  *payload.Status // the status a restart carries on from
-	applies   int
+	completed    map[string]bool
+	last         payload.Status
+	resumeBy     *payload.Status // the status a restart carries on from
+	applies      int
 }
 
 func (s *sim) logf(format string, args ...any) {

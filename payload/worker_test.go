@@ -856,3 +856,25 @@ func TestWorkerReconcilesInSeededPermutation(t *testing.T) {
 	}
 	assert.NotEqual(t, orders[0], orders[1], "each pass starts elsewhere")
 }
+
+// TestWorkerAwaitsReadinessAfterAReportedError was found by TestSimPayload: an apply
+// error of EffectReport skipped the readiness wait, so the next run level started on
+// an object that was not ready.
+func TestWorkerAwaitsReadinessAfterAReportedError(t *testing.T) {
+	readiness := &fake.PayloadReadiness{}
+	h := newHarness(t, func(c *payload.Config) {
+		c.Policy.Workers = 1
+		c.Policy.ReadinessPoll = metav1.Duration{Duration: 10 * time.Second}
+		c.Readiness = readiness
+		c.Status = payload.Status{Release: v2, State: payload.StateReconciling}
+	})
+	h.applier.Push("ConfigMap/b/two", fake.PayloadOutcome{Err: &payload.UpdateError{Reason: "Slow", Message: "slow", Effect: payload.EffectReport}, Times: 1})
+	readiness.NotReadyFor("ConfigMap/b/two", 1)
+	h.worker.Update(1, v1)
+	h.waiters(2) // the apply's timeout and the readiness poll
+	assert.NotContains(t, filesOf(h.applier.Recorded()), "0000_30_c_00_cm.yaml", "the next run level waits")
+	h.clk.Step(10 * time.Second)
+	d := h.next()
+	assert.Equal(t, runLevelOrder, filesOf(h.applier.Recorded()))
+	assert.Equal(t, payload.EffectReport, d.Status.Failure.Effect)
+}
