@@ -93,19 +93,11 @@ func releaseName(version, image string) string {
 	return Release{Version: version, Image: image}.String()
 }
 
-// sanitizeReason makes reason a valid CamelCase condition reason: characters the API
-// refuses are dropped, and a reason left empty or not starting with a letter becomes
-// "UpdatePayloadFailed".
+// sanitizeReason makes reason a valid condition reason; a reason with nothing left
+// becomes "UpdatePayloadFailed".
 func sanitizeReason(reason string) string {
-	b := make([]byte, 0, min(len(reason), 1024))
-	for i := 0; i < len(reason) && len(b) < 1024; i++ {
-		c := reason[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' {
-			b = append(b, c)
-		}
+	if r := conditions.SanitizeReason(reason); r != "" {
+		return r
 	}
-	if len(b) == 0 || !(b[0] >= 'a' && b[0] <= 'z' || b[0] >= 'A' && b[0] <= 'Z') {
-		return "UpdatePayloadFailed"
-	}
-	return string(b)
+	return "UpdatePayloadFailed"
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/conditions"
 )
 
 // Release identifies a payload: the version it carries and where it comes from.
@@ -181,20 +183,5 @@ func (s *Status) progressMessage() string {
 	return fmt.Sprintf("Working towards %s: %d of %d done (%d%% complete)", s.Release, s.Done, s.Total, s.percent())
 }
 
-// maxMessage bounds the messages the worker writes, as the Condition API does.
-const maxMessage = 32768
-
-// boundMessage cuts msg to the Condition API's limit on a rune boundary.
-func boundMessage(msg string) string {
-	if len(msg) <= maxMessage {
-		return msg
-	}
-	const ellipsis = "…"
-	cut := maxMessage - len(ellipsis)
-	for cut > 0 && !utf8RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + ellipsis
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+// boundMessage bounds a message the worker writes as the Condition API does.
+func boundMessage(msg string) string { return conditions.TruncateMessage(msg, conditions.MaxMessageLength) }

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/conditions"
 )
 
 func TestStatusDeepCopyAndJSON(t *testing.T) {
@@ -49,7 +51,7 @@ func TestFailureOf(t *testing.T) {
 	assert.Equal(t, Failure{Reason: "UpdatePayloadFailed", Message: "no reason", Effect: EffectFail}, *failureOf(&UpdateError{Message: "no reason"}),
 		"an UpdateError without reason or effect fails the update")
 	long := failureOf(errors.New(string(make([]byte, 40000))))
-	assert.LessOrEqual(t, len(long.Message), maxMessage, "messages are bounded as the Condition API bounds them")
+	assert.LessOrEqual(t, len(long.Message), conditions.MaxMessageLength, "messages are bounded as the Condition API bounds them")
 }
 
 // TestReleaseSameByDigest protects release identity: the same digest through a
