@@ -1,8 +1,9 @@
 // Command payload-apply applies an embedded payload of 30 manifests (5 run levels,
-// 3 components, one Job) with the payload engine's sync worker and server-side apply:
-// the Job as a barrier, every component at once on a first install and run levels in
-// order on an update, every manifest retried with backoff, a live progress line, then
-// one reconcile pass that writes nothing.
+// 3 components, one Job) and one removal with the payload engine's sync worker and
+// server-side apply: the Job as a barrier that the worker waits for (readiness),
+// every component at once on a first install and run levels in order on an update,
+// the ConfigMap marked release.openshift.io/delete removed, every manifest retried
+// with backoff, a live progress line, then one reconcile pass that writes nothing.
 //
 // With no flags it uses client-go's fake dynamic client, in which one ConfigMap is
 // refused twice before it is accepted, and a fake clock, and finishes in well under a
@@ -25,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -37,7 +39,7 @@ import (
 	"github.com/converge-dev/converge/payload"
 )
 
-//go:embed manifests/*.yaml
+//go:embed manifests/*.yaml removed/*.yaml
 var embedded embed.FS
 
 // releaseImage names where the release's manifests come from.
@@ -98,12 +100,26 @@ func main() {
 	}
 }
 
-func loadManifests() ([]payload.Manifest, error) {
-	sub, err := fs.Sub(embedded, "manifests")
+// loadManifests loads the 30 manifests the payload applies.
+func loadManifests() ([]payload.Manifest, error) { return loadDir("manifests") }
+
+// loadRemovals loads the manifests the payload removes (release.openshift.io/delete).
+func loadRemovals() ([]payload.Manifest, error) { return loadDir("removed") }
+
+func loadDir(dir string) ([]payload.Manifest, error) {
+	sub, err := fs.Sub(embedded, dir)
 	if err != nil {
 		return nil, err
 	}
 	return payload.Load(sub, payload.LoadOptions{})
+}
+
+// releasePayload is the payload of a release: the manifests stamped with its version,
+// and the removals, in file order.
+func releasePayload(manifests, removals []payload.Manifest, release payload.Release) *payload.Payload {
+	all := append(stampRelease(manifests, release.Version), removals...)
+	slices.SortStableFunc(all, func(a, b payload.Manifest) int { return payload.CompareFiles(a.File, b.File) })
+	return &payload.Payload{Release: release, Manifests: all}
 }
 
 // stampRelease returns copies of manifests annotated with the release version.
@@ -251,18 +267,23 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	if err != nil {
 		return err
 	}
+	removals, err := loadRemovals()
+	if err != nil {
+		return err
+	}
 	release := payload.Release{Version: o.release, Image: releaseImage}
 	// In memory the fake clock runs a second per millisecond while anything waits on it,
 	// also while the apply works, so an apply gets an hour of virtual time.
 	var (
 		interval     = 3 * time.Minute
+		poll         = 2 * time.Second
 		attempts     = int32(5)
 		backoff      = payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: time.Minute}, FactorPercent: 200}
 		applyTimeout = time.Hour
 		deadline     = 60 * time.Second
 	)
 	if c.fake == nil {
-		interval, applyTimeout, deadline = 30*time.Second, 5*time.Minute, 10*time.Minute
+		interval, poll, applyTimeout, deadline = 30*time.Second, time.Second, 5*time.Minute, 10*time.Minute
 		attempts = 12
 		backoff = payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: 20 * time.Second}, FactorPercent: 150}
 		progress.println("applying %d manifests of release %s to the cluster of %s", len(manifests), o.release, o.kubeconfig)
@@ -294,16 +315,21 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	applier.onError = func(m *payload.Manifest, err error) {
 		progress.println("attempt failed: %s: %v", m.Ref(), err)
 	}
+	applier.onWait = func(m *payload.Manifest, err error) {
+		progress.println("waiting for %s to be ready: %v", m.Ref(), err)
+	}
 	results := make(chan decided, 16)
 	workerCtx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
 	var worker *payload.Worker
 	worker, err = payload.NewWorker(payload.Config{
 		Loader: payload.LoaderFunc(func(_ context.Context, desired payload.Release) (*payload.Payload, error) {
-			return &payload.Payload{Release: desired, Manifests: stampRelease(manifests, desired.Version)}, nil
+			return releasePayload(manifests, removals, desired), nil
 		}),
-		Applier: applier,
-		Clock:   c.clock,
+		Applier:   applier,
+		Deleter:   applier,
+		Readiness: applier,
+		Clock:     c.clock,
 		Policy: payload.Policy{
 			Interval:         metav1.Duration{Duration: interval},
 			ApplyTimeout:     metav1.Duration{Duration: applyTimeout},
@@ -311,6 +337,8 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 			ManifestBackoff:  backoff,
 			Workers:          4,
 			ReconcileWorkers: 2,
+			ReadinessPoll:    metav1.Duration{Duration: poll},
+			ReadinessTimeout: metav1.Duration{Duration: applyTimeout},
 		},
 		StatusWriter: payload.StatusWriterFunc(func(ctx context.Context, s payload.Status) error {
 			progress.show(s)
