@@ -48,11 +48,17 @@ func (w *Worker) loop(ctx context.Context) {
 		// the host handled the result.
 		var due <-chan time.Time
 		if d.Result.RequeueAfter > 0 {
-			wait := obs.Now.Add(d.Result.RequeueAfter).Sub(w.clock.Now())
+			at := obs.Now.Add(d.Result.RequeueAfter)
+			wait := at.Sub(w.clock.Now())
 			if wait <= 0 {
 				continue
 			}
 			timer = w.clock.NewTimer(wait)
+			if !w.clock.Now().Before(at) { // the clock moved on before the timer was set
+				timer.Stop()
+				timer = nil
+				continue
+			}
 			due = timer.C()
 		}
 		select {

@@ -184,4 +184,6 @@ func (s *Status) progressMessage() string {
 }
 
 // boundMessage bounds a message the worker writes as the Condition API does.
-func boundMessage(msg string) string { return conditions.TruncateMessage(msg, conditions.MaxMessageLength) }
+func boundMessage(msg string) string {
+	return conditions.TruncateMessage(msg, conditions.MaxMessageLength)
+}
