@@ -38,10 +38,10 @@ func TestBackoffDelay(t *testing.T) {
 
 func TestPolicyDefaults(t *testing.T) {
 	p := Policy{}.withDefaults()
-	assert.Equal(t, DefaultInterval, p.Interval.Duration)
-	for n, want := range []time.Duration{0, DefaultInterval / 8, DefaultInterval / 4, DefaultInterval / 2, DefaultInterval, DefaultInterval} {
+	assert.Equal(t, defaultInterval, p.Interval.Duration)
+	for n, want := range []time.Duration{0, defaultInterval / 8, defaultInterval / 4, defaultInterval / 2, defaultInterval, defaultInterval} {
 		assert.Equal(t, want, p.Backoff.Delay(int32(n), 0), "the cluster-version operator's waits after %d failures", n)
 	}
-	assert.Equal(t, int32(DefaultInitializingWorkers), p.InitializingWorkers)
+	assert.Equal(t, int32(defaultInitializingWorkers), p.InitializingWorkers)
 	assert.Equal(t, EffectFailAfterInterval, p.ReadinessEffect)
 }

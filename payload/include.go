@@ -9,15 +9,15 @@ import (
 
 // The annotations Inclusion reads, as the cluster-version operator names them.
 const (
-	// ProfileAnnotationPrefix + profile set to "true" includes a manifest in a cluster
+	// profileAnnotationPrefix + profile set to "true" includes a manifest in a cluster
 	// profile, e.g. include.release.openshift.io/self-managed-high-availability.
-	ProfileAnnotationPrefix = "include.release.openshift.io/"
-	// ExcludeAnnotationPrefix + identifier set to "true" excludes a manifest.
-	ExcludeAnnotationPrefix = "exclude.release.openshift.io/"
-	// FeatureSetAnnotation lists, comma separated, the feature sets a manifest belongs to.
-	FeatureSetAnnotation = "release.openshift.io/feature-set"
-	// CapabilityAnnotation lists, joined by "+", the capabilities a manifest belongs to.
-	CapabilityAnnotation = "capability.openshift.io/name"
+	profileAnnotationPrefix = "include.release.openshift.io/"
+	// excludeAnnotationPrefix + identifier set to "true" excludes a manifest.
+	excludeAnnotationPrefix = "exclude.release.openshift.io/"
+	// featureSetAnnotation lists, comma separated, the feature sets a manifest belongs to.
+	featureSetAnnotation = "release.openshift.io/feature-set"
+	// capabilityAnnotation lists, joined by "+", the capabilities a manifest belongs to.
+	capabilityAnnotation = "capability.openshift.io/name"
 )
 
 // knownFeatureSets are the feature sets an annotation may name; "Default" stands for
@@ -25,7 +25,9 @@ const (
 var knownFeatureSets = []string{"CustomNoUpgrade", "Default", "DevPreviewNoUpgrade", "TechPreviewNoUpgrade"}
 
 // Inclusion decides which manifests of a payload belong to a cluster with the
-// cluster-version operator's annotations (library-go's manifest.Include). Every rule
+// cluster-version operator's annotations (library-go's manifest.Include):
+// include.release.openshift.io/<profile>, exclude.release.openshift.io/<identifier>,
+// release.openshift.io/feature-set and capability.openshift.io/name. Every rule
 // is optional; a manifest excluded by one is never applied nor counted. Plug it into
 // the worker with Config.Include: payload.Inclusion{Profile: "…"}.Include.
 type Inclusion struct {
@@ -36,12 +38,12 @@ type Inclusion struct {
 	// include.release.openshift.io/<Profile>: "true".
 	Profile string
 	// FeatureSet, when CheckFeatureSet is set, is the cluster's feature set ("" is
-	// Default): a manifest with a FeatureSetAnnotation must list it, and one listing an
+	// Default): a manifest with a featureSetAnnotation must list it, and one listing an
 	// unknown feature set is excluded.
 	FeatureSet      string
 	CheckFeatureSet bool
 	// KnownCapabilities and EnabledCapabilities, when KnownCapabilities is not nil,
-	// include a manifest only when every capability of its CapabilityAnnotation is known
+	// include a manifest only when every capability of its capabilityAnnotation is known
 	// and enabled.
 	KnownCapabilities   []string
 	EnabledCapabilities []string
@@ -62,7 +64,7 @@ func (in Inclusion) Include(m *Manifest) error {
 		return errors.New("no annotations")
 	}
 	if in.ExcludeIdentifier != "" {
-		key := ExcludeAnnotationPrefix + in.ExcludeIdentifier
+		key := excludeAnnotationPrefix + in.ExcludeIdentifier
 		if v := annotations[key]; v == "true" {
 			return fmt.Errorf("%s=%s", key, v)
 		}
@@ -73,7 +75,7 @@ func (in Inclusion) Include(m *Manifest) error {
 		}
 	}
 	if in.Profile != "" {
-		key := ProfileAnnotationPrefix + in.Profile
+		key := profileAnnotationPrefix + in.Profile
 		v, ok := annotations[key]
 		switch {
 		case !ok:
@@ -83,13 +85,13 @@ func (in Inclusion) Include(m *Manifest) error {
 		}
 	}
 	if in.KnownCapabilities != nil {
-		return checkCapabilities(annotations[CapabilityAnnotation], in.KnownCapabilities, in.EnabledCapabilities)
+		return checkCapabilities(annotations[capabilityAnnotation], in.KnownCapabilities, in.EnabledCapabilities)
 	}
 	return nil
 }
 
 func checkFeatureSet(featureSet string, annotations map[string]string) error {
-	value, ok := annotations[FeatureSetAnnotation]
+	value, ok := annotations[featureSetAnnotation]
 	if !ok {
 		return nil
 	}
@@ -99,11 +101,11 @@ func checkFeatureSet(featureSet string, annotations map[string]string) error {
 	sets := strings.Split(value, ",")
 	for _, s := range sets {
 		if !slices.Contains(knownFeatureSets, s) {
-			return fmt.Errorf("unrecognized value %q in %s=%s", s, FeatureSetAnnotation, value)
+			return fmt.Errorf("unrecognized value %q in %s=%s", s, featureSetAnnotation, value)
 		}
 	}
 	if !slices.Contains(sets, featureSet) {
-		return fmt.Errorf("%q is required, and %s=%s", featureSet, FeatureSetAnnotation, value)
+		return fmt.Errorf("%q is required, and %s=%s", featureSet, featureSetAnnotation, value)
 	}
 	return nil
 }

@@ -45,15 +45,15 @@ type Manifest struct {
 // refuses any other value.
 const DeleteAnnotation = "release.openshift.io/delete"
 
-// DefaultMaxManifestBytes is the size limit of one manifest when LoadOptions sets none:
+// defaultMaxManifestBytes is the size limit of one manifest when LoadOptions sets none:
 // 3 MiB, the largest request body kube-apiserver accepts, so a manifest Load accepts is
 // one the cluster could accept too.
-const DefaultMaxManifestBytes = 3 << 20
+const defaultMaxManifestBytes = 3 << 20
 
 // LoadOptions configures Load; the zero value is the default.
 type LoadOptions struct {
-	// MaxManifestBytes bounds the size of one YAML or JSON document (default
-	// DefaultMaxManifestBytes). A larger document is refused as soon as the limit is
+	// MaxManifestBytes bounds the size of one YAML or JSON document (default 3 MiB,
+	// the largest request body kube-apiserver accepts). A larger document is refused as soon as the limit is
 	// passed, without reading the rest of it.
 	MaxManifestBytes int64
 }
@@ -197,7 +197,7 @@ func Load(fsys fs.FS, opts LoadOptions) ([]Manifest, error) {
 	}
 	limit := opts.MaxManifestBytes
 	if limit == 0 {
-		limit = DefaultMaxManifestBytes
+		limit = defaultMaxManifestBytes
 	}
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {

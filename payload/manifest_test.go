@@ -160,7 +160,7 @@ func TestLoadRefusesAManifestOverTheLimitWithoutReadingItAll(t *testing.T) {
 		want  int64
 	}{
 		{name: "stated limit", limit: 64 << 10, want: 64 << 10},
-		{name: "default limit", limit: 0, want: DefaultMaxManifestBytes},
+		{name: "default limit", limit: 0, want: defaultMaxManifestBytes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

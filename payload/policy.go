@@ -9,30 +9,30 @@ import (
 
 // Defaults of Policy.
 const (
-	// DefaultInterval is the time between two reconciles, and the longest wait between
+	// defaultInterval is the time between two reconciles, and the longest wait between
 	// two attempts of a failing apply.
-	DefaultInterval = 3 * time.Minute
-	// DefaultWorkers is the pool that updates, run level by run level.
-	DefaultWorkers = 8
-	// DefaultInitializingWorkers is the pool that initializes: wider, as every
+	defaultInterval = 3 * time.Minute
+	// defaultWorkers is the pool that updates, run level by run level.
+	defaultWorkers = 8
+	// defaultInitializingWorkers is the pool that initializes: wider, as every
 	// component starts at once, but bounded whatever the payload's size.
-	DefaultInitializingWorkers = 16
-	// DefaultReconcileWorkers is the pool that reconciles, small to spare the apiserver.
-	DefaultReconcileWorkers = 2
-	// DefaultManifestAttempts is how many times one apply tries a manifest.
-	DefaultManifestAttempts = 3
-	// DefaultReadinessTimeout bounds the wait for one manifest to be ready.
-	DefaultReadinessTimeout = 10 * time.Minute
-	// DefaultReadinessPoll is the time between two readiness checks of a manifest.
-	DefaultReadinessPoll = 5 * time.Second
-	// DefaultMaxHistory is how many releases Status.History keeps.
-	DefaultMaxHistory = 10
+	defaultInitializingWorkers = 16
+	// defaultReconcileWorkers is the pool that reconciles, small to spare the apiserver.
+	defaultReconcileWorkers = 2
+	// defaultManifestAttempts is how many times one apply tries a manifest.
+	defaultManifestAttempts = 3
+	// defaultReadinessTimeout bounds the wait for one manifest to be ready.
+	defaultReadinessTimeout = 10 * time.Minute
+	// defaultReadinessPoll is the time between two readiness checks of a manifest.
+	defaultReadinessPoll = 5 * time.Second
+	// defaultMaxHistory is how many releases Status.History keeps.
+	defaultMaxHistory = 10
 )
 
 // Policy is how a Worker paces its work. The zero value means every default; it can be
 // embedded in a custom resource.
 type Policy struct {
-	// Interval is the time between two reconciles (default DefaultInterval).
+	// Interval is the time between two reconciles (default 3m).
 	// +optional
 	Interval metav1.Duration `json:"interval,omitempty"`
 	// Backoff spaces the attempts of a failing apply (default Initial Interval/8, Max
@@ -44,34 +44,35 @@ type Policy struct {
 	// +optional
 	ApplyTimeout metav1.Duration `json:"applyTimeout,omitempty"`
 	// ManifestAttempts is how many times one apply tries a manifest before it gives up
-	// on it (default DefaultManifestAttempts).
+	// on it (default 3).
 	// +optional
 	ManifestAttempts int32 `json:"manifestAttempts,omitempty"`
 	// ManifestBackoff spaces those attempts (default Initial 10s, Max 30s,
 	// FactorPercent 130, no jitter, the cluster-version operator's).
 	// +optional
 	ManifestBackoff Backoff `json:"manifestBackoff,omitempty"`
-	// Workers is the pool that updates (default DefaultWorkers).
+	// Workers is the pool that updates (default 8).
 	// +optional
 	Workers int32 `json:"workers,omitempty"`
-	// InitializingWorkers is the pool that initializes (default DefaultInitializingWorkers).
+	// InitializingWorkers is the pool that initializes (default 16: every component starts at once,
+	// but the pool stays bounded whatever the payload's size).
 	// +optional
 	InitializingWorkers int32 `json:"initializingWorkers,omitempty"`
-	// ReconcileWorkers is the pool that reconciles (default DefaultReconcileWorkers).
+	// ReconcileWorkers is the pool that reconciles (default 2, to spare the apiserver).
 	// +optional
 	ReconcileWorkers int32 `json:"reconcileWorkers,omitempty"`
 	// ReadinessTimeout bounds the wait for one manifest to be ready (default
-	// DefaultReadinessTimeout); see Config.Readiness.
+	// 10m); see Config.Readiness.
 	// +optional
 	ReadinessTimeout metav1.Duration `json:"readinessTimeout,omitempty"`
-	// ReadinessPoll is the time between two readiness checks (default DefaultReadinessPoll).
+	// ReadinessPoll is the time between two readiness checks (default 5s).
 	// +optional
 	ReadinessPoll metav1.Duration `json:"readinessPoll,omitempty"`
 	// ReadinessEffect is the effect of a manifest that is not ready in time (default
 	// EffectFailAfterInterval).
 	// +optional
 	ReadinessEffect Effect `json:"readinessEffect,omitempty"`
-	// MaxHistory is how many releases Status.History keeps (default DefaultMaxHistory).
+	// MaxHistory is how many releases Status.History keeps (default 10).
 	// +optional
 	MaxHistory int32 `json:"maxHistory,omitempty"`
 }
@@ -111,25 +112,25 @@ func (p Policy) validate() error {
 
 // withDefaults returns p with every zero field set to its default.
 func (p Policy) withDefaults() Policy {
-	p.Interval.Duration = orDefault(p.Interval.Duration, DefaultInterval)
+	p.Interval.Duration = orDefault(p.Interval.Duration, defaultInterval)
 	interval := p.Interval.Duration
 	p.Backoff = p.Backoff.withDefaults(Backoff{
 		Initial: metav1.Duration{Duration: interval / 8}, Max: metav1.Duration{Duration: interval},
 		FactorPercent: 200, JitterPercent: 20,
 	})
 	p.ApplyTimeout.Duration = orDefault(p.ApplyTimeout.Duration, 2*interval)
-	p.ManifestAttempts = orDefault(p.ManifestAttempts, DefaultManifestAttempts)
+	p.ManifestAttempts = orDefault(p.ManifestAttempts, defaultManifestAttempts)
 	p.ManifestBackoff = p.ManifestBackoff.withDefaults(Backoff{
 		Initial: metav1.Duration{Duration: 10 * time.Second}, Max: metav1.Duration{Duration: 30 * time.Second},
 		FactorPercent: 130,
 	})
-	p.Workers = orDefault(p.Workers, DefaultWorkers)
-	p.InitializingWorkers = orDefault(p.InitializingWorkers, DefaultInitializingWorkers)
-	p.ReconcileWorkers = orDefault(p.ReconcileWorkers, DefaultReconcileWorkers)
-	p.ReadinessTimeout.Duration = orDefault(p.ReadinessTimeout.Duration, DefaultReadinessTimeout)
-	p.ReadinessPoll.Duration = orDefault(p.ReadinessPoll.Duration, DefaultReadinessPoll)
+	p.Workers = orDefault(p.Workers, defaultWorkers)
+	p.InitializingWorkers = orDefault(p.InitializingWorkers, defaultInitializingWorkers)
+	p.ReconcileWorkers = orDefault(p.ReconcileWorkers, defaultReconcileWorkers)
+	p.ReadinessTimeout.Duration = orDefault(p.ReadinessTimeout.Duration, defaultReadinessTimeout)
+	p.ReadinessPoll.Duration = orDefault(p.ReadinessPoll.Duration, defaultReadinessPoll)
 	p.ReadinessEffect = orDefault(p.ReadinessEffect, EffectFailAfterInterval)
-	p.MaxHistory = orDefault(p.MaxHistory, DefaultMaxHistory)
+	p.MaxHistory = orDefault(p.MaxHistory, defaultMaxHistory)
 	return p
 }
 

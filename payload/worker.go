@@ -12,9 +12,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DefaultNotifyInterval is the least time between two status writes that are not edges
+// defaultNotifyInterval is the least time between two status writes that are not edges
 // (Config.NotifyInterval).
-const DefaultNotifyInterval = time.Second
+const defaultNotifyInterval = time.Second
 
 // Config configures a Worker. Loader and Applier are required; every other zero field
 // means its documented default.
@@ -45,8 +45,7 @@ type Config struct {
 	// generation, failure, interruption) at once, progress at most once per
 	// NotifyInterval.
 	StatusWriter StatusWriter
-	// NotifyInterval is the least time between two progress writes (default
-	// DefaultNotifyInterval).
+	// NotifyInterval is the least time between two progress writes (default 1s).
 	NotifyInterval time.Duration
 	// OnResult, when set, is called on the worker's goroutine with the Result of every
 	// decision that follows an apply or emits events; Status then returns the status
@@ -128,7 +127,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if cfg.StatusWriter != nil {
 		interval := cfg.NotifyInterval
 		if interval == 0 {
-			interval = DefaultNotifyInterval
+			interval = defaultNotifyInterval
 		}
 		w.notifier = newNotifier(interval, w.clock, func(ctx context.Context, s Status) error {
 			return guard("writing the status", func() error { return cfg.StatusWriter.WriteStatus(ctx, s) })

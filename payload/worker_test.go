@@ -476,8 +476,8 @@ func TestWorkerInitializingIsBounded(t *testing.T) {
 	d := h.next()
 	assert.Equal(t, int32(10000), d.Status.Done)
 	assert.Equal(t, []payload.State{payload.StateInitializing}, statesOf(h.applier.Recorded()[:1]))
-	assert.LessOrEqual(t, h.applier.Concurrency(), payload.DefaultInitializingWorkers)
-	assert.Less(t, peak.Load(), int64(before+payload.DefaultInitializingWorkers+20), "goroutines while initializing")
+	assert.LessOrEqual(t, h.applier.Concurrency(), 16, "the default pool while initializing")
+	assert.Less(t, peak.Load(), int64(before+16+20), "goroutines while initializing")
 }
 
 // TestWorkerFailureSaysWhy protects "failures say why": the status message of a failed
