@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -39,9 +40,12 @@ func (n *taskNode) label() string {
 type Graph struct {
 	nodes []*taskNode
 	// indegree counts each node's predecessors and critical orders nodes by the
-	// number of tasks on their longest path; both are set by seal, nil before.
-	indegree []int32
-	critical []int64
+	// number of tasks on their longest path; roots are the nodes without predecessors
+	// in index order, criticalRoots in critical order. All are set by seal, nil before.
+	indegree      []int32
+	critical      []int64
+	roots         []int32
+	criticalRoots []int32
 }
 
 // Len returns the number of groups (nodes) of the graph, task-less joins included.
@@ -148,6 +152,13 @@ func (g *Graph) seal() error {
 		return err
 	}
 	g.indegree, g.critical = indegree, criticalPathKeys(g, order)
+	for i, d := range indegree {
+		if d == 0 {
+			g.roots = append(g.roots, int32(i))
+		}
+	}
+	g.criticalRoots = slices.Clone(g.roots)
+	slices.SortFunc(g.criticalRoots, func(a, b int32) int { return cmp.Compare(g.critical[a], g.critical[b]) })
 	return nil
 }
 

@@ -92,24 +92,19 @@ func RunGraph(ctx context.Context, graph *Graph, opts RunOptions, fn func(ctx co
 		return nil
 	}
 	r := &graphRun{graph: graph, fn: fn, finished: make(chan struct{})}
-	indegree, critical := graph.indegree, graph.critical
-	if indegree == nil {
+	if graph.indegree == nil {
 		// A graph assembled by hand (in this package's tests) is checked on every run.
 		sealed := &Graph{nodes: graph.nodes}
 		if err := sealed.seal(); err != nil {
 			return []error{err}
 		}
-		indegree, critical = sealed.indegree, sealed.critical
+		graph = sealed
 	}
-	r.remaining = slices.Clone(indegree)
+	r.remaining = slices.Clone(graph.indegree)
 	r.ready.ids = make([]int32, 0, n)
+	r.ready.roots = graph.roots
 	if opts.Priority == CriticalPathFirst {
-		r.ready.key = critical
-	}
-	for i, k := range r.remaining {
-		if k == 0 {
-			r.ready.push(int32(i))
-		}
+		r.ready.key, r.ready.roots = graph.critical, graph.criticalRoots
 	}
 	r.cond.L = &r.mu
 
@@ -289,13 +284,16 @@ func (r *graphRun) result(ctx context.Context) []error {
 	return errs
 }
 
-// readyHeap is a min-heap of node indexes, ordered by key when key is set.
+// readyHeap is a min-heap of node indexes, ordered by key when key is set, in front of
+// which the roots wait in order: a graph of independent nodes pops in constant time.
 type readyHeap struct {
-	ids []int32
-	key []int64
+	ids   []int32
+	key   []int64
+	roots []int32 // sorted by less; roots[next:] are ready
+	next  int
 }
 
-func (h *readyHeap) len() int { return len(h.ids) }
+func (h *readyHeap) len() int { return len(h.ids) + len(h.roots) - h.next }
 
 func (h *readyHeap) less(a, b int32) bool {
 	if h.key == nil {
@@ -318,6 +316,10 @@ func (h *readyHeap) push(v int32) {
 }
 
 func (h *readyHeap) pop() int32 {
+	if h.next < len(h.roots) && (len(h.ids) == 0 || h.less(h.roots[h.next], h.ids[0])) {
+		h.next++
+		return h.roots[h.next-1]
+	}
 	s := h.ids
 	top := s[0]
 	last := len(s) - 1
