@@ -165,6 +165,18 @@ func (h *harness) waiters(n int) {
 	}
 }
 
+// blockOn makes every apply of ref wait until its context ends, and tells when one starts.
+func (h *harness) blockOn(ref string) <-chan struct{} {
+	h.applier.BlockUntilCancelled(ref)
+	started := make(chan struct{}, 100)
+	h.applier.OnApply = func(c fake.PayloadApply) {
+		if c.Ref == ref {
+			started <- struct{}{}
+		}
+	}
+	return started
+}
+
 func filesOf(calls []fake.PayloadApply) []string {
 	var files []string
 	for _, c := range calls {
@@ -290,13 +302,7 @@ func TestWorkerBackoffGrowsThenResetsAfterSuccess(t *testing.T) {
 
 func TestWorkerApplyTimeout(t *testing.T) {
 	h := newHarness(t, func(c *payload.Config) { c.Policy.ApplyTimeout = metav1.Duration{Duration: 5 * time.Minute} })
-	h.applier.BlockUntilCancelled("ConfigMap/default/three")
-	started := make(chan struct{}, 10)
-	h.applier.OnApply = func(c fake.PayloadApply) {
-		if c.Ref == "ConfigMap/default/three" {
-			started <- struct{}{}
-		}
-	}
+	started := h.blockOn("ConfigMap/default/three")
 	h.worker.Update(1, v1)
 	<-started
 	h.clk.Step(5 * time.Minute)
@@ -822,13 +828,7 @@ func TestWorkerReportEffectDoesNotFail(t *testing.T) {
 
 func TestWorkerSwitchBackDuringAnApplyAppliesAgain(t *testing.T) {
 	h := newHarness(t, nil)
-	h.applier.BlockUntilCancelled("ConfigMap/default/three")
-	started := make(chan struct{}, 10)
-	h.applier.OnApply = func(c fake.PayloadApply) {
-		if c.Ref == "ConfigMap/default/three" {
-			started <- struct{}{}
-		}
-	}
+	started := h.blockOn("ConfigMap/default/three")
 	h.worker.Update(1, v1)
 	<-started
 	h.worker.Update(2, v2) // cancels v1
