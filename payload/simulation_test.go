@@ -303,7 +303,7 @@ func (s *sim) await() {
 		case e = <-s.events:
 		case err := <-s.done:
 			s.fail("the worker stopped by itself: %v", err)
-		case <-time.After(20 * time.Second):
+		case <-time.After(time.Minute): // a deadlock detector, not a timing
 			s.fail("the worker is stuck: no event after %s", s.describe())
 		}
 		s.receive(e)
@@ -483,7 +483,7 @@ func (s *sim) stop() {
 				s.fail("a stop was counted as a failure: %+v", after.Failure)
 			}
 			return
-		case <-time.After(20 * time.Second):
+		case <-time.After(time.Minute): // a deadlock detector, not a timing
 			s.fail("the worker does not stop")
 		}
 	}
