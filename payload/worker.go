@@ -243,7 +243,7 @@ func (w *Worker) progress(release Release, done, total int32) {
 		at := now.Truncate(time.Second)
 		s.Done, s.LastProgressTime = min(done, total), metaTime(at)
 	}
-	s.Total = total
+	s.Total, s.Done = total, min(s.Done, total)
 	setConditions(s, w.policy, now)
 	copied := *s.DeepCopy()
 	w.mu.Unlock()
