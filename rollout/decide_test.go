@@ -24,7 +24,7 @@ func summarizeSteps(p Plan) []stepSummary {
 		if !s.Acts() {
 			continue
 		}
-		sum := stepSummary{Node: s.Node, Target: s.From.TargetRevision}
+		sum := stepSummary{Node: s.Node}
 		if s.To != nil {
 			sum.Target = s.To.TargetRevision
 		}
@@ -34,6 +34,19 @@ func summarizeSteps(p Plan) []stepSummary {
 		out = append(out, sum)
 	}
 	return out
+}
+
+// planFor plans with every status node observed: a node missing from obs
+// is observed as the zero NodeObservation (reachable, no operand).
+func planFor(st Status, obs Observation, p Policy, now time.Time) (Plan, error) {
+	full := Observation{}
+	for _, n := range st.NodeStatuses {
+		full[n.NodeName] = obs[n.NodeName]
+	}
+	for name, o := range obs {
+		full[name] = o
+	}
+	return PlanRollout(Input{Status: st, Observation: full, Policy: p, Now: now})
 }
 
 func TestPlanRollout(t *testing.T) {
@@ -81,7 +94,7 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "a node that failed the latest revision retries it under a new name; the others wait",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0),
-				failed(node("c", 1, 0), 2, 1, FailureOperandFailed, t0, "crash")}},
+				failed(node("c", 1, 0), 2, 1, ReasonOperandFailed, t0, "crash")}},
 			obs:       Observation{"a": ready(1), "b": ready(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
 			policy:    Policy{MaxUnavailable: 3},
 			wantSteps: []stepSummary{{"c", 2, "installer-2-retry-1-c"}},
@@ -90,17 +103,17 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "a node that failed the latest revision waits for its backoff",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0),
-				failed(node("c", 1, 0), 2, 2, FailureOperandFailed, now.Add(-4*time.Second), "crash")}},
+				failed(node("c", 1, 0), 2, 2, ReasonOperandFailed, now.Add(-4*time.Second), "crash")}},
 			obs:         Observation{"a": ready(1), "b": ready(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
 			policy:      Policy{MaxUnavailable: 3},
 			wantStart:   "c",
-			wantBlocked: "c failed revision 2 2 times, retrying in 11s",
-			wantRequeue: 11 * time.Second,
+			wantBlocked: "c failed revision 2 2 times, retrying in 18.5s",
+			wantRequeue: 18500 * time.Millisecond,
 		},
 		{
 			name: "a node that failed the latest revision more often than MaxInstallerRetries halts the rollout",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0),
-				failed(node("c", 1, 0), 2, 2, FailureOperandFailed, t0, "crash")}},
+				failed(node("c", 1, 0), 2, 2, ReasonOperandFailed, t0, "crash")}},
 			obs:         Observation{"a": ready(1), "b": ready(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
 			policy:      Policy{MaxUnavailable: 3, MaxInstallerRetries: 1},
 			wantStart:   "c",
@@ -109,7 +122,7 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "a start node held back by another node's failure hands the retry to that node",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0),
-				failed(node("c", 1, 0), 2, 1, FailureOperandFailed, t0, "crash")}},
+				failed(node("c", 1, 0), 2, 1, ReasonOperandFailed, t0, "crash")}},
 			obs:         Observation{"a": ready(2), "b": pending(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
 			wantSteps:   []stepSummary{{"c", 2, "installer-2-retry-1-c"}},
 			wantStart:   "c",
@@ -143,8 +156,10 @@ func TestPlanRollout(t *testing.T) {
 			st:        Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 3, 0), node("c", 2, 0)}},
 			obs:       Observation{"a": ready(2), "b": pending(3), "c": ready(2)},
 			wantStart: "b",
-			// b is at the latest but not ready: a would be a second unavailable node.
+			// b is at the latest but not ready: a would be a second unavailable
+			// node. The hold turns Degraded in HoldDegradedAfter.
 			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; c waits for revision 3",
+			wantRequeue: DefaultHoldDegradedAfter,
 		},
 		{
 			name:        "a completed node lets the next one start in the same plan",
@@ -176,7 +191,7 @@ func TestPlanRollout(t *testing.T) {
 			st:   Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
 			obs: Observation{"a": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-10 * time.Second)}},
 				"b": {Operand: OperandState{Phase: OperandReady, Revision: 1, ReadySince: now.Add(-time.Hour)}}},
-			policy:      Policy{MinReadyDuration: 30 * time.Second},
+			policy:      Policy{MinReadyDuration: dur(30 * time.Second)},
 			wantStart:   "b",
 			wantBlocked: "operands soaking for another 20s before b starts revision 2",
 			wantRequeue: 20 * time.Second,
@@ -186,41 +201,42 @@ func TestPlanRollout(t *testing.T) {
 			st:   Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
 			obs: Observation{"a": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-30 * time.Second)}},
 				"b": {Operand: OperandState{Phase: OperandReady, Revision: 1, ReadySince: now.Add(-time.Hour)}}},
-			policy:    Policy{MinReadyDuration: 30 * time.Second},
+			policy:    Policy{MinReadyDuration: dur(30 * time.Second)},
 			wantSteps: []stepSummary{{"b", 2, "installer-2-b"}},
 			wantStart: "b",
 		},
 		{
-			name: "unreachable nodes neither block nor start",
-			st:   Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 2), node("c", 1, 0)}},
-			obs: Observation{"a": {Unreachable: true}, "c": ready(1),
-				"b": {Unreachable: true, Installer: InstallerState{Phase: InstallerPending}}},
-			wantSteps: []stepSummary{{"c", 2, "installer-2-c"}},
-			wantStart: "c",
+			name:      "unreachable nodes count as unavailable and are never started",
+			st:        Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0), node("c", 1, 0)}},
+			obs:       Observation{"a": {Unreachable: true}, "b": ready(1), "c": ready(1)},
+			policy:    Policy{MaxUnavailable: 2},
+			wantSteps: []stepSummary{{"b", 2, "installer-2-b"}},
+			wantStart: "b", wantBlocked: "maxUnavailable 2 reached: 1 in transition, 2 unavailable; c waits for revision 2",
+			wantRequeue: DefaultHoldDegradedAfter,
 		},
 		{
 			name: "budget above one: a failing node stops the revision from spreading",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
-				failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "x"), node("b", 1, 0), node("c", 1, 0)}},
+				failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, now, "x"), node("b", 1, 0), node("c", 1, 0)}},
 			obs:         Observation{"a": ready(1), "b": ready(1), "c": ready(1)},
 			policy:      Policy{MaxUnavailable: 3},
 			wantStart:   "a",
-			wantRequeue: 10 * time.Second,
+			wantRequeue: 15 * time.Second,
 		},
 		{
 			name: "budget above one: a failing node stops the revision wherever it is in the ring",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
-				failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "x"), node("b", 1, 2), node("c", 1, 0), node("d", 1, 0)}},
+				failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, now, "x"), node("b", 1, 2), node("c", 1, 0), node("d", 1, 0)}},
 			obs:         Observation{"a": ready(1), "b": withInstaller(ready(1), InstallerRunning), "c": ready(1), "d": ready(1)},
 			policy:      Policy{MaxUnavailable: 4},
 			wantStart:   "a",
 			wantBlocked: "revision 2 is failing on a; c waits",
-			wantRequeue: 10 * time.Second,
+			wantRequeue: 15 * time.Second,
 		},
 		{
 			name: "a failure of another revision does not block",
 			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
-				failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now, "x"), node("b", 1, 0)}},
+				failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, now, "x"), node("b", 1, 0)}},
 			obs:       Observation{"a": ready(1), "b": ready(1)},
 			policy:    Policy{MaxUnavailable: 2},
 			wantSteps: []stepSummary{{"a", 3, "installer-3-a"}, {"b", 3, "installer-3-b"}},
@@ -237,10 +253,10 @@ func TestPlanRollout(t *testing.T) {
 		{
 			name: "backoff wait is the requeue",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
-				failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, now.Add(-3*time.Second), "x")}},
+				failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, now.Add(-3*time.Second), "x")}},
 			obs:         Observation{"a": ready(1)},
 			wantStart:   "a",
-			wantRequeue: 7 * time.Second,
+			wantRequeue: 12 * time.Second,
 		},
 		{
 			name:      "no nodes",
@@ -250,7 +266,7 @@ func TestPlanRollout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan, err := PlanRollout(tt.st, tt.obs, tt.policy, now)
+			plan, err := planFor(tt.st, tt.obs, tt.policy, now)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantSteps, summarizeSteps(plan))
 			assert.Equal(t, tt.wantStart, plan.Start)
@@ -258,7 +274,7 @@ func TestPlanRollout(t *testing.T) {
 			assert.Equal(t, tt.wantRequeue, plan.RequeueAfter)
 			assert.Len(t, plan.Status.Conditions, 3)
 
-			again, err := PlanRollout(tt.st, tt.obs, tt.policy, now)
+			again, err := planFor(tt.st, tt.obs, tt.policy, now)
 			require.NoError(t, err)
 			assert.Equal(t, plan, again, "deterministic")
 		})
@@ -269,7 +285,7 @@ func TestPlanRolloutSortsAndDoesNotMutate(t *testing.T) {
 	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("c", 1, 0), node("a", 1, 0), node("b", 1, 0)}}
 	orig := st.DeepCopy()
 	obs := Observation{"a": ready(1), "b": ready(1), "c": ready(1)}
-	plan, err := PlanRollout(st, obs, Policy{}, t0)
+	plan, err := planFor(st, obs, Policy{}, t0)
 	require.NoError(t, err)
 	assert.Equal(t, *orig, st, "input untouched")
 	var names []string
@@ -279,7 +295,7 @@ func TestPlanRolloutSortsAndDoesNotMutate(t *testing.T) {
 	assert.Equal(t, []string{"a", "b", "c"}, names)
 
 	reversed := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("b", 1, 0), node("a", 1, 0), node("c", 1, 0)}}
-	other, err := PlanRollout(reversed, obs, Policy{}, t0)
+	other, err := planFor(reversed, obs, Policy{}, t0)
 	require.NoError(t, err)
 	assert.Equal(t, plan, other, "input order does not matter")
 }
@@ -293,55 +309,59 @@ func TestPlanRolloutInvalid(t *testing.T) {
 	}{
 		{name: "bad policy", st: Status{LatestAvailableRevision: 1}, policy: Policy{MaxUnavailable: -1}},
 		{name: "duplicate nodes", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0), node("a", 0, 0)}}},
-		{name: "target above latest", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 2)}}},
+		{name: "target below current", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 3, 2)}}},
 		{name: "unknown phase", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}},
 			obs: Observation{"a": {Operand: OperandState{Phase: "Weird"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := PlanRollout(tt.st, tt.obs, tt.policy, t0)
+			_, err := planFor(tt.st, tt.obs, tt.policy, t0)
 			assert.ErrorIs(t, err, ErrInvalid)
 		})
 	}
+	_, err := PlanRollout(Input{Status: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}}, Observation: Observation{}})
+	assert.ErrorIs(t, err, ErrInvalid, "an empty observation would drop every node (a cache that has not synced)")
 }
 
 func TestPlanRolloutConditionsAndEvents(t *testing.T) {
 	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0)}}
 	obs := Observation{"a": withInstaller(ready(2), InstallerSucceeded), "b": ready(1)}
-	plan, err := PlanRollout(st, obs, Policy{}, t0)
+	plan, err := planFor(st, obs, Policy{}, t0)
 	require.NoError(t, err)
 	assert.Equal(t, []Event{
-		{Type: EventTypeNormal, Reason: EventNodeCurrentRevisionChanged, Node: "a", Message: `Updated node "a" from revision 1 to 2`},
-		{Type: EventTypeNormal, Reason: EventNodeTargetRevisionChanged, Node: "b", Message: `Updating node "b" from revision 1 to 2`},
+		{Type: EventTypeNormal, Reason: ReasonNodeCurrentRevisionChanged, Message: `Updated node "a" from revision 1 to 2 because static pod is ready`},
+		{Type: EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged, Message: `Updating node "b" from revision 1 to 2 because starting revision 2`},
 	}, plan.Events())
 	p, ok := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
 	require.True(t, ok)
 	assert.Equal(t, metav1.ConditionTrue, p.Status)
 	assert.Equal(t, "1 node is at revision 1; 1 node is at revision 2", p.Message)
-	assert.Equal(t, "a: static pod of revision 2 is ready", plan.Reason)
+	assert.Equal(t, "a: static pod is ready", plan.Reason)
 }
 
 func TestPlanString(t *testing.T) {
 	st := Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 2, 3), node("b", 2, 0), node("c", 1, 2)}}
-	obs := Observation{"a": withInstaller(ready(2), InstallerRunning), "b": ready(2), "c": withInstaller(ready(1), InstallerPending)}
-	plan, err := PlanRollout(st, obs, Policy{MaxUnavailable: 2, InstallerPendingTimeout: time.Minute}, t0)
+	obs := Observation{"a": {Operand: OperandState{Phase: OperandReady, Revision: 2}, Installer: InstallerState{Phase: InstallerRunning, StartTime: t0}},
+		"b": ready(2), "c": withInstaller(ready(1), InstallerPending)}
+	plan, err := planFor(st, obs, Policy{MaxUnavailable: 2, InstallerPendingTimeout: dur(time.Minute)}, t0)
 	require.NoError(t, err)
 	assert.Equal(t, `revision 3: c: new revision pending
 start a (a is moving to revision 3)
   a: installer installer-3-a is Running
-  c: new revision pending; target 2->3; delete installer-2-c; create installer-3-c
-blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; b waits for revision 3`, plan.String())
+  c: new revision pending; current 1, target 3; delete installer-2-c
+blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; b waits for revision 3
+requeue after 1m0s`, plan.String())
 
-	done, err := PlanRollout(Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 0)}}, Observation{"a": ready(1)}, Policy{}, t0)
+	done, err := planFor(Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 0)}}, Observation{"a": ready(1)}, Policy{}, t0)
 	require.NoError(t, err)
 	assert.Equal(t, "revision 1: 1 node is at revision 1\nstart a (a has the oldest current revision)", done.String())
 
-	timedOut, err := PlanRollout(Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2)}},
+	timedOut, err := planFor(Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2)}},
 		Observation{"a": {Installer: InstallerState{Phase: InstallerPending, StartTime: t0}}},
-		Policy{InstallerPendingTimeout: time.Minute}, t0.Add(time.Minute))
+		Policy{InstallerPendingTimeout: dur(time.Minute)}, t0.Add(time.Minute))
 	require.NoError(t, err)
-	assert.Equal(t, `revision 2: a: installer failed 1 time, retrying in 10s
+	assert.Equal(t, `revision 2: a: InstallerPodFailed 1 time, retrying in 15s
 start a (a is moving to revision 2)
-  a: installer failed 1 time, retrying in 10s; then delete installer-2-a
-requeue after 10s`, timedOut.String())
+  a: InstallerPodFailed 1 time, retrying in 15s; current 1, target 2; delete installer-2-a
+requeue after 15s`, timedOut.String())
 }

@@ -1,11 +1,6 @@
 package rollout
 
-import (
-	"fmt"
-	"maps"
-	"slices"
-	"time"
-)
+import "time"
 
 // OperandPhase is the observed state of a node's operand (static) pod.
 type OperandPhase string
@@ -77,15 +72,21 @@ type InstallerState struct {
 type NodeObservation struct {
 	// Operand is the node's operand pod.
 	Operand OperandState
-	// Installer is the installer for the node's current target and attempt.
+	// Installer is the installer for the node's current target and attempt
+	// (InstallerName of its status).
 	Installer InstallerState
 	// Unreachable is true when the node itself is not Ready. An unreachable
-	// node is neither started nor counted against MaxUnavailable.
+	// node is never started and gets no installer, and it counts as
+	// unavailable against MaxUnavailable.
 	Unreachable bool
 }
 
-// Observation maps node names to what the host observed. A node missing from
-// the map is observed as the zero NodeObservation.
+// Observation maps the name of every node the rollout covers to what the
+// host observed about it. It is the node list: a node in the status but not
+// in the observation has left the cluster (its status is dropped and its
+// unfinished installer is deleted); an observed node missing from the status
+// joins it with no revision. An empty observation of a status with nodes is
+// invalid (a cache that has not synced must not wipe the rollout).
 type Observation map[string]NodeObservation
 
 func (p OperandPhase) normal() OperandPhase {
@@ -116,16 +117,6 @@ func (o NodeObservation) Validate() error {
 	case InstallerNotFound, InstallerPending, InstallerRunning, InstallerSucceeded, InstallerFailed:
 	default:
 		return invalidf("unknown installer phase %q", o.Installer.Phase)
-	}
-	return nil
-}
-
-// Validate checks every node observation, in node name order.
-func (o Observation) Validate() error {
-	for _, name := range slices.Sorted(maps.Keys(o)) {
-		if err := o[name].Validate(); err != nil {
-			return fmt.Errorf("node %q: %w", name, err)
-		}
 	}
 	return nil
 }

@@ -12,7 +12,6 @@ func TestObservationValidate(t *testing.T) {
 		obs     Observation
 		wantErr string
 	}{
-		{name: "nil", obs: nil},
 		{name: "zero values mean not found", obs: Observation{"a": {}}},
 		{name: "every phase", obs: Observation{
 			"a": {Operand: OperandState{Phase: OperandReady, Revision: 1}, Installer: InstallerState{Phase: InstallerSucceeded}},
@@ -26,7 +25,11 @@ func TestObservationValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.obs.Validate()
+			st := Status{LatestAvailableRevision: 1}
+			for name := range tt.obs {
+				st.NodeStatuses = append(st.NodeStatuses, NodeStatus{NodeName: name})
+			}
+			_, err := PlanRollout(Input{Status: st, Observation: tt.obs})
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 				return
