@@ -69,13 +69,15 @@ func (p Plan) Events() []Event {
 // the node is installed again; its current revision never goes down).
 // Then, unless the policy is paused or an operand is still soaking
 // (MinReadyDuration), the pass walks the reachable nodes in ring order from
-// StartNode and starts the revision RevisionToStart gives each one, within
+// StartNode and starts the revision RevisionToStart gives each one (a node
+// already down, the latest revision), within
 // MaxUnavailable (see Policy.MaxUnavailable: unreachable nodes, nodes in
 // transition, not-ready and regressed operands all count). A node in
 // transition whose last failure is not its target counts, for the node
 // after it, as already at its target, so that with a budget above 1 healthy
-// nodes move together; no node starts a revision another reachable node is
-// failing, so a failure does not spread. When unavailable nodes hold a
+// nodes move together; no healthy node starts a revision another reachable
+// node is failing, so a failure does not spread (a node already down may:
+// it has nothing to lose, and waiting for it could hold the rollout forever). When unavailable nodes hold a
 // start back, Progressing says so at once and Degraded once the hold is
 // older than Policy.HoldDegradedAfter, both naming the nodes.
 //
@@ -309,16 +311,21 @@ func planStarts(plan *Plan, nodes []NodeStatus, views []NodeObservation, deletin
 		leader := leaderView(prev)
 		prev = &nodes[i]
 		rev := RevisionToStart(n, leader, plan.Latest)
+		down := isDown(n, o)
+		if down && n.CurrentRevision < plan.Latest && !(n.Failing() && n.LastFailedRevision == plan.Latest) {
+			// A node already down goes straight to the latest revision,
+			// whatever its leader runs: it has nothing to lose.
+			rev = plan.Latest
+		}
 		if rev == 0 || deleting[n.NodeName] {
 			continue
 		}
 		retry := n.LastFailedRevision == rev && n.Failing()
-		down := !o.operandReady() || n.RegressedRevision != 0
 		switch {
 		case p.Paused:
 			plan.Blocked = fmt.Sprintf("paused: not starting revision %d on %s", rev, n.NodeName)
 			return 0
-		case !retry && hasKey(failingOn, rev) && failingOn[rev] != i:
+		case !retry && !down && hasKey(failingOn, rev) && failingOn[rev] != i:
 			plan.Blocked = fmt.Sprintf("revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
 			return 0
 		case retry && p.RetriesExhausted(n):
@@ -332,9 +339,14 @@ func planStarts(plan *Plan, nodes []NodeStatus, views []NodeObservation, deletin
 			plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
 			return 0
 		case !down && unavailable+1 > budget:
-			plan.HeldBy = heldBy(nodes, views)
-			plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
-			return 0
+			// A healthy node waits; a node further on that is already
+			// down may still start: it takes nothing more down, and
+			// waiting for it could hold the rollout forever.
+			if plan.Blocked == "" {
+				plan.HeldBy = heldBy(nodes, views)
+				plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
+			}
+			continue
 		case soakUntil.After(now):
 			wait := min(soakUntil.Sub(now), p.MinReadyDuration.Duration)
 			plan.Blocked = fmt.Sprintf("operands soaking for another %v before %s starts revision %d", wait, n.NodeName, rev)
@@ -360,6 +372,13 @@ func planStarts(plan *Plan, nodes []NodeStatus, views []NodeObservation, deletin
 		}
 	}
 	return 0
+}
+
+// isDown reports whether a reachable node is already unavailable: its
+// operand is not ready or runs below its current revision. Starting it takes
+// nothing more down.
+func isDown(n NodeStatus, o NodeObservation) bool {
+	return !o.operandReady() || n.RegressedRevision != 0
 }
 
 // heldBy names the unavailable nodes that are not simply installing: they

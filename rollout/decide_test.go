@@ -126,7 +126,20 @@ func TestPlanRollout(t *testing.T) {
 			obs:         Observation{"a": ready(2), "b": pending(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
 			wantSteps:   []stepSummary{{"c", 2, "installer-2-retry-1-c"}},
 			wantStart:   "c",
-			wantBlocked: "revision 2 is failing on c; b waits",
+			wantBlocked: "maxUnavailable 1 reached: 1 in transition, 2 unavailable; b waits for revision 2",
+		},
+		{
+			// Found by TestSimRollout (seeds 309, 3570): c waited for b's
+			// retry of revision 2 while b's start waited for c to be
+			// available. c is down: it starts the latest revision.
+			name: "a node already down is not held back by a revision another node failed",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0),
+				retryAt(failed(node("b", 1, 0), 2, 1, ReasonOperandFailed, t0, "crash"), t0), node("c", 0, 0)}},
+			obs:         Observation{"a": ready(2), "b": ready(2)},
+			wantSteps:   []stepSummary{{"c", 2, "installer-2-c"}},
+			wantStart:   "b",
+			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; b waits for revision 2",
+			wantRequeue: DefaultHoldDegradedAfter,
 		},
 		{
 			name:      "nodes at different old revisions: the oldest first, to the latest",
