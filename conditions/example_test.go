@@ -102,3 +102,14 @@ func ExamplePolarities_Of() {
 	// APIThrottled Negative
 	// BackupsHealthy Positive
 }
+
+// JoinBounded keeps a message built from many items within a limit (the
+// API's 32,768 bytes by default) and says how many it left out.
+func ExampleJoinBounded() {
+	nodes := []string{"node-a", "node-b", "node-c", "node-d", "node-e"}
+	fmt.Println("unreachable: " + conditions.JoinBounded(nodes, ", ", 30))
+	fmt.Println(conditions.SanitizeReason("image pull failed"))
+	// Output:
+	// unreachable: node-a, node-b, … and 3 more
+	// ImagePullFailed
+}

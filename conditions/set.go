@@ -7,10 +7,9 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Option changes how Set and the kstatus helpers write a condition.
-type Option func(*setOptions)
-
-type setOptions struct {
+// Option changes how Set and the kstatus helpers write a condition. Make one
+// with WithObservedGeneration; the zero Option changes nothing.
+type Option struct {
 	generation    int64
 	hasGeneration bool
 }
@@ -18,10 +17,7 @@ type setOptions struct {
 // WithObservedGeneration stamps the object's metadata.generation as the
 // condition's ObservedGeneration, overriding the value in the condition.
 func WithObservedGeneration(gen int64) Option {
-	return func(o *setOptions) {
-		o.generation = gen
-		o.hasGeneration = true
-	}
+	return Option{generation: gen, hasGeneration: true}
 }
 
 // Set inserts or updates the condition of c.Type in *conds and reports
@@ -34,17 +30,16 @@ func WithObservedGeneration(gen int64) Option {
 // ReasonAsExpected. The list is sorted with Sort afterwards.
 //
 // Bad input (see Validate, and a nil conds) returns an error wrapping
-// ErrInvalid and leaves *conds untouched.
+// ErrInvalid and leaves *conds untouched. Setting a condition that is already
+// there as it is allocates nothing.
 func Set(conds *[]metav1.Condition, c metav1.Condition, now time.Time, opts ...Option) (changed bool, err error) {
 	if conds == nil {
 		return false, invalid("", "conditions", "the list pointer is nil")
 	}
-	var o setOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.hasGeneration {
-		c.ObservedGeneration = o.generation
+	for _, o := range opts {
+		if o.hasGeneration {
+			c.ObservedGeneration = o.generation
+		}
 	}
 	if c.Reason == "" && c.Status != metav1.ConditionFalse {
 		c.Reason = ReasonAsExpected

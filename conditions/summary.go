@@ -1,8 +1,6 @@
 package conditions
 
 import (
-	"strings"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -45,7 +43,8 @@ type rankedCondition struct {
 // condition of the highest rank, or ReasonIssuesReported,
 // ReasonUnknownReported or ReasonInfoReported when several share it. Its
 // message has one "* Type: message" bullet per issue, then per unknown, then
-// per info condition that has a message, each group in ForTypes order.
+// per info condition that has a message, each group in ForTypes order,
+// bounded by JoinBounded to MaxMessageLength ("… and N more").
 // The result has no LastTransitionTime: Set gives it one.
 func Summary(conds []metav1.Condition, opts SummaryOptions) (metav1.Condition, error) {
 	typ := opts.Type
@@ -95,7 +94,7 @@ func Summary(conds []metav1.Condition, opts SummaryOptions) (metav1.Condition, e
 	if count == 1 && single.Reason != "" {
 		out.Reason = single.Reason
 	}
-	var b strings.Builder
+	var bullets []string
 	for r := 0; r <= 2; r++ {
 		for _, rc := range ranked {
 			if rc.rank != r {
@@ -105,15 +104,11 @@ func Summary(conds []metav1.Condition, opts SummaryOptions) (metav1.Condition, e
 			if msg == "" && r < 2 {
 				msg = rc.cond.Reason
 			}
-			if msg == "" {
-				continue
+			if msg != "" {
+				bullets = append(bullets, "* "+rc.cond.Type+": "+msg)
 			}
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString("* " + rc.cond.Type + ": " + msg)
 		}
 	}
-	out.Message = b.String()
+	out.Message = JoinBounded(bullets, "\n", MaxMessageLength)
 	return out, nil
 }

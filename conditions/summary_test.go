@@ -1,6 +1,8 @@
 package conditions
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -92,4 +94,20 @@ func TestSummaryBadOptions(t *testing.T) {
 			require.ErrorIs(t, err, ErrInvalid)
 		})
 	}
+}
+
+func TestSummaryStaysWithinTheMessageLimit(t *testing.T) {
+	var conds []metav1.Condition
+	var types []string
+	for i := 0; i < 10; i++ {
+		typ := fmt.Sprintf("Part%dDegraded", i)
+		types = append(types, typ)
+		conds = append(conds, cond(typ, True, "Broken", strings.Repeat("x", 5000)))
+	}
+	got, err := Summary(conds, SummaryOptions{ForTypes: types})
+	require.NoError(t, err)
+	assert.Equal(t, False, got.Status)
+	assert.LessOrEqual(t, len(got.Message), MaxMessageLength)
+	assert.True(t, strings.HasSuffix(got.Message, "… and 4 more"), got.Message[len(got.Message)-30:])
+	require.NoError(t, Validate(got))
 }

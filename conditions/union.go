@@ -2,6 +2,7 @@ package conditions
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,9 +48,14 @@ func InertiaByType(def time.Duration, perType map[string]time.Duration) func(met
 //   - the default, with reason ReasonAsExpected.
 //
 // A non-default result joins the counted sub-conditions' reasons as
-// "Prefix_Reason" sorted by type and separated by "::" (Foo_Crashing::Bar_Slow),
+// "Prefix_Reason" (see SanitizeReason) sorted by type and separated by "::"
+// (Foo_Crashing::Bar_Slow),
 // and its message has one "Type: message" line per counted sub-condition.
 // A default result keeps one line per sub-condition that has a message.
+// However many sub-conditions there are, the result stays within the API's
+// limits: the message is bounded by JoinBounded ("… and N more"), and a
+// reason that would pass MaxReasonLength keeps the first reasons that fit
+// and ends with "::AndNMore".
 // The result has no LastTransitionTime: Set gives it one.
 func Union(conds []metav1.Condition, opts UnionOptions, now time.Time) (metav1.Condition, error) {
 	if opts.Type == "" {
@@ -98,13 +104,9 @@ func Union(conds []metav1.Condition, opts UnionOptions, now time.Time) (metav1.C
 	}
 	reasons := make([]string, 0, len(counted))
 	for _, c := range counted {
-		r := strings.TrimSuffix(c.Type, opts.Type)
-		if c.Reason != "" {
-			r += "_" + c.Reason
-		}
-		reasons = append(reasons, r)
+		reasons = append(reasons, sourceReason(strings.TrimSuffix(c.Type, opts.Type), c.Reason))
 	}
-	out.Reason = strings.Join(reasons, "::")
+	out.Reason = joinReasons(reasons)
 	out.Message = unionMessage(counted, true)
 	return out, nil
 }
@@ -130,5 +132,65 @@ func unionMessage(conds []metav1.Condition, reasonFallback bool) string {
 			lines = append(lines, c.Type+": "+msg)
 		}
 	}
-	return strings.Join(lines, "\n")
+	return JoinBounded(lines, "\n", MaxMessageLength)
 }
+
+// sourceReason is "Prefix_Reason" made valid: a prefix such as
+// "example.com/Foo" or a malformed reason passes through SanitizeReason, and
+// a source with neither gives "Unnamed".
+func sourceReason(prefix, reason string) string {
+	r := SanitizeReason(prefix)
+	if reason = SanitizeReason(reason); reason != "" {
+		if r != "" {
+			r += "_"
+		}
+		r += reason
+	}
+	if r == "" {
+		return "Unnamed"
+	}
+	return r
+}
+
+// joinReasons joins reasons with "::" within MaxReasonLength: when they do
+// not all fit it keeps the first ones that do and ends with "::AndNMore"; a
+// first reason too long even alone is cut and stays a valid reason.
+func joinReasons(reasons []string) string {
+	joined := strings.Join(reasons, "::")
+	if len(joined) <= MaxReasonLength {
+		return joined
+	}
+	var b strings.Builder
+	kept := 0
+	for i, r := range reasons {
+		n := len(r)
+		if i > 0 {
+			n += len("::")
+		}
+		if left := len(reasons) - i - 1; left > 0 {
+			n += len(andMore(left))
+		}
+		if b.Len()+n > MaxReasonLength {
+			break
+		}
+		if i > 0 {
+			b.WriteString("::")
+		}
+		b.WriteString(r)
+		kept++
+	}
+	if kept == 0 {
+		room := MaxReasonLength
+		if len(reasons) > 1 {
+			room -= len(andMore(len(reasons) - 1))
+		}
+		b.WriteString(strings.TrimRight(reasons[0][:room], ",:"))
+		kept = 1
+	}
+	if left := len(reasons) - kept; left > 0 {
+		b.WriteString(andMore(left))
+	}
+	return b.String()
+}
+
+func andMore(n int) string { return "::And" + strconv.Itoa(n) + "More" }

@@ -1,6 +1,8 @@
 package conditions
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,4 +153,50 @@ func TestUnionBadOptions(t *testing.T) {
 			require.ErrorIs(t, err, ErrInvalid)
 		})
 	}
+}
+
+func TestUnionStaysWithinTheAPILimits(t *testing.T) {
+	longMsg := strings.Repeat("installer failed: exit status 1; ", 60)
+	tests := []struct {
+		name  string
+		count int
+		msg   string
+		typ   func(i int) string
+	}{
+		{name: "1,500 bad sources with short messages", count: 1500, msg: "unreachable", typ: func(i int) string { return fmt.Sprintf("Node%04dDegraded", i) }},
+		{name: "50 bad sources with long messages", count: 50, msg: longMsg, typ: func(i int) string { return fmt.Sprintf("Node%02dDegraded", i) }},
+		{name: "one bad source with a message at the API limit", count: 1, msg: strings.Repeat("m", MaxMessageLength), typ: func(int) string { return "NodeDegraded" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			subs := make([]metav1.Condition, tt.count)
+			for i := range subs {
+				subs[i] = cond(tt.typ(i), True, "InstallerPodFailed", tt.msg)
+			}
+			got, err := Union(subs, UnionOptions{Type: "Degraded"}, t0)
+			require.NoError(t, err)
+			assert.Equal(t, True, got.Status)
+			assert.LessOrEqual(t, len(got.Message), MaxMessageLength)
+			assert.LessOrEqual(t, len(got.Reason), MaxReasonLength)
+			var conds []metav1.Condition
+			_, err = Set(&conds, got, t0)
+			require.NoError(t, err, "the union must be a condition Set accepts")
+			if tt.count > 1 {
+				assert.Contains(t, got.Message, " more")
+				assert.Contains(t, got.Reason, "More")
+			}
+		})
+	}
+}
+
+func TestUnionReasonIsValidForQualifiedAndMalformedSources(t *testing.T) {
+	subs := []metav1.Condition{
+		cond("example.com/FooDegraded", True, "Crashing", ""),
+		cond("BarDegraded", True, "not camel case", ""),
+		cond("9Degraded", True, "", ""),
+	}
+	got, err := Union(subs, UnionOptions{Type: "Degraded"}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, "Unnamed::Bar_NotCamelCase::ExampleComFoo_Crashing", got.Reason)
+	require.NoError(t, Validate(got))
 }

@@ -2,6 +2,7 @@ package conditions
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -49,4 +50,47 @@ func TestValidate(t *testing.T) {
 			assert.True(t, strings.HasPrefix(err.Error(), "conditions: "), err.Error())
 		})
 	}
+}
+
+// The API server's own patterns for a condition type and reason; the
+// hand-written matchers must agree with them on every input.
+var (
+	apiTypePattern   = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`)
+	apiReasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+)
+
+func TestMatchersAgreeWithAPIPatterns(t *testing.T) {
+	inputs := []string{
+		"", "a", "A", "9", "-", "_", ".", "/", "a/", "/a", "a/b", "a/b/c", "A/b", "a-/b", "-a/b", "a.b/C", "a..b/C", "a.b./C",
+		"Ready", "example.com/Ready", "ex_ample.com/Ready", "Ready-", "Ready.", "Re.ady", "Re_ady", "Re-ady", "Not Ready",
+		"a,", "a:", "a_", "a,b", "a:b", "A1", "1A", "Foo_Crashing::Bar_Slow,X", "AsExpected", "x.y-z/0_9", "héllo",
+	}
+	for _, s := range inputs {
+		assert.Equal(t, apiTypePattern.MatchString(s), validType(s), "type %q", s)
+		assert.Equal(t, apiReasonPattern.MatchString(s), validReason(s), "reason %q", s)
+	}
+}
+
+func FuzzMatchersAgreeWithAPIPatterns(f *testing.F) {
+	for _, s := range []string{"Ready", "example.com/Ready", "Foo_Bar::Baz,Q", "a-b.c/D_e", "1x", "x/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := validType(s), apiTypePattern.MatchString(s); got != want {
+			t.Fatalf("validType(%q) = %v, the API pattern says %v", s, got, want)
+		}
+		if got, want := validReason(s), apiReasonPattern.MatchString(s); got != want {
+			t.Fatalf("validReason(%q) = %v, the API pattern says %v", s, got, want)
+		}
+	})
+}
+
+func TestValidateAllocatesNothingForAValidCondition(t *testing.T) {
+	c := cond("example.com/Ready", True, "Foo_Crashing::Bar_Slow", "fine")
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := Validate(c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
 }
