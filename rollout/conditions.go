@@ -1,9 +1,11 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,10 +33,20 @@ import (
 // Every message is bounded: it names at most a few nodes per line ("… and N
 // more") and never exceeds the API's 32768 bytes.
 func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []metav1.Condition {
-	counts := map[int32]int{}
+	// Revisions are few: a short sorted slice beats a map and a sort.
+	type revCount struct {
+		rev   int32
+		count int
+	}
+	var counts []revCount
 	active, atLatest := 0, 0
 	for _, n := range st.NodeStatuses {
-		counts[n.CurrentRevision]++
+		i, found := slices.BinarySearchFunc(counts, n.CurrentRevision, func(c revCount, r int32) int { return cmp.Compare(c.rev, r) })
+		if found {
+			counts[i].count++
+		} else {
+			counts = slices.Insert(counts, i, revCount{n.CurrentRevision, 1})
+		}
 		if n.CurrentRevision != 0 {
 			active++
 		}
@@ -42,12 +54,18 @@ func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []me
 			atLatest++
 		}
 	}
-	revs := slices.Sorted(maps.Keys(counts))
-	parts := make([]string, 0, len(revs))
-	for _, r := range revs {
-		parts = append(parts, fmt.Sprintf("%s at revision %d", nodesAre(counts[r]), r))
+	var b strings.Builder
+	latestSeen := false
+	for i, c := range counts {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(nodesAre(c.count))
+		b.WriteString(" at revision ")
+		b.WriteString(strconv.FormatInt(int64(c.rev), 10))
+		latestSeen = latestSeen || c.rev == st.LatestAvailableRevision
 	}
-	byRevision := strings.Join(parts, "; ")
+	byRevision := b.String()
 
 	available := metav1.Condition{Type: conditions.TypeAvailable, Status: metav1.ConditionTrue, Reason: ReasonNodesActive,
 		Message: fmt.Sprintf("%s active; %s", nodesAre(active), byRevision)}
@@ -62,7 +80,7 @@ func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []me
 		Reason: ReasonAllNodesAtLatestRevision, Message: byRevision}
 	if atLatest < len(st.NodeStatuses) {
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonNodesProgressing
-		if counts[st.LatestAvailableRevision] == 0 {
+		if !latestSeen {
 			progressing.Message += fmt.Sprintf("; 0 nodes have achieved new revision %d", st.LatestAvailableRevision)
 		}
 		if len(heldBy) > 0 {
@@ -74,8 +92,8 @@ func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []me
 	if len(st.NodeStatuses) == 0 {
 		progressing.Message = "no nodes"
 	}
-	available.Message = truncate(available.Message, maxConditionMessage)
-	progressing.Message = truncate(progressing.Message, maxConditionMessage)
+	available.Message = conditions.TruncateMessage(available.Message, conditions.MaxMessageLength)
+	progressing.Message = conditions.TruncateMessage(progressing.Message, conditions.MaxMessageLength)
 	return []metav1.Condition{available, progressing, degraded(st, heldBy, p, now)}
 }
 
@@ -150,7 +168,7 @@ func degraded(st Status, heldBy []string, p Policy, now time.Time) metav1.Condit
 		return metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected}
 	}
 	return metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionTrue, Reason: reason,
-		Message: truncate(strings.Join(parts, "; "), maxConditionMessage)}
+		Message: conditions.JoinBounded(parts, "; ", conditions.MaxMessageLength)}
 }
 
 // ApplyConditions sets DesiredConditions on st.Conditions through the
@@ -176,5 +194,5 @@ func nodesAre(n int) string {
 	if n == 1 {
 		return "1 node is"
 	}
-	return fmt.Sprintf("%d nodes are", n)
+	return strconv.Itoa(n) + " nodes are"
 }

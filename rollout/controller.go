@@ -329,10 +329,10 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 		dirty = true
 	}
 	work.HeldSince = plan.Status.HeldSince
-	changed, err := ApplyConditions(&work, plan.HeldBy, c.cfg.Policy, now)
-	if err != nil {
-		return 0, err
-	}
+	// Every step is applied: the nodes are the plan's, and so are the
+	// conditions (the installers confirmed gone do not change them).
+	changed := !conditionsEqual(work.Conditions, plan.Status.Conditions)
+	work.Conditions = plan.Status.Conditions
 	if dirty || changed {
 		if err := write("conditions"); err != nil {
 			return 0, err
@@ -355,6 +355,15 @@ func timeEqual(a, b *metav1.Time) bool {
 		return a == b
 	}
 	return a.Equal(b)
+}
+
+// conditionsEqual compares two condition lists field by field (no reflection:
+// a sync where nothing changed stays cheap).
+func conditionsEqual(a, b []metav1.Condition) bool {
+	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
+		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message &&
+			x.ObservedGeneration == y.ObservedGeneration && x.LastTransitionTime.Equal(&y.LastTransitionTime)
+	})
 }
 
 // applyStep applies one node decision to a status sorted by node name.

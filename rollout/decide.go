@@ -312,7 +312,7 @@ func planStarts(plan *Plan, nodes []NodeStatus, views []NodeObservation, deletin
 		prev = &nodes[i]
 		rev := RevisionToStart(n, leader, plan.Latest)
 		down := isDown(n, o)
-		if down && n.CurrentRevision < plan.Latest && !(n.Failing() && n.LastFailedRevision == plan.Latest) {
+		if !n.InTransition() && down && n.CurrentRevision < plan.Latest && !(n.Failing() && n.LastFailedRevision == plan.Latest) {
 			// A node already down goes straight to the latest revision,
 			// whatever its leader runs: it has nothing to lose.
 			rev = plan.Latest

@@ -142,6 +142,19 @@ func TestPlanRollout(t *testing.T) {
 			wantRequeue: DefaultHoldDegradedAfter,
 		},
 		{
+			// Found by TestSimRollout (seed 514): a node in transition whose
+			// operand is not ready was started again on every sync, so its
+			// OperandReadyTimeout never ran out.
+			name: "a node in transition that is down is never started again",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0),
+				installed(node("b", 1, 2), t0.Add(time.Hour-time.Minute))}},
+			obs:         Observation{"a": ready(1), "b": withInstaller(pending(2), InstallerSucceeded)},
+			policy:      Policy{MaxUnavailable: 2, OperandReadyTimeout: dur(3 * time.Minute)},
+			wantSteps:   []stepSummary{{"a", 2, "installer-2-a"}},
+			wantStart:   "b",
+			wantRequeue: 2 * time.Minute,
+		},
+		{
 			name:      "nodes at different old revisions: the oldest first, to the latest",
 			st:        Status{LatestAvailableRevision: 5, NodeStatuses: []NodeStatus{node("a", 4, 0), node("b", 2, 0), node("c", 3, 0)}},
 			obs:       Observation{"a": ready(4), "b": ready(2), "c": ready(3)},

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/conditions"
 )
 
 // NodeDecision is what the engine decided for one node: the status to
@@ -297,7 +299,7 @@ func fail(d *NodeDecision, to *NodeStatus, in NodeInput, reason string, errs []s
 		}[reason]
 		message = what + ": " + strings.Join(to.LastFailedErrors, "; ")
 	}
-	d.Events = append(d.Events, Event{Type: EventTypeWarning, Reason: reason, Message: truncate(message, MaxEventMessageLength)})
+	d.Events = append(d.Events, Event{Type: EventTypeWarning, Reason: reason, Message: conditions.TruncateMessage(message, MaxEventMessageLength)})
 	if in.Policy.RetriesExhausted(*to) {
 		d.Reason = fmt.Sprintf("%s %s, giving up on revision %d", reason, times(to.LastFailedCount), n.TargetRevision)
 		d.Events = append(d.Events, Event{Type: EventTypeWarning, Reason: ReasonInstallerRetriesExhausted,

@@ -31,7 +31,7 @@ var (
 // followed by a kubelet tick and the clock moved by the requeue the sync
 // asked for (at most 10 minutes).
 const (
-	simFaultSteps = 40
+	simFaultSteps = 30
 	simQuietSteps = 80
 	simMaxLatest  = 6
 )
@@ -91,6 +91,7 @@ type simRun struct {
 	host    *simHost
 	policy  rollout.Policy
 	ctrl    *rollout.Controller
+	verbose bool // keep a step log (a failing seed is replayed with it)
 	log     []string
 	events  []rollout.Event
 	written int              // store writes already checked
@@ -101,6 +102,9 @@ type simRun struct {
 }
 
 func (r *simRun) logf(format string, args ...any) {
+	if !r.verbose {
+		return
+	}
 	r.log = append(r.log, fmt.Sprintf("[%s] ", r.clk.Now().Sub(t0))+fmt.Sprintf(format, args...))
 }
 
@@ -111,7 +115,7 @@ func (r *simRun) restart() error {
 	return err
 }
 
-func newSimRun(seed uint64) (*simRun, error) {
+func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	clk := clocktesting.NewFakeClock(t0)
 	n := 3 + rng.IntN(3)
@@ -122,7 +126,7 @@ func newSimRun(seed uint64) (*simRun, error) {
 	cluster := fake.NewRolloutCluster(clk, 1, names...)
 	store := fake.NewRolloutStatusStore(2, 1, names...)
 	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, crashAfter: -1},
-		maxCur: map[string]int32{}, nodeSeq: n}
+		maxCur: map[string]int32{}, nodeSeq: n, verbose: verbose}
 	r.policy = rollout.Policy{MaxUnavailable: int32(1 + rng.IntN(2))}
 	if rng.IntN(2) == 0 {
 		r.policy.InstallerPendingTimeout = metav1.Duration{Duration: 2 * time.Minute}
@@ -248,13 +252,15 @@ func (r *simRun) quiesce() {
 // step syncs once, checks every invariant, lets the kubelet move and the
 // clock advance.
 func (r *simRun) step(ctx context.Context) error {
-	before := r.host.store.Current()
-	created := len(r.host.CreatedInstallers())
+	before := r.host.store.Status // the store replaces, never mutates, what it holds
+	created := len(r.host.Created)
 	res, err := r.ctrl.Sync(ctx)
 	r.syncs++
 	r.events = append(r.events, res.Events...)
-	for _, e := range res.Events {
-		r.logf("event %s %s: %s", e.Type, e.Reason, e.Message)
+	if r.verbose {
+		for _, e := range res.Events {
+			r.logf("event %s %s: %s", e.Type, e.Reason, e.Message)
+		}
 	}
 	switch {
 	case err == nil:
@@ -270,7 +276,7 @@ func (r *simRun) step(ctx context.Context) error {
 	default:
 		return fmt.Errorf("unexpected sync error: %w", err)
 	}
-	if err := r.check(before, r.host.CreatedInstallers()[created:]); err != nil {
+	if err := r.check(before, r.host.Created[created:]); err != nil {
 		return err
 	}
 	wait := time.Second
@@ -298,7 +304,7 @@ func (r *simRun) unavailable(st rollout.Status) (unavailable, inTransition int) 
 
 // check verifies the invariants after one sync.
 func (r *simRun) check(before rollout.Status, created []rollout.Installer) error {
-	after := r.host.store.Current()
+	after := r.host.store.Status
 	if err := after.Validate(); err != nil {
 		return fmt.Errorf("persisted status is invalid: %w", err)
 	}
@@ -345,7 +351,7 @@ func (r *simRun) check(before rollout.Status, created []rollout.Installer) error
 	// Every transition is reported once: as many events as transitions persisted.
 	writes := r.host.store.Writes
 	prev := r.prev
-	var wantCurrent, wantFailures int
+	var wantCurrent, wantTarget, wantFailures int
 	for _, w := range writes[r.written:] {
 		for _, n := range w.NodeStatuses {
 			old, ok := prev.Node(n.NodeName)
@@ -355,6 +361,9 @@ func (r *simRun) check(before rollout.Status, created []rollout.Installer) error
 			if old.InTransition() && !n.InTransition() && n.CurrentRevision == old.TargetRevision {
 				wantCurrent++
 			}
+			if n.InTransition() && (n.TargetRevision != old.TargetRevision || (n.InstallerOrderedTime != nil && old.InstallerOrderedTime == nil && !old.InTransition())) {
+				wantTarget++
+			}
 			if n.LastFailedTime != nil && (old.LastFailedTime == nil || n.LastFailedCount != old.LastFailedCount || n.LastFailedRevision != old.LastFailedRevision) {
 				wantFailures++
 			}
@@ -362,26 +371,29 @@ func (r *simRun) check(before rollout.Status, created []rollout.Installer) error
 		prev = w
 	}
 	r.written, r.prev = len(writes), after
-	var gotCurrent, gotFailures int
+	var gotCurrent, gotTarget, gotFailures int
 	for _, e := range r.events {
 		switch e.Reason {
 		case rollout.ReasonNodeCurrentRevisionChanged:
 			gotCurrent++
+		case rollout.ReasonNodeTargetRevisionChanged:
+			gotTarget++
 		case rollout.ReasonInstallerPodFailed, rollout.ReasonInstallerPodDisappeared, rollout.ReasonOperandFailed, rollout.ReasonOperandNotReady:
 			gotFailures++
 		}
 	}
 	r.events = nil
-	if gotCurrent != wantCurrent || gotFailures != wantFailures {
-		return fmt.Errorf("events do not match the persisted transitions: %d current-revision events for %d transitions, %d failure events for %d failures",
-			gotCurrent, wantCurrent, gotFailures, wantFailures)
+	if gotCurrent != wantCurrent || gotTarget != wantTarget || gotFailures != wantFailures {
+		return fmt.Errorf("events do not match the persisted transitions: %d current-revision events for %d transitions, "+
+			"%d target-revision events for %d, %d failure events for %d failures",
+			gotCurrent, wantCurrent, gotTarget, wantTarget, gotFailures, wantFailures)
 	}
 	return nil
 }
 
 // converged reports whether the rollout is done and nothing is left behind.
 func (r *simRun) converged() bool {
-	st := r.host.store.Current()
+	st := r.host.store.Status
 	if !st.Converged() || !conditions.IsFalse(st.Conditions, conditions.TypeDegraded) {
 		return false
 	}
@@ -421,6 +433,15 @@ func (r *simRun) run(ctx context.Context) error {
 	return fmt.Errorf("not converged within %d quiet steps after the faults stopped: %+v", simQuietSteps, r.host.store.Current())
 }
 
+// playSchedule plays one seeded schedule.
+func playSchedule(ctx context.Context, seed uint64, verbose bool) error {
+	r, err := newSimRun(seed, verbose)
+	if err != nil {
+		return err
+	}
+	return r.run(ctx)
+}
+
 // TestSimRollout runs seeded schedules of faults against Controller.Sync and
 // fake.RolloutCluster: nodes unreachable and back, added and removed;
 // installers that fail, OOM, hang, vanish, fail to be created or deleted;
@@ -437,7 +458,15 @@ func TestSimRollout(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), klog.Logger{})
 	seeds := make([]uint64, 0, *simSchedules)
 	if *simSeed != 0 {
-		seeds = append(seeds, *simSeed)
+		r, err := newSimRun(*simSeed, true)
+		if err == nil {
+			err = r.run(ctx)
+		}
+		t.Logf("seed %d steps:\n%s", *simSeed, strings.Join(r.log, "\n"))
+		if err != nil {
+			t.Fatalf("seed %d: %v", *simSeed, err)
+		}
+		return
 	} else {
 		for i := range *simSchedules {
 			seeds = append(seeds, uint64(i)+1)
@@ -459,15 +488,14 @@ func TestSimRollout(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for seed := range next {
-				r, err := newSimRun(seed)
-				if err == nil {
-					err = r.run(ctx)
+				if err := playSchedule(ctx, seed, false); err == nil {
+					continue
 				}
-				if err != nil {
-					mu.Lock()
-					failures = append(failures, failure{seed: seed, err: err, log: r.log})
-					mu.Unlock()
-				}
+				r, _ := newSimRun(seed, true)
+				err := r.run(ctx)
+				mu.Lock()
+				failures = append(failures, failure{seed: seed, err: err, log: r.log})
+				mu.Unlock()
 			}
 		}()
 	}

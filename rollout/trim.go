@@ -3,7 +3,8 @@ package rollout
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/converge-dev/converge/conditions"
 )
 
 // Bounds on what the engine persists and reports, so that no observation,
@@ -17,26 +18,10 @@ const (
 	// MaxEventMessageLength bounds an event's message, in bytes (the
 	// events.k8s.io note limit).
 	MaxEventMessageLength = 1024
-	// maxConditionMessage bounds a condition message, in bytes: the API limit.
-	maxConditionMessage = 32768
 	// maxListedNodes is how many nodes a condition or event message names
 	// before "… and N more".
 	maxListedNodes = 20
 )
-
-// truncate shortens s to at most limit bytes without splitting a rune,
-// ending it with "…" when it cut something.
-func truncate(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	const ellipsis = "…"
-	cut := limit - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:max(cut, 0)] + ellipsis
-}
 
 // trimErrors bounds a list of errors: at most MaxFailedErrors, each at
 // most MaxErrorLength bytes, the last one saying how many were left out.
@@ -50,7 +35,7 @@ func trimErrors(errs []string) []string {
 			out = append(out, "… and "+strconv.Itoa(len(errs)-i)+" more errors")
 			break
 		}
-		out = append(out, truncate(e, MaxErrorLength))
+		out = append(out, conditions.TruncateMessage(e, MaxErrorLength))
 	}
 	return out
 }
