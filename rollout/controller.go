@@ -268,14 +268,15 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 	log = log.WithValues("latestRevision", plan.Latest)
 	log.V(2).Info("Planned rollout", "reason", plan.Reason, "start", plan.Start)
 
+	// work is the status as written so far; its nodes are copied before
+	// the first step changes them (a sync where nothing changed copies nothing).
 	work := st
-	work.NodeStatuses = slices.Clone(st.NodeStatuses)
-	if !sortedByName(work.NodeStatuses) {
-		sortNodeStatuses(work.NodeStatuses)
-	}
 	work.InstallersToDelete = slices.Clone(st.InstallersToDelete)
 	work.Conditions = slices.Clone(st.Conditions)
-	dirty := false
+	dirty, copied := false, false
+	if !sortedByName(work.NodeStatuses) {
+		work.NodeStatuses, copied, dirty = sortNodes(work.NodeStatuses), true, true
+	}
 	write := func(what string) error {
 		work.HeldSince = plan.Status.HeldSince
 		if _, err := ApplyConditions(&work, plan.HeldBy, c.cfg.Policy, now); err != nil {
@@ -296,6 +297,9 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 			return 0, err
 		}
 		if step.To != nil || step.Remove || len(step.Delete) > 0 {
+			if !copied {
+				work.NodeStatuses, copied = slices.Clone(work.NodeStatuses), true
+			}
 			applyStep(&work, step)
 			if err := write("status of node " + step.Node); err != nil {
 				return 0, err

@@ -40,6 +40,8 @@ type Plan struct {
 	// start of a node (nil when none does).
 	HeldBy []string
 	// Status is the status once every step is applied, conditions included.
+	// It shares the memory of the input status where nothing changed:
+	// DeepCopy it before changing it.
 	Status Status
 	// Reason is a one-line summary.
 	Reason string
@@ -107,11 +109,10 @@ func PlanRollout(in Input) (Plan, error) {
 
 	out := Status{LatestAvailableRevision: st.LatestAvailableRevision, HeldSince: st.HeldSince,
 		InstallersToDelete: slices.Clone(st.InstallersToDelete), Conditions: slices.Clone(st.Conditions)}
-	nodes, views, err := members(&plan, &out, st.NodeStatuses, in.Observation)
+	nodes, views, shared, err := members(&plan, &out, st.NodeStatuses, in.Observation)
 	if err != nil {
 		return Plan{}, err
 	}
-	out.NodeStatuses = nodes
 	deleting := map[string]bool{}
 	for _, inst := range out.InstallersToDelete {
 		deleting[inst.Node] = true
@@ -127,6 +128,9 @@ func PlanRollout(in Input) (Plan, error) {
 			d = idleNode(n, nin)
 		}
 		if d.To != nil {
+			if shared {
+				nodes, shared = slices.Clone(nodes), false
+			}
 			nodes[i] = *d.To
 		}
 		addDeletes(&out, d.Delete)
@@ -137,9 +141,11 @@ func PlanRollout(in Input) (Plan, error) {
 	}
 
 	if len(nodes) > 0 {
-		wait := planStarts(&plan, nodes, views, deleting, p, now)
+		var wait time.Duration
+		nodes, wait = planStarts(&plan, nodes, shared, views, deleting, p, now)
 		requeue(wait)
 	}
+	out.NodeStatuses = nodes
 	requeue(updateHold(&plan, &out, p, now))
 
 	if _, err := ApplyConditions(&out, plan.HeldBy, p, now); err != nil {
@@ -153,12 +159,31 @@ func PlanRollout(in Input) (Plan, error) {
 // members returns the status nodes that are still observed, sorted by
 // name, with the observations aligned to them, plus new observed nodes. A
 // node that left gets a Remove step and its unfinished installer must go.
-func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]NodeStatus, []NodeObservation, error) {
+// When nothing joined or left and the status is sorted, the nodes returned
+// are the status's own (shared reports it): the caller copies them before
+// changing one.
+func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]NodeStatus, []NodeObservation, bool, error) {
 	if !sortedByName(status) {
 		status = sortNodes(status)
 	}
+	views := make([]NodeObservation, len(status))
+	left := false
+	for i, n := range status {
+		o, ok := obs[n.NodeName]
+		if !ok {
+			left = true
+			break
+		}
+		if err := o.Validate(); err != nil {
+			return nil, nil, false, fmt.Errorf("node %q: %w", n.NodeName, err)
+		}
+		views[i] = o
+	}
+	if !left && len(status) == len(obs) {
+		return status, views, true, nil
+	}
 	nodes := make([]NodeStatus, 0, len(status))
-	views := make([]NodeObservation, 0, len(status))
+	views = views[:0]
 	for _, n := range status {
 		o, ok := obs[n.NodeName]
 		if !ok {
@@ -171,13 +196,13 @@ func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]N
 			continue
 		}
 		if err := o.Validate(); err != nil {
-			return nil, nil, fmt.Errorf("node %q: %w", n.NodeName, err)
+			return nil, nil, false, fmt.Errorf("node %q: %w", n.NodeName, err)
 		}
 		nodes = append(nodes, n)
 		views = append(views, o)
 	}
 	if len(nodes) == len(obs) {
-		return nodes, views, nil
+		return nodes, views, false, nil
 	}
 	var joined []string
 	for name := range obs {
@@ -188,10 +213,10 @@ func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]N
 	slices.Sort(joined)
 	for _, name := range joined {
 		if name == "" {
-			return nil, nil, invalidf("observed node with an empty name")
+			return nil, nil, false, invalidf("observed node with an empty name")
 		}
 		if err := obs[name].Validate(); err != nil {
-			return nil, nil, fmt.Errorf("node %q: %w", name, err)
+			return nil, nil, false, fmt.Errorf("node %q: %w", name, err)
 		}
 		n := NodeStatus{NodeName: name}
 		plan.Steps = append(plan.Steps, NodeDecision{Node: name, To: &n, Reason: "joined the cluster"})
@@ -207,7 +232,7 @@ func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]N
 	for i, j := range idx {
 		sortedNodes[i], sortedViews[i] = nodes[j], views[j]
 	}
-	return sortedNodes, sortedViews, nil
+	return sortedNodes, sortedViews, false, nil
 }
 
 // addDeletes records installers that must go, once each.
@@ -234,7 +259,7 @@ func idleNode(n NodeStatus, in NodeInput) NodeDecision {
 		changed = true
 	}
 	op := in.Observation.Operand
-	seen := op.Phase.normal() != OperandNotFound
+	seen := op.Phase != OperandNotFound
 	switch {
 	case seen && op.Revision > 0 && op.Revision < n.CurrentRevision && n.RegressedRevision != op.Revision:
 		next.RegressedRevision = op.Revision
@@ -249,7 +274,8 @@ func idleNode(n NodeStatus, in NodeInput) NodeDecision {
 		d.Reason = fmt.Sprintf("operand is back at revision %d", op.Revision)
 	}
 	if changed {
-		d.To = &next
+		to := next
+		d.To = &to
 		if d.Reason == "" {
 			d.Reason = "status normalised"
 		}
@@ -258,9 +284,9 @@ func idleNode(n NodeStatus, in NodeInput) NodeDecision {
 }
 
 // planStarts walks the nodes in ring order from the start node and starts
-// what the budget allows. It returns how long a soak or a backoff still
-// holds it back.
-func planStarts(plan *Plan, nodes []NodeStatus, views []NodeObservation, deleting map[string]bool, p Policy, now time.Time) time.Duration {
+// what the budget allows. It returns the nodes (copied before the first
+// start when shared) and how long a soak or a backoff still holds it back.
+func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObservation, deleting map[string]bool, p Policy, now time.Time) ([]NodeStatus, time.Duration) {
 	start, why := startNode(nodes, views)
 
 	budget := p.Unavailable()
@@ -324,20 +350,20 @@ func planStarts(plan *Plan, nodes []NodeStatus, views []NodeObservation, deletin
 		switch {
 		case p.Paused:
 			plan.Blocked = fmt.Sprintf("paused: not starting revision %d on %s", rev, n.NodeName)
-			return 0
+			return nodes, 0
 		case !retry && !down && hasKey(failingOn, rev) && failingOn[rev] != i:
 			plan.Blocked = fmt.Sprintf("revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
-			return 0
+			return nodes, 0
 		case retry && p.RetriesExhausted(n):
 			plan.Blocked = fmt.Sprintf("%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount))
-			return 0
+			return nodes, 0
 		case retry && now.Before(p.InstallerBackoff.RetryAt(n)):
 			wait := p.InstallerBackoff.RetryAt(n).Sub(now)
 			plan.Blocked = fmt.Sprintf("%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), wait)
-			return wait
+			return nodes, wait
 		case inTransition+1 > budget:
 			plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
-			return 0
+			return nodes, 0
 		case !down && unavailable+1 > budget:
 			// A healthy node waits; a node further on that is already
 			// down may still start: it takes nothing more down, and
@@ -350,12 +376,16 @@ func planStarts(plan *Plan, nodes []NodeStatus, views []NodeObservation, deletin
 		case soakUntil.After(now):
 			wait := min(soakUntil.Sub(now), p.MinReadyDuration.Duration)
 			plan.Blocked = fmt.Sprintf("operands soaking for another %v before %s starts revision %d", wait, n.NodeName, rev)
-			return wait
+			return nodes, wait
 		}
 		to := n
 		to.TargetRevision = rev
 		to.InstallerOrderedTime, to.InstalledTime = metaTime(now), nil
+		if shared {
+			nodes, shared = slices.Clone(nodes), false
+		}
 		nodes[i] = to
+		prev = &nodes[i]
 		create := installerFor(to)
 		reason := fmt.Sprintf("starting revision %d", rev)
 		if retry {
@@ -371,7 +401,7 @@ func planStarts(plan *Plan, nodes []NodeStatus, views []NodeObservation, deletin
 			unavailable++
 		}
 	}
-	return 0
+	return nodes, 0
 }
 
 // isDown reports whether a reachable node is already unavailable: its

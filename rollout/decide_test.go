@@ -337,7 +337,7 @@ func TestPlanRolloutInvalid(t *testing.T) {
 		{name: "duplicate nodes", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0), node("a", 0, 0)}}},
 		{name: "target below current", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 3, 2)}}},
 		{name: "unknown phase", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}},
-			obs: Observation{"a": {Operand: OperandState{Phase: "Weird"}}}},
+			obs: Observation{"a": {Operand: OperandState{Phase: 7}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

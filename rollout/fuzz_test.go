@@ -24,8 +24,8 @@ func (s *bytesSource) next(n int) int {
 }
 
 var (
-	fuzzOperandPhases   = []OperandPhase{"", OperandPending, OperandReady, OperandFailed}
-	fuzzInstallerPhases = []InstallerPhase{"", InstallerPending, InstallerRunning, InstallerSucceeded, InstallerFailed}
+	fuzzOperandPhases   = []OperandPhase{OperandNotFound, OperandPending, OperandReady, OperandFailed}
+	fuzzInstallerPhases = []InstallerPhase{InstallerNotFound, InstallerPending, InstallerRunning, InstallerSucceeded, InstallerFailed}
 )
 
 // fuzzInput builds a status, observation and policy from fuzz bytes.

@@ -103,7 +103,7 @@ func NextNodeStatus(n NodeStatus, in NodeInput) NodeDecision {
 	}
 	p, now, obs := in.Policy, in.Now, in.Observation
 	op := obs.Operand
-	if op.Phase.normal() == OperandReady && op.Revision == n.TargetRevision {
+	if op.Phase == OperandReady && op.Revision == n.TargetRevision {
 		to := change()
 		to.CurrentRevision, to.TargetRevision, to.RegressedRevision = n.TargetRevision, 0, 0
 		to.InstallerOrderedTime, to.InstalledTime = nil, nil
@@ -114,7 +114,7 @@ func NextNodeStatus(n NodeStatus, in NodeInput) NodeDecision {
 	}
 
 	inst := obs.Installer
-	phase := inst.Phase.normal()
+	phase := inst.Phase
 	name := InstallerName(n)
 	if in.Latest > n.TargetRevision && !p.Paused {
 		if phase == InstallerPending || phase == InstallerRunning {
@@ -191,7 +191,7 @@ func NextNodeStatus(n NodeStatus, in NodeInput) NodeDecision {
 func waitForOperand(d *NodeDecision, n NodeStatus, in NodeInput, change func() *NodeStatus) {
 	op := in.Observation.Operand
 	switch {
-	case op.Phase.normal() == OperandFailed && op.Revision == n.TargetRevision:
+	case op.Phase == OperandFailed && op.Revision == n.TargetRevision:
 		msg := op.Message
 		if msg == "" {
 			msg = fmt.Sprintf("static pod of revision %d failed without a message", n.TargetRevision)
@@ -200,7 +200,7 @@ func waitForOperand(d *NodeDecision, n NodeStatus, in NodeInput, change func() *
 		fail(d, to, in, ReasonOperandFailed, []string{msg}, "")
 		to.TargetRevision = 0
 		return
-	case op.Phase.normal() == OperandNotFound || op.Revision == n.TargetRevision:
+	case op.Phase == OperandNotFound || op.Revision == n.TargetRevision:
 		d.Reason = "static pod is pending"
 	default:
 		d.Reason = fmt.Sprintf("waiting for static pod of revision %d, found %d", n.TargetRevision, op.Revision)
@@ -233,11 +233,14 @@ func waitForOperand(d *NodeDecision, n NodeStatus, in NodeInput, change func() *
 // changed anything.
 func reanchored(n NodeStatus, in NodeInput) (NodeStatus, bool) {
 	changed := false
-	for _, t := range []**metav1.Time{&n.InstallerOrderedTime, &n.InstalledTime, &n.LastFailedTime} {
-		if *t != nil && (*t).After(in.Now) {
-			*t = metaTime(in.Now)
-			changed = true
-		}
+	if future(n.InstallerOrderedTime, in.Now) {
+		n.InstallerOrderedTime, changed = metaTime(in.Now), true
+	}
+	if future(n.InstalledTime, in.Now) {
+		n.InstalledTime, changed = metaTime(in.Now), true
+	}
+	if future(n.LastFailedTime, in.Now) {
+		n.LastFailedTime, changed = metaTime(in.Now), true
 	}
 	if n.RetryTime != nil && n.RetryTime.Sub(in.Now) > in.Policy.InstallerBackoff.longest(n.LastFailedCount) {
 		n.RetryTime = metaTimeCeil(in.Now.Add(in.Policy.InstallerBackoff.Delay(n.LastFailedCount, in.Jitter)))
@@ -245,6 +248,9 @@ func reanchored(n NodeStatus, in NodeInput) (NodeStatus, bool) {
 	}
 	return n, changed
 }
+
+// future reports whether t is set and after now.
+func future(t *metav1.Time, now time.Time) bool { return t != nil && t.After(now) }
 
 // decideMissingInstaller creates the installer of a node in transition unless
 // something holds it back.

@@ -1,40 +1,79 @@
 package rollout
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
-// OperandPhase is the observed state of a node's operand (static) pod.
-type OperandPhase string
+// OperandPhase is the observed state of a node's operand (static) pod. The
+// zero value is OperandNotFound. Phases are small integers so that an
+// Observation of many nodes keeps its values inline.
+type OperandPhase uint8
 
 const (
-	// OperandNotFound means there is no operand pod; the empty phase means the same.
-	OperandNotFound OperandPhase = "NotFound"
+	// OperandNotFound means there is no operand pod.
+	OperandNotFound OperandPhase = iota
 	// OperandPending means the operand pod exists but is not ready.
-	OperandPending OperandPhase = "Pending"
+	OperandPending
 	// OperandReady means the operand pod is running and ready.
-	OperandReady OperandPhase = "Ready"
+	OperandReady
 	// OperandFailed means the operand pod failed.
-	OperandFailed OperandPhase = "Failed"
+	OperandFailed
 )
 
-// InstallerPhase is the observed state of an installer pod.
-type InstallerPhase string
+// String returns the phase's name: "NotFound", "Pending", "Ready" or "Failed".
+func (p OperandPhase) String() string {
+	switch p {
+	case OperandNotFound:
+		return "NotFound"
+	case OperandPending:
+		return "Pending"
+	case OperandReady:
+		return "Ready"
+	case OperandFailed:
+		return "Failed"
+	}
+	return "OperandPhase(" + strconv.Itoa(int(p)) + ")"
+}
+
+// InstallerPhase is the observed state of an installer pod. The zero value
+// is InstallerNotFound.
+type InstallerPhase uint8
 
 const (
-	// InstallerNotFound means the installer pod does not exist; the empty phase means the same.
-	InstallerNotFound InstallerPhase = "NotFound"
+	// InstallerNotFound means the installer pod does not exist.
+	InstallerNotFound InstallerPhase = iota
 	// InstallerPending means the installer pod is not running yet.
-	InstallerPending InstallerPhase = "Pending"
+	InstallerPending
 	// InstallerRunning means the installer pod is running.
-	InstallerRunning InstallerPhase = "Running"
+	InstallerRunning
 	// InstallerSucceeded means the installer pod finished successfully.
-	InstallerSucceeded InstallerPhase = "Succeeded"
+	InstallerSucceeded
 	// InstallerFailed means the installer pod failed.
-	InstallerFailed InstallerPhase = "Failed"
+	InstallerFailed
 )
+
+// String returns the phase's name: "NotFound", "Pending", "Running",
+// "Succeeded" or "Failed".
+func (p InstallerPhase) String() string {
+	switch p {
+	case InstallerNotFound:
+		return "NotFound"
+	case InstallerPending:
+		return "Pending"
+	case InstallerRunning:
+		return "Running"
+	case InstallerSucceeded:
+		return "Succeeded"
+	case InstallerFailed:
+		return "Failed"
+	}
+	return "InstallerPhase(" + strconv.Itoa(int(p)) + ")"
+}
 
 // OperandState is what the host observed about a node's operand pod.
 type OperandState struct {
-	// Phase is the operand's state; empty means OperandNotFound.
+	// Phase is the operand's state.
 	Phase OperandPhase
 	// Revision is the revision the operand pod runs (its revision label).
 	Revision int32
@@ -57,7 +96,7 @@ type ContainerTermination struct {
 // InstallerState is what the host observed about the installer pod named
 // InstallerName(node status) for a node in transition.
 type InstallerState struct {
-	// Phase is the installer's state; empty means InstallerNotFound.
+	// Phase is the installer's state.
 	Phase InstallerPhase
 	// Message is the pod's status message.
 	Message string
@@ -89,38 +128,20 @@ type NodeObservation struct {
 // invalid (a cache that has not synced must not wipe the rollout).
 type Observation map[string]NodeObservation
 
-func (p OperandPhase) normal() OperandPhase {
-	if p == "" {
-		return OperandNotFound
-	}
-	return p
-}
-
-func (p InstallerPhase) normal() InstallerPhase {
-	if p == "" {
-		return InstallerNotFound
-	}
-	return p
-}
-
 // Validate reports an unknown operand or installer phase or a negative revision, wrapped in ErrInvalid.
 func (o NodeObservation) Validate() error {
-	switch o.Operand.Phase.normal() {
-	case OperandNotFound, OperandPending, OperandReady, OperandFailed:
-	default:
-		return invalidf("unknown operand phase %q", o.Operand.Phase)
+	if o.Operand.Phase > OperandFailed {
+		return invalidf("unknown operand phase %v", o.Operand.Phase)
 	}
 	if o.Operand.Revision < 0 {
 		return invalidf("negative operand revision %d", o.Operand.Revision)
 	}
-	switch o.Installer.Phase.normal() {
-	case InstallerNotFound, InstallerPending, InstallerRunning, InstallerSucceeded, InstallerFailed:
-	default:
-		return invalidf("unknown installer phase %q", o.Installer.Phase)
+	if o.Installer.Phase > InstallerFailed {
+		return invalidf("unknown installer phase %v", o.Installer.Phase)
 	}
 	return nil
 }
 
 func (o NodeObservation) operandReady() bool {
-	return o.Operand.Phase.normal() == OperandReady
+	return o.Operand.Phase == OperandReady
 }

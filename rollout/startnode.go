@@ -72,7 +72,7 @@ func startNode(nodes []NodeStatus, views []NodeObservation) (int, string) {
 			continue
 		}
 		rev := o.Operand.Revision
-		if o.Operand.Phase.normal() == OperandNotFound {
+		if o.Operand.Phase == OperandNotFound {
 			rev = 0
 		}
 		if !o.operandReady() && (notReady < 0 || rev < notReadyRev) {
