@@ -362,6 +362,9 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 			plan.Blocked = fmt.Sprintf("%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), wait)
 			return nodes, wait
 		case inTransition+1 > budget:
+			// Nodes installing hold the rest back; one that is
+			// unreachable may do so for good: report it.
+			plan.HeldBy = heldBy(nodes, views, true)
 			plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
 			return nodes, 0
 		case !down && unavailable+1 > budget:
@@ -369,7 +372,7 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 			// down may still start: it takes nothing more down, and
 			// waiting for it could hold the rollout forever.
 			if plan.Blocked == "" {
-				plan.HeldBy = heldBy(nodes, views)
+				plan.HeldBy = heldBy(nodes, views, false)
 				plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
 			}
 			continue
@@ -411,10 +414,11 @@ func isDown(n NodeStatus, o NodeObservation) bool {
 	return !o.operandReady() || n.RegressedRevision != 0
 }
 
-// heldBy names the unavailable nodes that are not simply installing: they
-// hold a start back. It is nil when every unavailable node is in transition
-// and reachable (the rollout is moving, not held).
-func heldBy(nodes []NodeStatus, views []NodeObservation) []string {
+// heldBy names the unavailable nodes that are not simply installing (only
+// the unreachable ones with onlyUnreachable): they hold a start back. It is
+// nil when every unavailable node is in transition and reachable (the
+// rollout is moving, not held).
+func heldBy(nodes []NodeStatus, views []NodeObservation, onlyUnreachable bool) []string {
 	var out []string
 	for i, n := range nodes {
 		o := views[i]
@@ -422,6 +426,8 @@ func heldBy(nodes []NodeStatus, views []NodeObservation) []string {
 		switch {
 		case o.Unreachable:
 			why = "unreachable"
+		case onlyUnreachable:
+			continue
 		case n.InTransition():
 			continue
 		case n.RegressedRevision != 0:

@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -390,4 +392,194 @@ requeue after 1m0s`, plan.String())
 start a (a is moving to revision 2)
   a: InstallerPodFailed 1 time, retrying in 15s; current 1, target 2; delete installer-2-a
 requeue after 15s`, timedOut.String())
+}
+
+// TestPlanRolloutUnreachableCountsAsUnavailable: an unreachable node counts
+// against MaxUnavailable as a DaemonSet counts it, including one that
+// became unreachable while its installer runs; it is never started; the
+// hold is explained in Progressing at once and in Degraded once it lasts,
+// naming the nodes and the way out.
+func TestPlanRolloutUnreachableCountsAsUnavailable(t *testing.T) {
+	now := t0.Add(time.Hour)
+	three := []NodeStatus{node("a", 1, 0), node("b", 1, 0), node("c", 1, 0)}
+	tests := []struct {
+		name         string
+		st           Status
+		obs          Observation
+		policy       Policy
+		wantSteps    []stepSummary
+		wantHeldBy   []string
+		wantProgress string
+		wantDegraded string
+	}{
+		{
+			name:         "one of three unreachable, maxUnavailable 1: nothing starts (etcd keeps quorum)",
+			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three},
+			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true}},
+			wantHeldBy:   []string{"c (unreachable)"},
+			wantProgress: ReasonRolloutHeld,
+			wantDegraded: conditions.ReasonAsExpected,
+		},
+		{
+			name: "unreachable while its installer runs: still counted, nothing else starts",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0),
+				ordered(node("c", 1, 2), now.Add(-time.Second))}},
+			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: OperandState{Phase: OperandReady, Revision: 1}, Installer: InstallerState{Phase: InstallerRunning}}},
+			policy:       Policy{MaxUnavailable: 1},
+			wantHeldBy:   []string{"c (unreachable)"},
+			wantProgress: ReasonRolloutHeld,
+			wantDegraded: conditions.ReasonAsExpected,
+		},
+		{
+			name:         "maxUnavailable 2: one more node may go, the unreachable one is skipped",
+			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three},
+			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true}},
+			policy:       Policy{MaxUnavailable: 2},
+			wantSteps:    []stepSummary{{"a", 2, "installer-2-a"}},
+			wantHeldBy:   []string{"c (unreachable)"},
+			wantProgress: ReasonRolloutHeld,
+			wantDegraded: conditions.ReasonAsExpected,
+		},
+		{
+			name:         "a hold older than HoldDegradedAfter is Degraded",
+			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three, HeldSince: mt(now.Add(-DefaultHoldDegradedAfter))},
+			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true}},
+			wantHeldBy:   []string{"c (unreachable)"},
+			wantProgress: ReasonRolloutHeld,
+			wantDegraded: ReasonNodesUnavailable,
+		},
+		{
+			name:         "a custom HoldDegradedAfter",
+			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three, HeldSince: mt(now.Add(-time.Minute))},
+			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true}},
+			policy:       Policy{HoldDegradedAfter: dur(time.Minute)},
+			wantHeldBy:   []string{"c (unreachable)"},
+			wantProgress: ReasonRolloutHeld,
+			wantDegraded: ReasonNodesUnavailable,
+		},
+		{
+			name:         "the node is dropped from the observation once gone for good: the rollout goes on",
+			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three, HeldSince: mt(now.Add(-time.Hour))},
+			obs:          Observation{"a": ready(1), "b": ready(1)},
+			wantSteps:    []stepSummary{{"c", 0, ""}, {"a", 2, "installer-2-a"}},
+			wantProgress: ReasonNodesProgressing,
+			wantDegraded: conditions.ReasonAsExpected,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan, err := PlanRollout(Input{Status: tt.st, Observation: tt.obs, Policy: tt.policy, Now: now})
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantSteps, summarizeSteps(plan))
+			assert.Equal(t, tt.wantHeldBy, plan.HeldBy)
+			prog, _ := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
+			assert.Equal(t, tt.wantProgress, prog.Reason)
+			deg, _ := conditions.Get(plan.Status.Conditions, conditions.TypeDegraded)
+			assert.Equal(t, tt.wantDegraded, deg.Reason)
+			if tt.wantDegraded == ReasonNodesUnavailable {
+				assert.Contains(t, deg.Message, "c (unreachable)")
+				assert.Contains(t, deg.Message, "raise maxUnavailable, or drop a node that is gone for good from the observation")
+			}
+			if len(tt.wantHeldBy) > 0 {
+				assert.Contains(t, prog.Message, "starting nodes is held")
+				require.NotNil(t, plan.Status.HeldSince)
+			} else {
+				assert.Nil(t, plan.Status.HeldSince)
+			}
+			for _, s := range plan.Steps {
+				if s.Create != nil {
+					assert.False(t, tt.obs[s.Node].Unreachable, "no installer on an unreachable node")
+				}
+			}
+		})
+	}
+}
+
+// TestCurrentRevisionNeverGoesBackSilently: an operand observed below its
+// node's current revision is reported once (event and Degraded), counts as
+// unavailable, never as converged, and the node installs its current
+// revision again; the current revision itself never goes down.
+func TestCurrentRevisionNeverGoesBackSilently(t *testing.T) {
+	now := t0.Add(time.Hour)
+	st := Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 3, 0), node("b", 3, 0)}}
+	obs := Observation{"a": ready(2), "b": ready(3)}
+
+	plan, err := PlanRollout(Input{Status: st, Observation: obs, Now: now})
+	require.NoError(t, err)
+	a, _ := plan.Status.Node("a")
+	assert.Equal(t, int32(3), a.CurrentRevision, "never lowered")
+	assert.Equal(t, int32(2), a.RegressedRevision)
+	assert.Equal(t, int32(3), a.TargetRevision, "installed again, in the same plan")
+	assert.Equal(t, []string{ReasonNodeRevisionRegressed, ReasonNodeTargetRevisionChanged}, eventReasons(plan.Events()))
+	assert.False(t, plan.Status.Converged())
+	deg, _ := conditions.Get(plan.Status.Conditions, conditions.TypeDegraded)
+	assert.Equal(t, ReasonNodeRevisionRegressed, deg.Reason)
+
+	again, err := PlanRollout(Input{Status: plan.Status, Observation: Observation{"a": withInstaller(ready(2), InstallerRunning), "b": ready(3)}, Now: now})
+	require.NoError(t, err)
+	assert.Empty(t, again.Events(), "reported once")
+
+	done, err := PlanRollout(Input{Status: again.Status, Observation: Observation{"a": ready(3), "b": ready(3)}, Now: now})
+	require.NoError(t, err)
+	a, _ = done.Status.Node("a")
+	assert.Equal(t, NodeStatus{NodeName: "a", CurrentRevision: 3}, a)
+	assert.True(t, done.Status.Converged())
+}
+
+// TestLatestBelowWhatNodesRun: a latest revision lower than what nodes run
+// is a stated rule, not Progressing forever: the engine never moves a node
+// down, and such a node counts as at the latest revision.
+func TestLatestBelowWhatNodesRun(t *testing.T) {
+	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 3, 0), node("b", 2, 0), node("c", 1, 4)}}
+	plan, err := PlanRollout(Input{Status: st, Observation: Observation{"a": ready(3), "b": ready(2), "c": withInstaller(ready(4), InstallerSucceeded)}, Now: t0})
+	require.NoError(t, err)
+	assert.True(t, plan.Status.Converged(), "c finished its install of 4; nobody is moved down to 2")
+	prog, _ := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
+	assert.Equal(t, metav1.ConditionFalse, prog.Status)
+}
+
+// TestPlanRolloutStatusCanAlwaysBeWritten: however many nodes and however
+// long their errors (new ones or already persisted), the plan's status is
+// one the API accepts and the engine trims what it persists.
+func TestPlanRolloutStatusCanAlwaysBeWritten(t *testing.T) {
+	long := strings.Repeat("e", 40000)
+	st := Status{LatestAvailableRevision: 2}
+	obs := Observation{}
+	for i := range 1500 {
+		name := fmt.Sprintf("unreachable-node-%04d", i)
+		st.NodeStatuses = append(st.NodeStatuses, node(name, 1, 0))
+		obs[name] = NodeObservation{Unreachable: true}
+	}
+	for i := range 50 {
+		name := fmt.Sprintf("failing-node-%02d", i)
+		st.NodeStatuses = append(st.NodeStatuses, ordered(node(name, 1, 2), t0))
+		obs[name] = NodeObservation{Installer: InstallerState{Phase: InstallerFailed, Containers: []ContainerTermination{{Name: "installer", Message: long}}}}
+	}
+	persisted := failed(node("persisted", 1, 0), 2, 1, ReasonOperandFailed, t0, long, long, long, long, long, long, long, long, long, long)
+	st.NodeStatuses = append(st.NodeStatuses, persisted)
+	obs["persisted"] = ready(1)
+
+	plan, err := PlanRollout(Input{Status: st, Observation: obs, Policy: Policy{MaxUnavailable: 2000}, Now: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	require.NoError(t, plan.Status.Validate())
+	for _, c := range plan.Status.Conditions {
+		assert.NoError(t, conditions.Validate(c), c.Type)
+	}
+	for _, n := range plan.Status.NodeStatuses {
+		assert.LessOrEqual(t, len(n.LastFailedErrors), MaxFailedErrors, n.NodeName)
+		for _, e := range n.LastFailedErrors {
+			assert.LessOrEqual(t, len(e), MaxErrorLength, n.NodeName)
+		}
+	}
+	for _, e := range plan.Events() {
+		assert.LessOrEqual(t, len(e.Message), MaxEventMessageLength)
+	}
+}
+
+func eventReasons(events []Event) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e.Reason)
+	}
+	return out
 }

@@ -138,6 +138,11 @@ func NextNodeStatus(n NodeStatus, in NodeInput) NodeDecision {
 		change()
 		n = r
 	}
+	if needsTrim(n.LastFailedErrors) {
+		n.LastFailedErrors = trimErrors(n.LastFailedErrors)
+		next.LastFailedErrors = n.LastFailedErrors
+		change()
+	}
 	switch phase {
 	case InstallerNotFound:
 		if n.InstallerOrderedTime != nil && n.InstalledTime == nil {
