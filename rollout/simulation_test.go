@@ -31,7 +31,7 @@ var (
 // followed by a kubelet tick and the clock moved by the requeue the sync
 // asked for (at most 10 minutes).
 const (
-	simFaultSteps = 30
+	simFaultSteps = 25
 	simQuietSteps = 80
 	simMaxLatest  = 6
 )
@@ -118,7 +118,7 @@ func (r *simRun) restart() error {
 func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	clk := clocktesting.NewFakeClock(t0)
-	n := 3 + rng.IntN(3)
+	n := 3 + rng.IntN(2)
 	names := make([]string, n)
 	for i := range names {
 		names[i] = fmt.Sprintf("n%d", i)
