@@ -256,12 +256,12 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 	if err != nil {
 		return 0, fmt.Errorf("rollout: reading status: %w", err)
 	}
-	obs, err := c.observe(ctx, st)
+	obs, aligned, err := c.observe(ctx, st)
 	if err != nil {
 		return 0, err
 	}
 	now := c.cfg.Clock.Now()
-	plan, err := PlanRollout(Input{Status: st, Observation: obs, Policy: c.cfg.Policy, Now: now, Jitter: c.cfg.Jitter()})
+	plan, err := planRollout(Input{Status: st, Observation: obs, Policy: c.cfg.Policy, Now: now, Jitter: c.cfg.Jitter()}, aligned)
 	if err != nil {
 		return 0, err
 	}
@@ -388,13 +388,15 @@ func applyStep(st *Status, d NodeDecision) {
 
 // observe lists the nodes (or takes them from the status), reads every
 // node's operand once and, for a node in transition, the installer of its
-// target and attempt.
-func (c *Controller) observe(ctx context.Context, st Status) (Observation, error) {
+// target and attempt. When the nodes are exactly the status's, in its
+// (sorted) order, the observations come back aligned with the status and
+// no map is built; otherwise as an Observation.
+func (c *Controller) observe(ctx context.Context, st Status) (Observation, []NodeObservation, error) {
 	var nodes []Node
 	if c.cfg.Nodes != nil {
 		listed, err := c.cfg.Nodes.ListNodes(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("rollout: listing nodes: %w", err)
+			return nil, nil, fmt.Errorf("rollout: listing nodes: %w", err)
 		}
 		nodes = listed
 	} else {
@@ -403,31 +405,69 @@ func (c *Controller) observe(ctx context.Context, st Status) (Observation, error
 			nodes[i] = Node{Name: n.NodeName}
 		}
 	}
+	if sameNodes(nodes, st.NodeStatuses) {
+		views := make([]NodeObservation, len(nodes))
+		for i, n := range st.NodeStatuses {
+			o, err := c.observeNode(ctx, n, nodes[i].Unreachable)
+			if err != nil {
+				return nil, nil, err
+			}
+			views[i] = o
+		}
+		return nil, views, nil
+	}
+	index := make(map[string]int, len(st.NodeStatuses))
+	for i, n := range st.NodeStatuses {
+		index[n.NodeName] = i
+	}
 	obs := make(Observation, len(nodes))
 	for _, n := range nodes {
 		if n.Name == "" {
-			return nil, invalidf("listed a node with an empty name")
+			return nil, nil, invalidf("listed a node with an empty name")
 		}
 		if _, dup := obs[n.Name]; dup {
-			return nil, invalidf("listed node %q twice", n.Name)
+			return nil, nil, invalidf("listed node %q twice", n.Name)
 		}
-		op, err := c.cfg.Operands.GetOperand(ctx, n.Name)
+		status := NodeStatus{NodeName: n.Name}
+		if i, ok := index[n.Name]; ok {
+			status = st.NodeStatuses[i]
+		}
+		o, err := c.observeNode(ctx, status, n.Unreachable)
 		if err != nil {
-			return nil, fmt.Errorf("rollout: reading operand of node %s: %w", n.Name, err)
+			return nil, nil, err
 		}
-		obs[n.Name] = NodeObservation{Operand: op, Unreachable: n.Unreachable}
+		obs[n.Name] = o
 	}
-	for _, n := range st.NodeStatuses {
-		o, ok := obs[n.NodeName]
-		if !ok || !n.InTransition() {
-			continue
+	return obs, nil, nil
+}
+
+// sameNodes reports whether the listed nodes are exactly the status's, in
+// its order, and that order is sorted by name.
+func sameNodes(nodes []Node, status []NodeStatus) bool {
+	if len(nodes) != len(status) || len(nodes) == 0 {
+		return false
+	}
+	for i := range nodes {
+		if nodes[i].Name != status[i].NodeName || (i > 0 && status[i-1].NodeName >= status[i].NodeName) {
+			return false
 		}
+	}
+	return true
+}
+
+// observeNode reads one node's operand and, in transition, its installer.
+func (c *Controller) observeNode(ctx context.Context, n NodeStatus, unreachable bool) (NodeObservation, error) {
+	op, err := c.cfg.Operands.GetOperand(ctx, n.NodeName)
+	if err != nil {
+		return NodeObservation{}, fmt.Errorf("rollout: reading operand of node %s: %w", n.NodeName, err)
+	}
+	o := NodeObservation{Operand: op, Unreachable: unreachable}
+	if n.InTransition() {
 		inst, err := c.cfg.Installers.GetInstaller(ctx, installerFor(n))
 		if err != nil {
-			return nil, fmt.Errorf("rollout: reading installer %s: %w", InstallerName(n), err)
+			return NodeObservation{}, fmt.Errorf("rollout: reading installer %s: %w", InstallerName(n), err)
 		}
 		o.Installer = inst
-		obs[n.NodeName] = o
 	}
-	return obs, nil
+	return o, nil
 }

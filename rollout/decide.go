@@ -88,7 +88,12 @@ func (p Plan) Events() []Event {
 // after its RetryTime and while MaxInstallerRetries allows; once they are
 // exhausted the rollout stops there and Degraded says so. The retry uses a
 // new installer name (InstallerName).
-func PlanRollout(in Input) (Plan, error) {
+func PlanRollout(in Input) (Plan, error) { return planRollout(in, nil) }
+
+// planRollout is PlanRollout; a non-nil aligned holds the observations of
+// exactly the status's nodes, in the status's order (sorted by name), and
+// replaces in.Observation, so that the shell builds no map.
+func planRollout(in Input, aligned []NodeObservation) (Plan, error) {
 	p, now := in.Policy, in.Now
 	if err := p.Validate(); err != nil {
 		return Plan{}, err
@@ -97,7 +102,7 @@ func PlanRollout(in Input) (Plan, error) {
 		return Plan{}, err
 	}
 	st := in.Status
-	if len(in.Observation) == 0 && len(st.NodeStatuses) > 0 {
+	if aligned == nil && len(in.Observation) == 0 && len(st.NodeStatuses) > 0 {
 		return Plan{}, invalidf("an empty observation would drop all %d nodes", len(st.NodeStatuses))
 	}
 	plan := Plan{Latest: st.LatestAvailableRevision}
@@ -109,7 +114,17 @@ func PlanRollout(in Input) (Plan, error) {
 
 	out := Status{LatestAvailableRevision: st.LatestAvailableRevision, HeldSince: st.HeldSince,
 		InstallersToDelete: slices.Clone(st.InstallersToDelete), Conditions: slices.Clone(st.Conditions)}
-	nodes, views, shared, err := members(&plan, &out, st.NodeStatuses, in.Observation)
+	var (
+		nodes  []NodeStatus
+		views  []NodeObservation
+		shared bool
+		err    error
+	)
+	if aligned != nil {
+		nodes, views, shared, err = st.NodeStatuses, aligned, true, validateAligned(st.NodeStatuses, aligned)
+	} else {
+		nodes, views, shared, err = members(&plan, &out, st.NodeStatuses, in.Observation)
+	}
 	if err != nil {
 		return Plan{}, err
 	}
@@ -233,6 +248,19 @@ func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]N
 		sortedNodes[i], sortedViews[i] = nodes[j], views[j]
 	}
 	return sortedNodes, sortedViews, false, nil
+}
+
+// validateAligned checks observations aligned with sorted nodes.
+func validateAligned(nodes []NodeStatus, views []NodeObservation) error {
+	if len(nodes) != len(views) || !sortedByName(nodes) {
+		return invalidf("aligned observations of %d nodes for %d nodes", len(views), len(nodes))
+	}
+	for i, o := range views {
+		if err := o.Validate(); err != nil {
+			return fmt.Errorf("node %q: %w", nodes[i].NodeName, err)
+		}
+	}
+	return nil
 }
 
 // addDeletes records installers that must go, once each.
