@@ -47,7 +47,8 @@ type Policy struct {
 	// +optional
 	OperandReadyTimeout metav1.Duration `json:"operandReadyTimeout,omitempty"`
 	// MinReadyDuration is how long every ready operand must have been ready
-	// before another node is started (0 means no soak).
+	// before another node is started (0 means no soak). A ready time in the
+	// future (a clock that stepped back) counts as soaked.
 	// +optional
 	MinReadyDuration metav1.Duration `json:"minReadyDuration,omitempty"`
 	// HoldDegradedAfter is how long unavailable nodes may hold back the
