@@ -133,14 +133,18 @@ func planRollout(in Input, aligned []NodeObservation) (Plan, error) {
 		deleting[inst.Node] = true
 	}
 
-	for i, n := range nodes {
+	for i := range nodes {
+		n := &nodes[i]
+		if !n.InTransition() && !idleNeedsWork(n, &views[i], p, now) {
+			continue // the common case, decided without copying the node
+		}
 		nin := NodeInput{Latest: st.LatestAvailableRevision, Observation: views[i], Policy: p, Now: now,
 			Jitter: in.Jitter, Deleting: deleting[n.NodeName]}
 		var d NodeDecision
 		if n.InTransition() {
-			d = NextNodeStatus(n, nin)
+			d = NextNodeStatus(*n, nin)
 		} else {
-			d = idleNode(n, nin)
+			d = idleNode(*n, nin)
 		}
 		if d.To != nil {
 			if shared {
@@ -275,6 +279,22 @@ func addDeletes(st *Status, del []Installer) {
 	}
 }
 
+// idleNeedsWork reports whether idleNode would change a node not in
+// transition: a time in the future, errors to trim, an operand below the
+// node's current revision or back from there.
+func idleNeedsWork(n *NodeStatus, o *NodeObservation, p Policy, now time.Time) bool {
+	if future(n.InstallerOrderedTime, now) || future(n.InstalledTime, now) || future(n.LastFailedTime, now) ||
+		(n.RetryTime != nil && n.RetryTime.Sub(now) > p.InstallerBackoff.longest(n.LastFailedCount)) ||
+		needsTrim(n.LastFailedErrors) {
+		return true
+	}
+	if o.Operand.Phase == OperandNotFound {
+		return false
+	}
+	rev := o.Operand.Revision
+	return (rev > 0 && rev < n.CurrentRevision && n.RegressedRevision != rev) || (rev >= n.CurrentRevision && n.RegressedRevision != 0)
+}
+
 // idleNode decides a node not in transition: it records an operand that
 // runs below the node's current revision (and clears that record once the
 // operand is back), moves times a stepped-back clock left in the future, and
@@ -321,8 +341,8 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 	inTransition, unavailable := 0, 0
 	var soakUntil time.Time
 	failingOn := map[int32]int{}
-	for i, n := range nodes {
-		o := views[i]
+	for i := range nodes {
+		n, o := &nodes[i], &views[i]
 		if n.InTransition() {
 			inTransition++
 		}
@@ -357,15 +377,18 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 	var prev *NodeStatus
 	for k := range nodes {
 		i := (start + k) % len(nodes)
-		n := nodes[i]
-		o := views[i]
+		o := &views[i]
 		if o.Unreachable {
 			continue
 		}
 		leader := leaderView(prev)
 		prev = &nodes[i]
+		if nodes[i].InTransition() {
+			continue
+		}
+		n := nodes[i]
 		rev := RevisionToStart(n, leader, plan.Latest)
-		down := isDown(n, o)
+		down := isDown(&n, o)
 		if !n.InTransition() && down && n.CurrentRevision < plan.Latest && !(n.Failing() && n.LastFailedRevision == plan.Latest) {
 			// A node already down goes straight to the latest revision,
 			// whatever its leader runs: it has nothing to lose.
@@ -438,7 +461,7 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 // isDown reports whether a reachable node is already unavailable: its
 // operand is not ready or runs below its current revision. Starting it takes
 // nothing more down.
-func isDown(n NodeStatus, o NodeObservation) bool {
+func isDown(n *NodeStatus, o *NodeObservation) bool {
 	return !o.operandReady() || n.RegressedRevision != 0
 }
 

@@ -589,14 +589,14 @@ func eventReasons(events []Event) []string {
 func TestPlanClockSteppingBack(t *testing.T) {
 	now := t0
 	held, err := PlanRollout(Input{Now: now,
-		Status: Status{LatestAvailableRevision: 2, HeldSince: mt(now.Add(time.Hour)), NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0)}},
+		Status:      Status{LatestAvailableRevision: 2, HeldSince: mt(now.Add(time.Hour)), NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0)}},
 		Observation: Observation{"a": ready(1), "b": {Unreachable: true}}})
 	require.NoError(t, err)
 	assert.Equal(t, now, held.Status.HeldSince.Time, "the hold counts from now")
 	assert.Equal(t, DefaultHoldDegradedAfter, held.RequeueAfter)
 
 	soaked, err := PlanRollout(Input{Now: now, Policy: Policy{MinReadyDuration: dur(30 * time.Second)},
-		Status: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
+		Status:      Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
 		Observation: Observation{"a": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(time.Hour)}}, "b": ready(1)}})
 	require.NoError(t, err)
 	assert.Equal(t, []stepSummary{{"b", 2, "installer-2-b"}}, summarizeSteps(soaked), "a ready time in the future counts as soaked")

@@ -153,7 +153,8 @@ func (s *Status) Validate() error {
 	if !sortedByName(nodes) {
 		nodes = sortNodes(nodes)
 	}
-	for i, n := range nodes {
+	for i := range nodes {
+		n := &nodes[i]
 		if n.NodeName == "" {
 			return invalidf("node status with an empty name")
 		}
