@@ -4,13 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"syscall"
 )
 
 // Environment variables that point at existing binaries and skip the build.
@@ -65,8 +62,10 @@ func versionKey() (string, error) {
 
 // EnsureBinaries returns the binaries named by the environment variables,
 // or those in the cache for the current version key, building them first
-// when they are missing. Concurrent callers, in this process or others,
-// build once: the build holds a file lock.
+// when they are missing. Concurrent callers, in this process or others, build
+// once: the builder holds a file lock, and a caller that waited for it finds
+// the binaries built. A build never outlives the process that started it,
+// and ends with ctx.
 func EnsureBinaries(ctx context.Context) (Binaries, error) {
 	if api, etcd := os.Getenv(EnvKubeAPIServer), os.Getenv(EnvEtcd); api != "" || etcd != "" {
 		if api == "" || etcd == "" {
@@ -91,7 +90,10 @@ func EnsureBinaries(ctx context.Context) (Binaries, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Binaries{}, fmt.Errorf("testenv: %w", err)
 	}
-	unlock, err := lock(filepath.Join(dir, ".lock"))
+	lockPath := filepath.Join(dir, ".lock")
+	unlock, err := lock(ctx, lockPath, func() {
+		fmt.Fprintf(os.Stderr, "testenv: waiting for another process to build the binaries (it holds %s)\n", lockPath)
+	})
 	if err != nil {
 		return Binaries{}, err
 	}
@@ -101,9 +103,9 @@ func EnsureBinaries(ctx context.Context) (Binaries, error) {
 		{bins.KubeAPIServer, "k8s.io/kubernetes/cmd/kube-apiserver"},
 	} {
 		if executable(b.out) == nil {
-			continue // another process built it while we waited for the lock
+			continue // built by the process that held the lock before us
 		}
-		if err := goBuild(ctx, b.out, b.pkg); err != nil {
+		if err := build(ctx, b.out, b.pkg); err != nil {
 			return Binaries{}, err
 		}
 	}
@@ -119,46 +121,4 @@ func executable(path string) error {
 		return fmt.Errorf("testenv: binary %s is not an executable file", path)
 	}
 	return nil
-}
-
-// goBuild builds pkg of the tools module into out, atomically.
-func goBuild(ctx context.Context, out, pkg string) error {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	tmp := out + ".tmp"
-	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", tmp, pkg)
-	cmd.Dir = ToolsDir()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
-	if outb, err := cmd.CombinedOutput(); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("testenv: go build %s: %w\n%s", pkg, err, outb)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("testenv: %w", err)
-	}
-	return nil
-}
-
-// lock takes an exclusive flock on path, waiting for it.
-func lock(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("testenv: lock: %w", err)
-	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("testenv: lock %s: %w", path, err)
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		_ = f.Close()
-	}, nil
 }

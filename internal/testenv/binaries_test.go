@@ -1,10 +1,14 @@
 package testenv
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"syscall"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,17 +69,152 @@ func TestEnsureBinariesFromEnvironment(t *testing.T) {
 	}
 }
 
-func TestLockExcludes(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "lock")
-	unlock, err := lock(path)
-	require.NoError(t, err)
+// The helper processes: this test binary, started again with helperEnv set,
+// runs EnsureBinaries with a fake build and prints the binaries' paths.
+const (
+	helperEnv   = "CONVERGE_TESTENV_HELPER"
+	buildLogEnv = "CONVERGE_TESTENV_BUILD_LOG"
+)
 
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	require.ErrorIs(t, err, syscall.EWOULDBLOCK, "another lock was taken while the first is held")
+// fakeBuild stands for go build in a helper process. Like go, it starts a
+// child of its own; it says so on fd 3 and waits for that child, which reads
+// fd 4 until a line or the end. Then it logs the package it built and writes
+// an executable out.
+const fakeBuild = `head -n 1 <&4 >/dev/null & echo started >&3
+wait $! && echo "$2" >>"$` + buildLogEnv + `" && printf '#!/bin/sh\n' >"$1" && chmod +x "$1"`
 
-	unlock()
-	require.NoError(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB), "the lock is free after unlock")
+// ensureHelper is the whole helper process; it returns the exit status.
+func ensureHelper() int {
+	buildCommand = func(out, pkg string) *exec.Cmd {
+		cmd := shell(fakeBuild, out, pkg)
+		cmd.ExtraFiles = []*os.File{os.NewFile(3, "started"), os.NewFile(4, "release")}
+		return cmd
+	}
+	bins, err := EnsureBinaries(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("%s\n%s\n", bins.Etcd, bins.KubeAPIServer)
+	return 0
+}
+
+// helper is a running helper process.
+type helper struct {
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	stderr chan string // its lines; closed at the end
+}
+
+// startHelper starts a helper process that shares the cache dir and build
+// log, with started as its fd 3 and release as its fd 4.
+func startHelper(t *testing.T, cache, buildLog string, started, release *os.File) *helper {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	h := &helper{stderr: make(chan string, 100)}
+	h.cmd = exec.Command(exe, "-test.run=^$")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, EnvKubeAPIServer+"=") && !strings.HasPrefix(kv, EnvEtcd+"=") {
+			h.cmd.Env = append(h.cmd.Env, kv)
+		}
+	}
+	h.cmd.Env = append(h.cmd.Env, helperEnv+"=ensure", EnvCache+"="+cache, buildLogEnv+"="+buildLog)
+	h.cmd.ExtraFiles = []*os.File{started, release}
+	h.cmd.Stdout = &h.stdout
+	r, w := pipe(t)
+	h.cmd.Stderr = w
+	require.NoError(t, h.cmd.Start())
+	require.NoError(t, w.Close())
+	go func() {
+		defer close(h.stderr)
+		lines := bufio.NewScanner(r)
+		for lines.Scan() {
+			h.stderr <- lines.Text()
+		}
+	}()
+	return h
+}
+
+// requireNextLine fails unless the helper's next line on stderr contains want.
+func (h *helper) requireNextLine(t *testing.T, want string) {
+	t.Helper()
+	line, ok := <-h.stderr
+	require.True(t, ok, "the helper exited without saying %q", want)
+	require.Contains(t, line, want)
+}
+
+// wait waits for the helper to exit and returns its remaining stderr lines.
+func (h *helper) wait(t *testing.T) (rest []string, err error) {
+	t.Helper()
+	for line := range h.stderr {
+		rest = append(rest, line)
+	}
+	return rest, h.cmd.Wait()
+}
+
+// TestBuildDiesWithTheProcessThatStartedIt kills a process in the middle of
+// its build, as go test kills a test binary that times out, and checks that
+// the build and the build's own child die with it, and that the next process
+// gets the lock and builds.
+func TestBuildDiesWithTheProcessThatStartedIt(t *testing.T) {
+	cache, buildLog := t.TempDir(), filepath.Join(t.TempDir(), "builds")
+	startedR, startedW := pipe(t)
+	releaseR, _ := pipe(t) // its write end stays open: the build waits until killed
+	killed := startHelper(t, cache, buildLog, startedW, releaseR)
+	require.NoError(t, startedW.Close())
+	require.NoError(t, releaseR.Close())
+	killed.requireNextLine(t, "testenv: building ./etcd")
+	started := bufio.NewReader(startedR)
+	line, err := started.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "started\n", line)
+
+	require.NoError(t, killed.cmd.Process.Kill())
+	_, err = killed.wait(t)
+	require.ErrorContains(t, err, "killed")
+	requireAllWritersGone(t, started, "the build or its child")
+	require.NoFileExists(t, buildLog, "the killed build finished")
+
+	_, nextStartedW := pipe(t)
+	nextReleaseR, nextReleaseW := pipe(t)
+	require.NoError(t, nextReleaseW.Close())
+	next := startHelper(t, cache, buildLog, nextStartedW, nextReleaseR)
+	require.NoError(t, nextStartedW.Close())
+	require.NoError(t, nextReleaseR.Close())
+	stderr, err := next.wait(t)
+	require.NoError(t, err, "stderr: %q", stderr)
+	builds, err := os.ReadFile(buildLog)
+	require.NoError(t, err)
+	assert.Equal(t, "./etcd\nk8s.io/kubernetes/cmd/kube-apiserver\n", string(builds))
+}
+
+// TestConcurrentProcessesBuildOnce starts a second process while a first one
+// builds, and checks that the second waits for the first and then uses what
+// it built.
+func TestConcurrentProcessesBuildOnce(t *testing.T) {
+	cache, buildLog := t.TempDir(), filepath.Join(t.TempDir(), "builds")
+	startedR, startedW := pipe(t)
+	releaseR, releaseW := pipe(t)
+	first := startHelper(t, cache, buildLog, startedW, releaseR)
+	first.requireNextLine(t, "testenv: building ./etcd")
+	line, err := bufio.NewReader(startedR).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "started\n", line, "the first build runs, holding the lock")
+
+	second := startHelper(t, cache, buildLog, startedW, releaseR)
+	require.NoError(t, startedW.Close())
+	require.NoError(t, releaseR.Close())
+	second.requireNextLine(t, "testenv: waiting for another process to build the binaries")
+
+	require.NoError(t, releaseW.Close())
+	firstStderr, err := first.wait(t)
+	require.NoError(t, err, "stderr: %q", firstStderr)
+	secondStderr, err := second.wait(t)
+	require.NoError(t, err, "stderr: %q", secondStderr)
+	assert.Empty(t, secondStderr, "the second process built nothing")
+	assert.Equal(t, first.stdout.String(), second.stdout.String(), "both use the same binaries")
+	builds, err := os.ReadFile(buildLog)
+	require.NoError(t, err)
+	assert.Equal(t, "./etcd\nk8s.io/kubernetes/cmd/kube-apiserver\n", string(builds), "each binary was built once")
 }

@@ -5,7 +5,10 @@
 // k8s.io/kubernetes and the etcd server) into a git-ignored cache keyed by
 // that module's go.mod and go.sum, so they are rebuilt only when a version
 // changes. CONVERGE_KUBE_APISERVER and CONVERGE_ETCD point at existing
-// binaries instead.
+// binaries instead. Test packages that start at once build once: one process
+// builds under a file lock and the others wait for it. A build runs in a
+// process group of its own and dies with the process that started it, also
+// when go test kills that process at its -timeout.
 //
 // One Environment serves a whole test package:
 //

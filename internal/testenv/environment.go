@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,15 +191,26 @@ func startProcess(name, dir, bin string, args ...string) (*process, error) {
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	// Its own process group, and killed with the test process should that die.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		_ = logf.Close()
-		return nil, fmt.Errorf("testenv: start %s: %w", name, err)
-	}
+	started := make(chan error, 1)
 	go func() {
+		// The kernel sends Pdeathsig when the thread that started the child
+		// exits, not the process: this goroutine keeps its thread until the
+		// child is reaped, so the Go runtime never retires it before.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := p.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		p.err = p.cmd.Wait()
 		_ = logf.Close()
 		close(p.done)
 	}()
+	if err := <-started; err != nil {
+		_ = logf.Close()
+		return nil, fmt.Errorf("testenv: start %s: %w", name, err)
+	}
 	return p, nil
 }
 

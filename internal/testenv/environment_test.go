@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -62,4 +63,52 @@ func TestWriteCredentialsAndKubeconfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "https://127.0.0.1:6443", cfg.Host)
 	assert.Equal(t, token, cfg.BearerToken)
+}
+
+func TestProcessStartAndStop(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		bin  string
+		args []string
+		// exits says the process ends by itself; stop then finds it gone.
+		exits   bool
+		wantLog string
+		wantErr string
+	}{
+		{
+			name: "a running process is stopped and reaped",
+			bin:  "/bin/sleep",
+			args: []string{"3600"},
+		},
+		{
+			name:    "a process that exited leaves its output in its log",
+			bin:     "/bin/sh",
+			args:    []string{"-c", "echo started; echo failed to listen"},
+			exits:   true,
+			wantLog: "started\nfailed to listen",
+		},
+		{
+			name:    "a binary that cannot start is an error",
+			bin:     filepath.Join(dir, "missing"),
+			wantErr: "testenv: start fake",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := startProcess("fake", dir, tt.bin, tt.args...)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			if tt.exits {
+				<-p.done
+			}
+			require.NoError(t, p.stop())
+			assert.True(t, p.exited())
+			assert.ErrorIs(t, syscall.Kill(p.cmd.Process.Pid, 0), syscall.ESRCH, "the process is gone")
+			assert.Equal(t, tt.wantLog, p.logTail())
+		})
+	}
 }

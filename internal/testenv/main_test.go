@@ -1,11 +1,15 @@
 package testenv
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(ensureHelper())
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -1,0 +1,18 @@
+// Package kube adapts the engines' host interfaces to client-go, so that
+// adopting an engine takes a few lines.
+//
+// The status stores keep an engine's Status, as JSON, either at a path of a
+// custom resource's status subresource (ObjectStatusStore, on the dynamic
+// client, for any GroupVersionResource) or under a key of a ConfigMap
+// (ConfigMapStatusStore). Both use optimistic concurrency: a write names the
+// resource version it read, and a lost race returns the API server's own 409
+// (apierrors.IsConflict), which every engine recognises and answers by
+// reading again.
+//
+// RecordEvents and RecordLegacyEvents turn any engine's Result.Events into
+// Kubernetes events about the object the engine works for, through client-go's
+// events/v1 recorder or its older record.EventRecorder.
+//
+// Each adapter's doc comment states the RBAC it needs; RBAC returns the same
+// rules as a ClusterRole manifest to apply.
+package kube
