@@ -7,6 +7,8 @@ import (
 	"time"
 )
 
+// +kubebuilder:object:generate=false
+
 // Input is everything PlanRollout decides from.
 type Input struct {
 	// Status is the persisted status.
@@ -22,6 +24,8 @@ type Input struct {
 	// a restart never draws it again.
 	Jitter float64
 }
+
+// +kubebuilder:object:generate=false
 
 // Plan is the whole decision of one sync, made by PlanRollout. It is plain
 // data: it prints (String), compares and can be tested without a cluster.
