@@ -514,3 +514,28 @@ func TestSimRollout(t *testing.T) {
 	}
 	t.Logf("%d schedules", len(seeds))
 }
+
+// TestSimRolloutReplays: a seed replays exactly, step log included, so a
+// failing seed printed by TestSimRollout reproduces with -seed.
+func TestSimRolloutReplays(t *testing.T) {
+	ctx := klog.NewContext(context.Background(), klog.Logger{})
+	for _, seed := range []uint64{1, 514, 3570} {
+		var logs [2][]string
+		for i := range logs {
+			r, err := newSimRun(seed, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.run(ctx); err != nil {
+				t.Fatalf("seed %d: %v", seed, err)
+			}
+			logs[i] = r.log
+		}
+		if strings.Join(logs[0], "\n") != strings.Join(logs[1], "\n") {
+			t.Errorf("seed %d played two different schedules", seed)
+		}
+		if len(logs[0]) < 10 {
+			t.Errorf("seed %d logged only %d steps", seed, len(logs[0]))
+		}
+	}
+}
