@@ -379,6 +379,7 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 	plan.Start, plan.StartReason = nodes[start].NodeName, why
 
 	var prev *NodeStatus
+	var backoff time.Duration // the start node's retry waits this long
 	for k := range nodes {
 		i := (start + k) % len(nodes)
 		o := &views[i]
@@ -402,38 +403,38 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 			continue
 		}
 		retry := n.LastFailedRevision == rev && n.Failing()
+		// A node held back is skipped, not the end of the walk: a node
+		// further on that is already down may still start (it takes
+		// nothing more down, and waiting for it could hold the rollout
+		// forever); a healthy one meets the same checks.
 		switch {
 		case p.Paused:
-			plan.Blocked = fmt.Sprintf("paused: not starting revision %d on %s", rev, n.NodeName)
+			block(plan, nil, "paused: not starting revision %d on %s", rev, n.NodeName)
 			return nodes, 0
 		case !retry && !down && hasKey(failingOn, rev) && failingOn[rev] != i:
-			plan.Blocked = fmt.Sprintf("revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
-			return nodes, 0
+			block(plan, nil, "revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
+			continue
 		case retry && p.RetriesExhausted(n):
-			plan.Blocked = fmt.Sprintf("%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount))
-			return nodes, 0
+			block(plan, nil, "%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount))
+			continue
 		case retry && now.Before(p.InstallerBackoff.RetryAt(n)):
 			wait := p.InstallerBackoff.RetryAt(n).Sub(now)
-			plan.Blocked = fmt.Sprintf("%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), wait)
-			return nodes, wait
+			block(plan, nil, "%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), wait)
+			backoff = wait
+			continue
 		case inTransition+1 > budget:
 			// Nodes installing hold the rest back; one that is
 			// unreachable may do so for good: report it.
-			plan.HeldBy = heldBy(nodes, views, true)
-			plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
-			return nodes, 0
+			block(plan, heldBy(nodes, views, true), "maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
+				budget, inTransition, unavailable, n.NodeName, rev)
+			return nodes, backoff
 		case !down && unavailable+1 > budget:
-			// A healthy node waits; a node further on that is already
-			// down may still start: it takes nothing more down, and
-			// waiting for it could hold the rollout forever.
-			if plan.Blocked == "" {
-				plan.HeldBy = heldBy(nodes, views, false)
-				plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
-			}
+			block(plan, heldBy(nodes, views, false), "maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
+				budget, inTransition, unavailable, n.NodeName, rev)
 			continue
 		case soakUntil.After(now):
 			wait := min(soakUntil.Sub(now), p.MinReadyDuration.Duration)
-			plan.Blocked = fmt.Sprintf("operands soaking for another %v before %s starts revision %d", wait, n.NodeName, rev)
+			block(plan, nil, "operands soaking for another %v before %s starts revision %d", wait, n.NodeName, rev)
 			return nodes, wait
 		}
 		to := n
@@ -459,7 +460,16 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 			unavailable++
 		}
 	}
-	return nodes, 0
+	return nodes, backoff
+}
+
+// block records why the walk held a node back, unless an earlier node
+// already explains it.
+func block(plan *Plan, heldBy []string, format string, args ...any) {
+	if plan.Blocked != "" {
+		return
+	}
+	plan.Blocked, plan.HeldBy = fmt.Sprintf(format, args...), heldBy
 }
 
 // isDown reports whether a reachable node is already unavailable: its

@@ -157,6 +157,19 @@ func TestPlanRollout(t *testing.T) {
 			wantRequeue: 2 * time.Minute,
 		},
 		{
+			// Found by TestSimRollout (seed 8747): c, healthy, waited for
+			// a's failing revision and ended the walk before d, down, was
+			// reached; a's retry waited for d.
+			name: "a healthy node held back by a failing revision does not stop a node already down further on",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
+				retryAt(failed(node("a", 1, 0), 2, 1, ReasonOperandFailed, t0, "crashed"), t0), node("b", 2, 0), node("c", 1, 0), node("d", 0, 0)}},
+			obs:         Observation{"a": ready(2), "b": ready(2), "c": ready(1)},
+			wantSteps:   []stepSummary{{"d", 2, "installer-2-d"}},
+			wantStart:   "a",
+			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; a waits for revision 2",
+			wantRequeue: DefaultHoldDegradedAfter,
+		},
+		{
 			name:      "nodes at different old revisions: the oldest first, to the latest",
 			st:        Status{LatestAvailableRevision: 5, NodeStatuses: []NodeStatus{node("a", 4, 0), node("b", 2, 0), node("c", 3, 0)}},
 			obs:       Observation{"a": ready(4), "b": ready(2), "c": ready(3)},
