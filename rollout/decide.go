@@ -296,12 +296,13 @@ func idleNeedsWork(n *NodeStatus, o *NodeObservation, p Policy, now time.Time) b
 		return false
 	}
 	rev := o.Operand.Revision
-	return (rev > 0 && rev < n.CurrentRevision && n.RegressedRevision != rev) || (rev >= n.CurrentRevision && n.RegressedRevision != 0)
+	return (rev > 0 && rev < n.CurrentRevision && n.RegressedRevision != rev) ||
+		(o.Operand.Phase == OperandReady && rev >= n.CurrentRevision && n.RegressedRevision != 0)
 }
 
 // idleNode decides a node not in transition: it records an operand that
 // runs below the node's current revision (and clears that record once the
-// operand is back), moves times a stepped-back clock left in the future, and
+// operand is ready at it again), moves times a stepped-back clock left in the future, and
 // trims failure errors persisted longer than the bounds.
 func idleNode(n NodeStatus, in NodeInput) NodeDecision {
 	d := NodeDecision{Node: n.NodeName}
@@ -320,7 +321,7 @@ func idleNode(n NodeStatus, in NodeInput) NodeDecision {
 		d.Events = []Event{{Type: EventTypeWarning, Reason: ReasonNodeRevisionRegressed,
 			Message: fmt.Sprintf("Node %q runs revision %d below its current revision %d; installing revision %d again",
 				n.NodeName, op.Revision, n.CurrentRevision, max(n.CurrentRevision, in.Latest))}}
-	case seen && op.Revision >= n.CurrentRevision && n.RegressedRevision != 0:
+	case op.Phase == OperandReady && op.Revision >= n.CurrentRevision && n.RegressedRevision != 0:
 		next.RegressedRevision = 0
 		changed = true
 		d.Reason = fmt.Sprintf("operand is back at revision %d", op.Revision)

@@ -539,6 +539,29 @@ func TestCurrentRevisionNeverGoesBackSilently(t *testing.T) {
 	assert.True(t, done.Status.Converged())
 }
 
+// TestRegressedReinstallBacksOff: a node whose operand regressed and whose
+// reinstall of its current revision failed retries it after the backoff, as
+// any failed attempt (found by TestSimRollout, seed 30728: the reinstall was
+// retried at once, forever).
+func TestRegressedReinstallBacksOff(t *testing.T) {
+	now := t0.Add(time.Hour)
+	n := retryAt(failed(NodeStatus{NodeName: "a", CurrentRevision: 4, RegressedRevision: 3}, 4, 1, ReasonOperandFailed, now, "crash"), now.Add(15*time.Second))
+	require.True(t, n.Failing())
+	st := Status{LatestAvailableRevision: 4, NodeStatuses: []NodeStatus{n, node("b", 4, 0)}}
+	obs := Observation{"a": {Operand: OperandState{Phase: OperandFailed, Revision: 4}}, "b": ready(4)}
+
+	waiting, err := PlanRollout(Input{Status: st, Observation: obs, Now: now})
+	require.NoError(t, err)
+	assert.Empty(t, summarizeSteps(waiting), "no reinstall before the backoff")
+	assert.Equal(t, 15*time.Second, waiting.RequeueAfter)
+
+	retry, err := PlanRollout(Input{Status: st, Observation: obs, Now: now.Add(15 * time.Second)})
+	require.NoError(t, err)
+	assert.Equal(t, []stepSummary{{"a", 4, "installer-4-retry-1-a"}}, summarizeSteps(retry))
+	deg, _ := conditions.Get(retry.Status.Conditions, conditions.TypeDegraded)
+	assert.Equal(t, ReasonOperandFailed, deg.Reason)
+}
+
 // TestLatestBelowWhatNodesRun: a latest revision lower than what nodes run
 // is a stated rule, not Progressing forever: the engine never moves a node
 // down, and such a node counts as at the latest revision.

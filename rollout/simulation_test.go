@@ -358,13 +358,14 @@ func (r *simRun) check(before rollout.Status, created []rollout.Installer) error
 			if !ok {
 				continue
 			}
-			if old.InTransition() && !n.InTransition() && n.CurrentRevision == old.TargetRevision {
+			failedNow := n.LastFailedTime != nil && (old.LastFailedTime == nil || n.LastFailedCount != old.LastFailedCount || n.LastFailedRevision != old.LastFailedRevision)
+			if old.InTransition() && !n.InTransition() && n.CurrentRevision == old.TargetRevision && !failedNow {
 				wantCurrent++
 			}
 			if n.InTransition() && (n.TargetRevision != old.TargetRevision || (n.InstallerOrderedTime != nil && old.InstallerOrderedTime == nil && !old.InTransition())) {
 				wantTarget++
 			}
-			if n.LastFailedTime != nil && (old.LastFailedTime == nil || n.LastFailedCount != old.LastFailedCount || n.LastFailedRevision != old.LastFailedRevision) {
+			if failedNow {
 				wantFailures++
 			}
 		}

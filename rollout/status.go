@@ -101,7 +101,8 @@ func (n NodeStatus) InTransition() bool { return n.TargetRevision != 0 }
 
 // Failing reports whether the node's last failure is still in its way: the
 // failed revision is the one it targets, or it targets nothing and has not
-// reached the failed revision.
+// reached the failed revision, or its operand regressed and installing its
+// current revision again failed.
 func (n NodeStatus) Failing() bool {
 	if n.LastFailedRevision == 0 {
 		return false
@@ -109,7 +110,7 @@ func (n NodeStatus) Failing() bool {
 	if n.TargetRevision != 0 {
 		return n.LastFailedRevision == n.TargetRevision
 	}
-	return n.LastFailedRevision > n.CurrentRevision
+	return n.LastFailedRevision > n.CurrentRevision || (n.RegressedRevision != 0 && n.LastFailedRevision == n.CurrentRevision)
 }
 
 // Node returns the status of the named node.
