@@ -404,6 +404,9 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 			continue
 		}
 		retry := n.LastFailedRevision == rev && n.Failing()
+		if retry && i != start {
+			continue // only the start of a pass retries a revision it failed
+		}
 		// A node held back is skipped, not the end of the walk: a node
 		// further on that is already down may still start (it takes
 		// nothing more down, and waiting for it could hold the rollout
