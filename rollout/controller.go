@@ -14,14 +14,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// +kubebuilder:object:generate=false
-
 // StatusReader reads the persisted rollout status and its resource version.
 type StatusReader interface {
 	GetStatus(ctx context.Context) (st Status, resourceVersion string, err error)
 }
-
-// +kubebuilder:object:generate=false
 
 // StatusWriter writes the rollout status if its resource version is still
 // resourceVersion and returns the new version. A lost race returns the
@@ -31,15 +27,11 @@ type StatusWriter interface {
 	UpdateStatus(ctx context.Context, st Status, resourceVersion string) (newResourceVersion string, err error)
 }
 
-// +kubebuilder:object:generate=false
-
 // StatusReaderFunc adapts a function to StatusReader.
 type StatusReaderFunc func(ctx context.Context) (Status, string, error)
 
 // GetStatus calls f.
 func (f StatusReaderFunc) GetStatus(ctx context.Context) (Status, string, error) { return f(ctx) }
-
-// +kubebuilder:object:generate=false
 
 // StatusWriterFunc adapts a function to StatusWriter.
 type StatusWriterFunc func(ctx context.Context, st Status, resourceVersion string) (string, error)
@@ -49,8 +41,6 @@ func (f StatusWriterFunc) UpdateStatus(ctx context.Context, st Status, resourceV
 	return f(ctx, st, resourceVersion)
 }
 
-// +kubebuilder:object:generate=false
-
 // StatusStore reads and writes the rollout status with optimistic concurrency.
 // A host with two functions composes one from the Func adapters:
 //
@@ -59,8 +49,6 @@ type StatusStore interface {
 	StatusReader
 	StatusWriter
 }
-
-// +kubebuilder:object:generate=false
 
 // InstallerClient reads, creates and deletes installer pods.
 type InstallerClient interface {
@@ -76,15 +64,11 @@ type InstallerClient interface {
 	DeleteInstaller(ctx context.Context, inst Installer) error
 }
 
-// +kubebuilder:object:generate=false
-
 // OperandReader reads a node's operand pod.
 type OperandReader interface {
 	// GetOperand returns the operand's state, Phase OperandNotFound when it does not exist.
 	GetOperand(ctx context.Context, node string) (OperandState, error)
 }
-
-// +kubebuilder:object:generate=false
 
 // OperandReaderFunc adapts a function to OperandReader.
 type OperandReaderFunc func(ctx context.Context, node string) (OperandState, error)
@@ -94,8 +78,6 @@ func (f OperandReaderFunc) GetOperand(ctx context.Context, node string) (Operand
 	return f(ctx, node)
 }
 
-// +kubebuilder:object:generate=false
-
 // Node is a node the rollout covers, as a NodeLister reports it.
 type Node struct {
 	// Name is the node's name.
@@ -104,8 +86,6 @@ type Node struct {
 	Unreachable bool
 }
 
-// +kubebuilder:object:generate=false
-
 // NodeLister lists the nodes the rollout covers (a host serves it from its
 // node informer). A node it no longer lists has left: its status is
 // dropped and its unfinished installer deleted; list a node that is
@@ -113,8 +93,6 @@ type Node struct {
 type NodeLister interface {
 	ListNodes(ctx context.Context) ([]Node, error)
 }
-
-// +kubebuilder:object:generate=false
 
 // NodeListerFunc adapts a function to NodeLister.
 type NodeListerFunc func(ctx context.Context) ([]Node, error)
@@ -135,8 +113,6 @@ var (
 
 // DefaultConflictRetries is how often Sync decides again after a status conflict.
 const DefaultConflictRetries = 3
-
-// +kubebuilder:object:generate=false
 
 // Config wires a Controller to its host. Status, Installers and Operands
 // are required; every other field has a default.
@@ -162,8 +138,6 @@ type Config struct {
 	// status conflict before returning it (0 means DefaultConflictRetries).
 	ConflictRetries int
 }
-
-// +kubebuilder:object:generate=false
 
 // Controller is the thin shell around PlanRollout: each Sync reads the status
 // and everything it observes once, plans, and applies the plan step by step,
@@ -239,8 +213,6 @@ func isNil(v any) bool {
 	}
 	return false
 }
-
-// +kubebuilder:object:generate=false
 
 // Result is the outcome of a sync, shaped like controller-runtime's
 // reconcile.Result. It is returned even beside an error, so that events of

@@ -7,8 +7,6 @@ import (
 	"time"
 )
 
-// +kubebuilder:object:generate=false
-
 // Input is everything PlanRollout decides from.
 type Input struct {
 	// Status is the persisted status.
@@ -24,8 +22,6 @@ type Input struct {
 	// a restart never draws it again.
 	Jitter float64
 }
-
-// +kubebuilder:object:generate=false
 
 // Plan is the whole decision of one sync, made by PlanRollout. It is plain
 // data: it prints (String), compares and can be tested without a cluster.

@@ -6,8 +6,6 @@ const (
 	EventTypeWarning = "Warning"
 )
 
-// +kubebuilder:object:generate=false
-
 // Event is a Kubernetes event the host records (with its own recorder).
 // Events are part of a decision: the engine never emits them itself, and
 // Controller.Sync returns them in Result.Events once the status change they

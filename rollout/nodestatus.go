@@ -11,8 +11,6 @@ import (
 	"github.com/converge-dev/converge/conditions"
 )
 
-// +kubebuilder:object:generate=false
-
 // NodeDecision is what the engine decided for one node: the status to
 // write, the installers that must go, the installer to create and the events
 // to emit once the status is written, and why. A decision without a status
@@ -42,8 +40,6 @@ type NodeDecision struct {
 func (d NodeDecision) Acts() bool {
 	return d.To != nil || d.Remove || len(d.Delete) > 0 || d.Create != nil
 }
-
-// +kubebuilder:object:generate=false
 
 // NodeInput is what NextNodeStatus decides one node from.
 type NodeInput struct {

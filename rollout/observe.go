@@ -71,8 +71,6 @@ func (p InstallerPhase) String() string {
 	return "InstallerPhase(" + strconv.Itoa(int(p)) + ")"
 }
 
-// +kubebuilder:object:generate=false
-
 // OperandState is what the host observed about a node's operand pod.
 type OperandState struct {
 	// Phase is the operand's state.
@@ -85,8 +83,6 @@ type OperandState struct {
 	ReadySince time.Time
 }
 
-// +kubebuilder:object:generate=false
-
 // ContainerTermination is how one installer container ended.
 type ContainerTermination struct {
 	// Name is the container name.
@@ -96,8 +92,6 @@ type ContainerTermination struct {
 	// OOMKilled is true when the container was killed for running out of memory.
 	OOMKilled bool
 }
-
-// +kubebuilder:object:generate=false
 
 // InstallerState is what the host observed about the installer pod named
 // InstallerName(node status) for a node in transition.
@@ -112,8 +106,6 @@ type InstallerState struct {
 	StartTime time.Time
 }
 
-// +kubebuilder:object:generate=false
-
 // NodeObservation is what the host observed about one node during a sync.
 // The zero value means: no operand, no installer, node reachable.
 type NodeObservation struct {
@@ -127,8 +119,6 @@ type NodeObservation struct {
 	// unavailable against MaxUnavailable.
 	Unreachable bool
 }
-
-// +kubebuilder:object:generate=false
 
 // Observation maps the name of every node the rollout covers to what the
 // host observed about it. It is the node list: a node in the status but not

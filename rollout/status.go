@@ -14,6 +14,7 @@ import (
 // record (LastFailed*) survives a superseding revision and a later success so
 // that the history stays debuggable; it only counts as failing while it is
 // about the revision the node still targets or has not reached.
+// +kubebuilder:object:generate=true
 type NodeStatus struct {
 	// NodeName is the name of the node.
 	NodeName string `json:"nodeName"`
@@ -66,6 +67,7 @@ type NodeStatus struct {
 
 // Status is the persisted state of a rollout. Everything the engine needs to
 // continue after a restart lives here.
+// +kubebuilder:object:generate=true
 type Status struct {
 	// LatestAvailableRevision is the revision every node should reach. The
 	// host (whatever creates revisions) sets it. The engine never moves a
