@@ -30,7 +30,7 @@ func TestRolloutStatusStore(ctx context.Context, s rollout.StatusStore) error {
 	want.NodeStatuses = append(want.NodeStatuses, rollout.NodeStatus{
 		NodeName: "conformance-node", CurrentRevision: 1, TargetRevision: want.LatestAvailableRevision,
 		LastFailedRevision: want.LatestAvailableRevision, LastFailedTime: &failedAt, LastFailedCount: 2,
-		LastFailedReason: rollout.FailureInstallerFailed, LastFailedErrors: []string{"installer: OOMKilled"},
+		LastFailedReason: rollout.ReasonInstallerPodFailed, LastFailedErrors: []string{"installer: OOMKilled"},
 	})
 	rv1, err := s.UpdateStatus(ctx, want, rv)
 	if err != nil {

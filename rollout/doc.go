@@ -1,2 +1,4 @@
-// Package rollout moves every node of a per-node component to the latest revision, one budgeted node at a time.
+// +kubebuilder:object:generate=true
+
+// Package rollout moves every node of a per-node component to the latest revision, never more nodes down than allowed.
 package rollout
