@@ -112,7 +112,7 @@ func TestSummarize(t *testing.T) {
 				assert.Equal(t, tt.wantNames, uErr.Names)
 			}
 			for _, e := range tt.errs {
-				if e != nil && !IsContextError(e) {
+				if e != nil && !isContextError(e) {
 					assert.ErrorIs(t, err, e, "the summary wraps every error it summarizes")
 				}
 			}
@@ -141,26 +141,28 @@ func TestReasonForError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
-			reason, _ := ReasonForError(tt.err)
-			assert.Equal(t, tt.reason, reason)
+			assert.Equal(t, tt.reason, reasonForError(tt.err))
 		})
 	}
 }
 
 func TestEffect(t *testing.T) {
-	assert.True(t, EffectReport < EffectNone && EffectNone < EffectFailAfterInterval && EffectFailAfterInterval < EffectFail)
-	for _, e := range []Effect{EffectReport, EffectNone, EffectFailAfterInterval, EffectFail} {
+	effects := []Effect{EffectReport, EffectNone, EffectFailAfterInterval, EffectFail}
+	for i := 1; i < len(effects); i++ {
+		assert.Less(t, effects[i-1].rank(), effects[i].rank(), "%s weighs less than %s", effects[i-1], effects[i])
+		assert.Equal(t, effects[i], stronger(effects[i-1], effects[i]))
+		assert.Equal(t, effects[i], stronger(effects[i], effects[i-1]))
+	}
+	for _, e := range effects {
 		b, err := json.Marshal(e)
 		require.NoError(t, err)
 		var back Effect
 		require.NoError(t, json.Unmarshal(b, &back))
 		assert.Equal(t, e, back)
 	}
-	assert.Equal(t, "Effect(9)", Effect(9).String())
-	var e Effect
-	require.ErrorIs(t, e.UnmarshalText([]byte("Sometimes")), ErrInvalid)
+	assert.Equal(t, EffectFail.rank(), Effect("Sometimes").rank(), "an unknown effect weighs as Fail")
 
-	assert.Equal(t, EffectReport, EffectOf(nil))
-	assert.Equal(t, EffectFail, EffectOf(errors.New("x")))
-	assert.Equal(t, EffectNone, EffectOf(fmt.Errorf("wrapped: %w", &UpdateError{Effect: EffectNone})))
+	assert.Equal(t, EffectReport, effectOf(nil))
+	assert.Equal(t, EffectFail, effectOf(errors.New("x")))
+	assert.Equal(t, EffectNone, effectOf(fmt.Errorf("wrapped: %w", &UpdateError{Effect: EffectNone})))
 }
