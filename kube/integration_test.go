@@ -185,7 +185,6 @@ func TestApplierOnTheAPIServer(t *testing.T) {
 
 func TestRolloutPodsAndEventsOnTheAPIServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	c := connect(t)
 	namespace(t, c, "kube-rollout")
 	factory := informers.NewSharedInformerFactoryWithOptions(c.typed, 0, informers.WithNamespace("kube-rollout"))
@@ -196,8 +195,11 @@ func TestRolloutPodsAndEventsOnTheAPIServer(t *testing.T) {
 	nodes.Informer()
 	factory.Start(ctx.Done())
 	nodesFactory.Start(ctx.Done())
-	defer factory.Shutdown()
-	defer nodesFactory.Shutdown()
+	defer func() {
+		cancel()
+		factory.Shutdown()
+		nodesFactory.Shutdown()
+	}()
 	factory.WaitForCacheSync(ctx.Done())
 	nodesFactory.WaitForCacheSync(ctx.Done())
 
