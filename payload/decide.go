@@ -36,7 +36,7 @@ type Decision struct {
 //   - A desired release that is not the status's (Release.Same) starts anew:
 //     Initializing while no release has completed, Updating after, with an entry in
 //     the history. The same release through a mirror starts nothing.
-//   - Done never goes backwards within a release.
+//   - Done never goes backwards within a release, unless the payload shrinks below it.
 func Decide(o Observation, p Policy) Decision {
 	p = p.withDefaults()
 	at := metav1.NewTime(o.Now.Truncate(time.Second))
@@ -74,7 +74,8 @@ func fold(s *Status, out *Outcome, p Policy, at metav1.Time, jitter float64) []E
 		}
 	}
 	if out.Total > 0 {
-		s.Total = out.Total
+		// A payload that lost manifests (the inclusion changed) has done at most all of them.
+		s.Total, s.Done = out.Total, min(s.Done, out.Total)
 	}
 	if done := min(out.Done, s.Total); done > s.Done {
 		s.Done = done

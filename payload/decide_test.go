@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -147,6 +148,16 @@ func TestDecide(t *testing.T) {
 			},
 		},
 		{
+			name: "a payload that shrank keeps done within its total (found by FuzzDecide)",
+			obs: payload.Observation{Desired: v2, Status: updating,
+				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 1, Total: 2, Err: boom}},
+			wantRequeue: 22 * time.Second, wantState: payload.StateUpdating, wantEvents: []string{"UpdatePayloadFailed"}, wantFailures: 1,
+			check: func(t *testing.T, s payload.Status) {
+				assert.Equal(t, int32(2), s.Total)
+				assert.Equal(t, int32(2), s.Done)
+			},
+		},
+		{
 			name: "the outcome of a release left behind is ignored",
 			obs: payload.Observation{Desired: v2, Status: reconciling,
 				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Err: boom}},
@@ -185,4 +196,52 @@ func TestDecideRetryTimeSurvivesARestart(t *testing.T) {
 	restarted := payload.Decide(payload.Observation{Desired: v1, Now: t0.Add(20 * time.Second), Status: failed.Status, Jitter: 0.9}, payload.Policy{})
 	assert.False(t, restarted.Apply)
 	assert.Equal(t, 2*time.Second, restarted.Result.RequeueAfter)
+}
+
+// FuzzDecide holds Decide's rules over random observations: nothing is applied before
+// a release is desired, a wait is never negative, Done never goes backwards within a
+// release (unless the payload shrinks below it) and never passes Total, retries are spaced, and every condition is one the
+// API server accepts.
+func FuzzDecide(f *testing.F) {
+	f.Add(uint8(0), uint8(1), int32(3), int32(6), uint8(0), int32(2), int32(6), int64(90), uint8(0))
+	f.Add(uint8(1), uint8(1), int32(6), int32(6), uint8(2), int32(6), int32(6), int64(500), uint8(3))
+	f.Add(uint8(2), uint8(0), int32(0), int32(0), uint8(1), int32(0), int32(0), int64(0), uint8(1))
+	f.Fuzz(func(t *testing.T, desired, current uint8, done, total int32, outcome uint8, outDone, outTotal int32, seconds int64, state uint8) {
+		releases := []payload.Release{{}, v1, v2}
+		states := []payload.State{"", payload.StateInitializing, payload.StateUpdating, payload.StateReconciling}
+		total = max(total, 0)
+		done = min(max(done, 0), total)
+		st := payload.Status{Release: releases[int(current)%3], State: states[int(state)%4], Done: done, Total: total,
+			NextApplyTime: at(time.Duration(seconds%3600) * time.Second)}
+		if !st.Release.IsZero() {
+			st.History = []payload.UpdateHistory{{State: payload.UpdatePartial, Version: st.Release.Version}}
+		}
+		obs := payload.Observation{Desired: releases[int(desired)%3], Status: st, Now: t0.Add(time.Duration(seconds%7200) * time.Second)}
+		if outcome%4 != 0 {
+			obs.Outcome = &payload.Outcome{Release: st.Release, Done: max(outDone, 0), Total: max(outTotal, 0),
+				Interrupted: outcome%4 == 3}
+			if outcome%4 == 2 {
+				obs.Outcome.Err = errors.New("boom")
+			}
+		}
+		d := payload.Decide(obs, payload.Policy{})
+		s := d.Status
+		switch {
+		case obs.Desired.IsZero() && d.Apply:
+			t.Fatalf("applied with nothing desired")
+		case d.Result.RequeueAfter < 0:
+			t.Fatalf("negative wait %s", d.Result.RequeueAfter)
+		case s.Release.Same(st.Release) && len(s.History) == len(st.History) && s.Done < st.Done && s.Total >= st.Done:
+			t.Fatalf("progress went backwards: %d after %d", s.Done, st.Done)
+		case s.Total > 0 && s.Done > s.Total:
+			t.Fatalf("done %d of %d", s.Done, s.Total)
+		case s.Failures > 0 && !d.Apply && s.NextApplyTime == nil:
+			t.Fatalf("a failure without a retry time")
+		}
+		for _, c := range s.Conditions {
+			if err := conditions.Validate(c); err != nil {
+				t.Fatalf("invalid condition: %v", err)
+			}
+		}
+	})
 }

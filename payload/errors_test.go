@@ -33,6 +33,7 @@ func TestSummarize(t *testing.T) {
 	other := &UpdateError{Reason: "UpdatePayloadFailed", Message: "Could not update pod \"x\" (1 of 2)", Effect: EffectNone}
 	notCO := coUpdating("etcd", EffectFail)
 	notCO.Task = newTask("0000_50_etcd_pod.yaml", podGVK)
+	sameFail := &UpdateError{Message: "same", Effect: EffectFail}
 
 	tests := []struct {
 		name       string
@@ -56,6 +57,11 @@ func TestSummarize(t *testing.T) {
 			wantNil: true,
 		},
 		{name: "one error is returned as is", errs: []error{context.Canceled, boom}, wantSame: boom},
+		{
+			name:     "errors with one text are one error, the one with the strongest effect",
+			errs:     []error{&UpdateError{Message: "same", Effect: EffectNone}, sameFail, &UpdateError{Message: "same", Effect: EffectReport}},
+			wantSame: sameFail,
+		},
 		{
 			name:       "same reason and kind condense, strongest effect",
 			errs:       []error{coUpdating("network", EffectNone), coUpdating("dns", EffectFailAfterInterval), coUpdating("auth", EffectReport)},

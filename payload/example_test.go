@@ -200,7 +200,9 @@ func runExample(cfg payload.Config, n int, releases ...payload.Release) {
 			ended++
 			s := w.Status()
 			fmt.Printf("%s %s: %d/%d, next in %s\n", s.Release, s.State, s.Done, s.Total, r.RequeueAfter)
-			clk.Step(r.RequeueAfter)
+			if ended < n || release != releases[len(releases)-1] {
+				clk.Step(r.RequeueAfter) // nothing more runs after the last apply printed
+			}
 		}
 	}
 	cancel()

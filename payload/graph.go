@@ -162,7 +162,7 @@ func (g *Graph) seal() error {
 	return nil
 }
 
-// checkShape is what Split and Parallelize need before they change a graph: check
+// checkShape is what split and parallelize need before they change a graph: check
 // holds and every task has a manifest.
 func (g *Graph) checkShape() error {
 	if err := g.check(); err != nil {
@@ -193,7 +193,7 @@ func splitOnJobs(t *Task) bool {
 // ErrInvalid, and the graph is left as it was.
 func (g *Graph) split(onFn func(*Task) bool) error {
 	if onFn == nil {
-		return fmt.Errorf("payload: Split needs a function: %w", ErrInvalid)
+		return fmt.Errorf("payload: split needs a function: %w", ErrInvalid)
 	}
 	if err := g.checkShape(); err != nil {
 		return err
@@ -242,12 +242,12 @@ func replaceAll(s []int, old, new int) {
 // join into the next step's nodes, and so on; a task-less spacer joins two steps of
 // several nodes each, and a task-less anchor joins the last step to the node's old
 // successors. A breakFn result of no steps, or of one step of one node, leaves the node
-// as it is. Nodes added by Parallelize are not broken again. A nil breakFn, a graph that
+// as it is. Nodes added by parallelize are not broken again. A nil breakFn, a graph that
 // fails check, a task without a manifest or a nil node in breakFn's result is an
 // error wrapping ErrInvalid, and the graph is left as it was.
 func (g *Graph) parallelize(breakFn breakFunc) error {
 	if breakFn == nil {
-		return fmt.Errorf("payload: Parallelize needs a breakFunc: %w", ErrInvalid)
+		return fmt.Errorf("payload: parallelize needs a breakFunc: %w", ErrInvalid)
 	}
 	if err := g.checkShape(); err != nil {
 		return err
@@ -257,7 +257,7 @@ func (g *Graph) parallelize(breakFn breakFunc) error {
 		broken[i] = breakFn(node.tasks)
 		for s, step := range broken[i] {
 			if slices.Contains(step, nil) {
-				return fmt.Errorf("payload: Parallelize: the breakFunc returned a nil node in step %d of node %d: %w", s, i, ErrInvalid)
+				return fmt.Errorf("payload: parallelize: the breakFunc returned a nil node in step %d of node %d: %w", s, i, ErrInvalid)
 			}
 		}
 	}

@@ -37,15 +37,18 @@ type Inclusion struct {
 	// Profile, when set, includes only manifests annotated
 	// include.release.openshift.io/<Profile>: "true".
 	Profile string
-	// FeatureSet, when CheckFeatureSet is set, is the cluster's feature set ("" is
-	// Default): a manifest with a featureSetAnnotation must list it, and one listing an
-	// unknown feature set is excluded.
-	FeatureSet      string
+	// FeatureSet is the cluster's feature set ("" is Default), checked when
+	// CheckFeatureSet is set.
+	FeatureSet string
+	// CheckFeatureSet includes a manifest annotated release.openshift.io/feature-set
+	// only when the annotation lists FeatureSet, and excludes one that lists an unknown
+	// feature set.
 	CheckFeatureSet bool
-	// KnownCapabilities and EnabledCapabilities, when KnownCapabilities is not nil,
-	// include a manifest only when every capability of its capabilityAnnotation is known
-	// and enabled.
-	KnownCapabilities   []string
+	// KnownCapabilities, when not nil, includes a manifest only when every capability
+	// its capability.openshift.io/name annotation lists ("+" separated) is known and in
+	// EnabledCapabilities.
+	KnownCapabilities []string
+	// EnabledCapabilities are the capabilities enabled on the cluster.
 	EnabledCapabilities []string
 }
 

@@ -421,7 +421,7 @@ func TestRunGraphUsesExactlyWorkers(t *testing.T) {
 			mu.Unlock()
 			select { // hold the first calls until every worker is busy
 			case <-full:
-			case <-time.After(5 * time.Second):
+			case <-time.After(time.Minute): // a deadlock detector, not a timing
 			}
 			mu.Lock()
 			running--

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -303,7 +304,7 @@ func (s *sim) await() {
 		case e = <-s.events:
 		case err := <-s.done:
 			s.fail("the worker stopped by itself: %v", err)
-		case <-time.After(20 * time.Second):
+		case <-time.After(time.Minute): // a deadlock detector, not a timing
 			s.fail("the worker is stuck: no event after %s", s.describe())
 		}
 		s.receive(e)
@@ -483,7 +484,7 @@ func (s *sim) stop() {
 				s.fail("a stop was counted as a failure: %+v", after.Failure)
 			}
 			return
-		case <-time.After(20 * time.Second):
+		case <-time.After(time.Minute): // a deadlock detector, not a timing
 			s.fail("the worker does not stop")
 		}
 	}
@@ -564,7 +565,15 @@ func (s *sim) run(steps int) {
 		case r < 80:
 			s.step()
 		case r < 90:
-			s.update(s.pick())
+			// A burst of updates while the worker waits for a verdict; one otherwise, as
+			// an update wakes a waiting worker.
+			burst := 1
+			if s.bp != nil && s.bp.reply != nil && !s.hanging {
+				burst += s.rng.IntN(3)
+			}
+			for range burst {
+				s.update(s.pick())
+			}
 		default:
 			s.stop()
 			s.restart()
@@ -626,7 +635,8 @@ func statusEqual(a, b payload.Status) bool { return reflect.DeepEqual(a, b) }
 // (the same worker, or a new one from the persisted status) and clock steps, checking
 // after every step that progress never goes backwards within a release, that updating
 // applies in run-level order, that nothing of a replaced release is applied after the
-// switch, and that a restart carries on from the persisted status; once the faults
+// switch, that a restart carries on from the persisted status, and (every hundred
+// schedules) that no goroutine is left behind; once the faults
 // stop, the worker must reconcile the last desired release within 60 steps.
 func TestSimPayload(t *testing.T) {
 	seeds := make([]uint64, 0, *simSchedules)
@@ -642,10 +652,16 @@ func TestSimPayload(t *testing.T) {
 	}
 	start := time.Now()
 	applies := 0
-	for _, seed := range seeds {
+	before := goleak.IgnoreCurrent()
+	for i, seed := range seeds {
 		s := newSim(t, seed)
 		s.run(40)
 		applies += s.applies
+		if i%100 == 99 || i == len(seeds)-1 {
+			if err := goleak.Find(before); err != nil {
+				s.fail("goroutines left behind: %v", err)
+			}
+		}
 	}
 	t.Logf("%d schedules, %d applies, in %s", len(seeds), applies, time.Since(start).Round(time.Millisecond))
 }

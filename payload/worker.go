@@ -99,9 +99,12 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if isNil(cfg.Loader) || isNil(cfg.Applier) {
 		return nil, invalidf("NewWorker needs a Loader and an Applier")
 	}
-	for name, v := range map[string]any{"Deleter": cfg.Deleter, "Readiness": cfg.Readiness, "Preconditions": cfg.Preconditions, "StatusWriter": cfg.StatusWriter} {
-		if v != nil && isNil(v) {
-			return nil, invalidf("NewWorker: the %s is a typed nil", name)
+	for _, hook := range []struct {
+		name string
+		v    any
+	}{{"Deleter", cfg.Deleter}, {"Readiness", cfg.Readiness}, {"Preconditions", cfg.Preconditions}, {"StatusWriter", cfg.StatusWriter}} {
+		if hook.v != nil && isNil(hook.v) {
+			return nil, invalidf("NewWorker: the %s is a typed nil", hook.name)
 		}
 	}
 	if err := cfg.Policy.validate(); err != nil {
@@ -240,7 +243,7 @@ func (w *Worker) progress(release Release, done, total int32) {
 		at := now.Truncate(time.Second)
 		s.Done, s.LastProgressTime = min(done, total), metaTime(at)
 	}
-	s.Total = total
+	s.Total, s.Done = total, min(s.Done, total)
 	setConditions(s, w.policy, now)
 	copied := *s.DeepCopy()
 	w.mu.Unlock()

@@ -145,7 +145,7 @@ func (h *harness) next() decided {
 			if d.finished() {
 				return d
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute): // a deadlock detector, not a timing
 			require.FailNow(h.t, "no apply finished")
 		}
 	}
