@@ -218,8 +218,6 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// +kubebuilder:object:generate=false
-
 // rules is a Policy with every default applied, in the units Decide uses.
 type rules struct {
 	maxRetries           int32

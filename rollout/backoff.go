@@ -21,6 +21,7 @@ const (
 // min(Max, Initial·(FactorPercent/100)^(n-1)), plus up to JitterPercent% of that.
 // Zero fields take the defaults (15 s, 10 min, 150 %, no jitter), which
 // reproduce library-go's installer backoff exactly.
+// +kubebuilder:object:generate=true
 type Backoff struct {
 	// Initial is the wait after the first failure.
 	// +optional

@@ -40,7 +40,8 @@ func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []me
 	}
 	var counts []revCount
 	active, atLatest := 0, 0
-	for _, n := range st.NodeStatuses {
+	for k := range st.NodeStatuses {
+		n := &st.NodeStatuses[k]
 		i, found := slices.BinarySearchFunc(counts, n.CurrentRevision, func(c revCount, r int32) int { return cmp.Compare(c.rev, r) })
 		if found {
 			counts[i].count++
@@ -107,15 +108,16 @@ func degraded(st Status, heldBy []string, p Policy, now time.Time) metav1.Condit
 	reasons := map[string]bool{}
 	exhausted := false
 	var regressed []string
-	for _, n := range st.NodeStatuses {
+	for k := range st.NodeStatuses {
+		n := &st.NodeStatuses[k]
 		if n.RegressedRevision != 0 {
 			regressed = append(regressed, fmt.Sprintf("%s runs revision %d below its current revision %d", n.NodeName, n.RegressedRevision, n.CurrentRevision))
 		}
 		if !n.Failing() {
 			continue
 		}
-		failing[n.LastFailedRevision] = append(failing[n.LastFailedRevision], n)
-		exhausted = exhausted || p.RetriesExhausted(n)
+		failing[n.LastFailedRevision] = append(failing[n.LastFailedRevision], *n)
+		exhausted = exhausted || p.RetriesExhausted(*n)
 		reasons[n.LastFailedReason] = true
 	}
 	reason := ""

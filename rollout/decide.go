@@ -133,14 +133,18 @@ func planRollout(in Input, aligned []NodeObservation) (Plan, error) {
 		deleting[inst.Node] = true
 	}
 
-	for i, n := range nodes {
+	for i := range nodes {
+		n := &nodes[i]
+		if !n.InTransition() && !idleNeedsWork(n, &views[i], p, now) {
+			continue // the common case, decided without copying the node
+		}
 		nin := NodeInput{Latest: st.LatestAvailableRevision, Observation: views[i], Policy: p, Now: now,
 			Jitter: in.Jitter, Deleting: deleting[n.NodeName]}
 		var d NodeDecision
 		if n.InTransition() {
-			d = NextNodeStatus(n, nin)
+			d = NextNodeStatus(*n, nin)
 		} else {
-			d = idleNode(n, nin)
+			d = idleNode(*n, nin)
 		}
 		if d.To != nil {
 			if shared {
@@ -275,9 +279,26 @@ func addDeletes(st *Status, del []Installer) {
 	}
 }
 
+// idleNeedsWork reports whether idleNode would change a node not in
+// transition: a time in the future, errors to trim, an operand below the
+// node's current revision or back from there.
+func idleNeedsWork(n *NodeStatus, o *NodeObservation, p Policy, now time.Time) bool {
+	if future(n.InstallerOrderedTime, now) || future(n.InstalledTime, now) || future(n.LastFailedTime, now) ||
+		(n.RetryTime != nil && n.RetryTime.Sub(now) > p.InstallerBackoff.longest(n.LastFailedCount)) ||
+		needsTrim(n.LastFailedErrors) {
+		return true
+	}
+	if o.Operand.Phase == OperandNotFound {
+		return false
+	}
+	rev := o.Operand.Revision
+	return (rev > 0 && rev < n.CurrentRevision && n.RegressedRevision != rev) ||
+		(o.Operand.Phase == OperandReady && rev >= n.CurrentRevision && n.RegressedRevision != 0)
+}
+
 // idleNode decides a node not in transition: it records an operand that
 // runs below the node's current revision (and clears that record once the
-// operand is back), moves times a stepped-back clock left in the future, and
+// operand is ready at it again), moves times a stepped-back clock left in the future, and
 // trims failure errors persisted longer than the bounds.
 func idleNode(n NodeStatus, in NodeInput) NodeDecision {
 	d := NodeDecision{Node: n.NodeName}
@@ -296,7 +317,7 @@ func idleNode(n NodeStatus, in NodeInput) NodeDecision {
 		d.Events = []Event{{Type: EventTypeWarning, Reason: ReasonNodeRevisionRegressed,
 			Message: fmt.Sprintf("Node %q runs revision %d below its current revision %d; installing revision %d again",
 				n.NodeName, op.Revision, n.CurrentRevision, max(n.CurrentRevision, in.Latest))}}
-	case seen && op.Revision >= n.CurrentRevision && n.RegressedRevision != 0:
+	case op.Phase == OperandReady && op.Revision >= n.CurrentRevision && n.RegressedRevision != 0:
 		next.RegressedRevision = 0
 		changed = true
 		d.Reason = fmt.Sprintf("operand is back at revision %d", op.Revision)
@@ -321,8 +342,8 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 	inTransition, unavailable := 0, 0
 	var soakUntil time.Time
 	failingOn := map[int32]int{}
-	for i, n := range nodes {
-		o := views[i]
+	for i := range nodes {
+		n, o := &nodes[i], &views[i]
 		if n.InTransition() {
 			inTransition++
 		}
@@ -355,17 +376,21 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 	plan.Start, plan.StartReason = nodes[start].NodeName, why
 
 	var prev *NodeStatus
+	var backoff time.Duration // the start node's retry waits this long
 	for k := range nodes {
 		i := (start + k) % len(nodes)
-		n := nodes[i]
-		o := views[i]
+		o := &views[i]
 		if o.Unreachable {
 			continue
 		}
 		leader := leaderView(prev)
 		prev = &nodes[i]
+		if nodes[i].InTransition() {
+			continue
+		}
+		n := nodes[i]
 		rev := RevisionToStart(n, leader, plan.Latest)
-		down := isDown(n, o)
+		down := isDown(&n, o)
 		if !n.InTransition() && down && n.CurrentRevision < plan.Latest && !(n.Failing() && n.LastFailedRevision == plan.Latest) {
 			// A node already down goes straight to the latest revision,
 			// whatever its leader runs: it has nothing to lose.
@@ -375,38 +400,41 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 			continue
 		}
 		retry := n.LastFailedRevision == rev && n.Failing()
+		if retry && i != start {
+			continue // only the start of a pass retries a revision it failed
+		}
+		// A node held back is skipped, not the end of the walk: a node
+		// further on that is already down may still start (it takes
+		// nothing more down, and waiting for it could hold the rollout
+		// forever); a healthy one meets the same checks.
 		switch {
 		case p.Paused:
-			plan.Blocked = fmt.Sprintf("paused: not starting revision %d on %s", rev, n.NodeName)
+			block(plan, nil, "paused: not starting revision %d on %s", rev, n.NodeName)
 			return nodes, 0
 		case !retry && !down && hasKey(failingOn, rev) && failingOn[rev] != i:
-			plan.Blocked = fmt.Sprintf("revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
-			return nodes, 0
+			block(plan, nil, "revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
+			continue
 		case retry && p.RetriesExhausted(n):
-			plan.Blocked = fmt.Sprintf("%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount))
-			return nodes, 0
+			block(plan, nil, "%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount))
+			continue
 		case retry && now.Before(p.InstallerBackoff.RetryAt(n)):
 			wait := p.InstallerBackoff.RetryAt(n).Sub(now)
-			plan.Blocked = fmt.Sprintf("%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), wait)
-			return nodes, wait
+			block(plan, nil, "%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), wait)
+			backoff = wait
+			continue
 		case inTransition+1 > budget:
 			// Nodes installing hold the rest back; one that is
 			// unreachable may do so for good: report it.
-			plan.HeldBy = heldBy(nodes, views, true)
-			plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
-			return nodes, 0
+			block(plan, heldBy(nodes, views, true), "maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
+				budget, inTransition, unavailable, n.NodeName, rev)
+			return nodes, backoff
 		case !down && unavailable+1 > budget:
-			// A healthy node waits; a node further on that is already
-			// down may still start: it takes nothing more down, and
-			// waiting for it could hold the rollout forever.
-			if plan.Blocked == "" {
-				plan.HeldBy = heldBy(nodes, views, false)
-				plan.Blocked = fmt.Sprintf("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d", budget, inTransition, unavailable, n.NodeName, rev)
-			}
+			block(plan, heldBy(nodes, views, false), "maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
+				budget, inTransition, unavailable, n.NodeName, rev)
 			continue
 		case soakUntil.After(now):
 			wait := min(soakUntil.Sub(now), p.MinReadyDuration.Duration)
-			plan.Blocked = fmt.Sprintf("operands soaking for another %v before %s starts revision %d", wait, n.NodeName, rev)
+			block(plan, nil, "operands soaking for another %v before %s starts revision %d", wait, n.NodeName, rev)
 			return nodes, wait
 		}
 		to := n
@@ -432,13 +460,22 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 			unavailable++
 		}
 	}
-	return nodes, 0
+	return nodes, backoff
+}
+
+// block records why the walk held a node back, unless an earlier node
+// already explains it.
+func block(plan *Plan, heldBy []string, format string, args ...any) {
+	if plan.Blocked != "" {
+		return
+	}
+	plan.Blocked, plan.HeldBy = fmt.Sprintf(format, args...), heldBy
 }
 
 // isDown reports whether a reachable node is already unavailable: its
 // operand is not ready or runs below its current revision. Starting it takes
 // nothing more down.
-func isDown(n NodeStatus, o NodeObservation) bool {
+func isDown(n *NodeStatus, o *NodeObservation) bool {
 	return !o.operandReady() || n.RegressedRevision != 0
 }
 

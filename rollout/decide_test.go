@@ -157,6 +157,19 @@ func TestPlanRollout(t *testing.T) {
 			wantRequeue: 2 * time.Minute,
 		},
 		{
+			// Found by TestSimRollout (seed 8747): c, healthy, waited for
+			// a's failing revision and ended the walk before d, down, was
+			// reached; a's retry waited for d.
+			name: "a healthy node held back by a failing revision does not stop a node already down further on",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
+				retryAt(failed(node("a", 1, 0), 2, 1, ReasonOperandFailed, t0, "crashed"), t0), node("b", 2, 0), node("c", 1, 0), node("d", 0, 0)}},
+			obs:         Observation{"a": ready(2), "b": ready(2), "c": ready(1)},
+			wantSteps:   []stepSummary{{"d", 2, "installer-2-d"}},
+			wantStart:   "a",
+			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; a waits for revision 2",
+			wantRequeue: DefaultHoldDegradedAfter,
+		},
+		{
 			name:      "nodes at different old revisions: the oldest first, to the latest",
 			st:        Status{LatestAvailableRevision: 5, NodeStatuses: []NodeStatus{node("a", 4, 0), node("b", 2, 0), node("c", 3, 0)}},
 			obs:       Observation{"a": ready(4), "b": ready(2), "c": ready(3)},
@@ -526,6 +539,29 @@ func TestCurrentRevisionNeverGoesBackSilently(t *testing.T) {
 	assert.True(t, done.Status.Converged())
 }
 
+// TestRegressedReinstallBacksOff: a node whose operand regressed and whose
+// reinstall of its current revision failed retries it after the backoff, as
+// any failed attempt (found by TestSimRollout, seed 30728: the reinstall was
+// retried at once, forever).
+func TestRegressedReinstallBacksOff(t *testing.T) {
+	now := t0.Add(time.Hour)
+	n := retryAt(failed(NodeStatus{NodeName: "a", CurrentRevision: 4, RegressedRevision: 3}, 4, 1, ReasonOperandFailed, now, "crash"), now.Add(15*time.Second))
+	require.True(t, n.Failing())
+	st := Status{LatestAvailableRevision: 4, NodeStatuses: []NodeStatus{n, node("b", 4, 0)}}
+	obs := Observation{"a": {Operand: OperandState{Phase: OperandFailed, Revision: 4}}, "b": ready(4)}
+
+	waiting, err := PlanRollout(Input{Status: st, Observation: obs, Now: now})
+	require.NoError(t, err)
+	assert.Empty(t, summarizeSteps(waiting), "no reinstall before the backoff")
+	assert.Equal(t, 15*time.Second, waiting.RequeueAfter)
+
+	retry, err := PlanRollout(Input{Status: st, Observation: obs, Now: now.Add(15 * time.Second)})
+	require.NoError(t, err)
+	assert.Equal(t, []stepSummary{{"a", 4, "installer-4-retry-1-a"}}, summarizeSteps(retry))
+	deg, _ := conditions.Get(retry.Status.Conditions, conditions.TypeDegraded)
+	assert.Equal(t, ReasonOperandFailed, deg.Reason)
+}
+
 // TestLatestBelowWhatNodesRun: a latest revision lower than what nodes run
 // is a stated rule, not Progressing forever: the engine never moves a node
 // down, and such a node counts as at the latest revision.
@@ -589,14 +625,14 @@ func eventReasons(events []Event) []string {
 func TestPlanClockSteppingBack(t *testing.T) {
 	now := t0
 	held, err := PlanRollout(Input{Now: now,
-		Status: Status{LatestAvailableRevision: 2, HeldSince: mt(now.Add(time.Hour)), NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0)}},
+		Status:      Status{LatestAvailableRevision: 2, HeldSince: mt(now.Add(time.Hour)), NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0)}},
 		Observation: Observation{"a": ready(1), "b": {Unreachable: true}}})
 	require.NoError(t, err)
 	assert.Equal(t, now, held.Status.HeldSince.Time, "the hold counts from now")
 	assert.Equal(t, DefaultHoldDegradedAfter, held.RequeueAfter)
 
 	soaked, err := PlanRollout(Input{Now: now, Policy: Policy{MinReadyDuration: dur(30 * time.Second)},
-		Status: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
+		Status:      Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
 		Observation: Observation{"a": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(time.Hour)}}, "b": ready(1)}})
 	require.NoError(t, err)
 	assert.Equal(t, []stepSummary{{"b", 2, "installer-2-b"}}, summarizeSteps(soaked), "a ready time in the future counts as soaked")

@@ -3,6 +3,7 @@ package rollout
 import "strconv"
 
 // Installer identifies one installer pod: the attempt to install Revision on Node.
+// +kubebuilder:object:generate=true
 type Installer struct {
 	// Name is the pod name, see InstallerName.
 	Name string `json:"name"`

@@ -14,6 +14,7 @@ const DefaultHoldDegradedAfter = 10 * time.Minute
 // is the conservative default that library-go's installer controller
 // implements: one node at a time, installer retries forever with its
 // 15 s · 1.5^(n-1) backoff capped at 10 min, no timeouts, no soak, not paused.
+// +kubebuilder:object:generate=true
 type Policy struct {
 	// MaxUnavailable is how many nodes may be unavailable at once (0 means
 	// 1). A node is unavailable while it is unreachable, in transition, its

@@ -38,7 +38,8 @@ func StartNode(nodes []NodeStatus, obs Observation) (int, string, error) {
 func startNode(nodes []NodeStatus, views []NodeObservation) (int, string) {
 	var newestCurrent int32
 	transition, regressed := -1, -1
-	for i, n := range nodes {
+	for i := range nodes {
+		n := &nodes[i]
 		newestCurrent = max(newestCurrent, n.CurrentRevision)
 		if views[i].Unreachable {
 			continue
@@ -57,8 +58,8 @@ func startNode(nodes []NodeStatus, views []NodeObservation) (int, string) {
 		n := nodes[regressed]
 		return regressed, fmt.Sprintf("%s runs revision %d below its current revision %d", n.NodeName, n.RegressedRevision, n.CurrentRevision)
 	}
-	for i, n := range nodes {
-		if !views[i].Unreachable && n.LastFailedRevision > newestCurrent {
+	for i := range nodes {
+		if n := &nodes[i]; !views[i].Unreachable && n.LastFailedRevision > newestCurrent {
 			return i, fmt.Sprintf("%s failed revision %d, newer than every current revision", n.NodeName, n.LastFailedRevision)
 		}
 	}
@@ -66,8 +67,8 @@ func startNode(nodes []NodeStatus, views []NodeObservation) (int, string) {
 	notReady, notReadyRev := -1, int32(math.MaxInt32)
 	mismatch, mismatchRev := -1, int32(math.MaxInt32)
 	oldest := -1
-	for i, n := range nodes {
-		o := views[i]
+	for i := range nodes {
+		n, o := &nodes[i], &views[i]
 		if o.Unreachable {
 			continue
 		}

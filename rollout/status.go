@@ -14,6 +14,7 @@ import (
 // record (LastFailed*) survives a superseding revision and a later success so
 // that the history stays debuggable; it only counts as failing while it is
 // about the revision the node still targets or has not reached.
+// +kubebuilder:object:generate=true
 type NodeStatus struct {
 	// NodeName is the name of the node.
 	NodeName string `json:"nodeName"`
@@ -66,6 +67,7 @@ type NodeStatus struct {
 
 // Status is the persisted state of a rollout. Everything the engine needs to
 // continue after a restart lives here.
+// +kubebuilder:object:generate=true
 type Status struct {
 	// LatestAvailableRevision is the revision every node should reach. The
 	// host (whatever creates revisions) sets it. The engine never moves a
@@ -101,7 +103,8 @@ func (n NodeStatus) InTransition() bool { return n.TargetRevision != 0 }
 
 // Failing reports whether the node's last failure is still in its way: the
 // failed revision is the one it targets, or it targets nothing and has not
-// reached the failed revision.
+// reached the failed revision, or its operand regressed and installing its
+// current revision again failed.
 func (n NodeStatus) Failing() bool {
 	if n.LastFailedRevision == 0 {
 		return false
@@ -109,7 +112,7 @@ func (n NodeStatus) Failing() bool {
 	if n.TargetRevision != 0 {
 		return n.LastFailedRevision == n.TargetRevision
 	}
-	return n.LastFailedRevision > n.CurrentRevision
+	return n.LastFailedRevision > n.CurrentRevision || (n.RegressedRevision != 0 && n.LastFailedRevision == n.CurrentRevision)
 }
 
 // Node returns the status of the named node.
@@ -153,7 +156,8 @@ func (s *Status) Validate() error {
 	if !sortedByName(nodes) {
 		nodes = sortNodes(nodes)
 	}
-	for i, n := range nodes {
+	for i := range nodes {
+		n := &nodes[i]
 		if n.NodeName == "" {
 			return invalidf("node status with an empty name")
 		}

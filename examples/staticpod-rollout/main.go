@@ -84,7 +84,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.namespace, "namespace", "converge-rollout", "namespace of the installer and operand pods")
 	fs.StringVar(&c.operand, "operand", "operand", "operand name: its mirror pods are <operand>-<node>")
 	fs.StringVar(&c.image, "installer-image", "busybox:1.36", "installer pod image (-kubeconfig only)")
-	fs.StringVar(&c.nodeSelector, "node-selector", "node-role.kubernetes.io/control-plane", "nodes to roll out to (-kubeconfig only)")
+	fs.StringVar(&c.nodeSelector, "node-selector", "node-role.kubernetes.io/control-plane", "label selector of the nodes to roll out to")
 	fs.IntVar(&c.revision, "revision", 1, "revision to roll out to (-kubeconfig only; in memory it is 1 -> 2 -> 3)")
 	fs.IntVar(&c.unavailable, "max-unavailable", 1, "how many nodes may be in transition or not ready at once")
 	fs.BoolVar(&c.simulate, "simulate-kubelet", false, "with -kubeconfig: create -nodes nodes and play the in-memory scenario on that apiserver")
