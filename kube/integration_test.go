@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/internal/testenv"
 	"github.com/converge-dev/converge/payload"
@@ -241,4 +242,32 @@ func TestRolloutPodsAndEventsOnTheAPIServer(t *testing.T) {
 		}
 		return false, nil
 	}), "the event names the regarding object")
+}
+
+func TestAddonObjectsOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c := connect(t)
+	namespace(t, c, "kube-addon")
+	widgetCRD(t, c)
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "mesh", "namespace": "kube-addon"},
+		"spec":     map[string]any{"version": "v1"},
+	}}
+	_, err := c.dynamic.Resource(widgets).Namespace("kube-addon").Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	objects, err := NewAddonObjects(AddonObjectsConfig{Client: c.dynamic, Resource: widgets, StatusPath: []string{"status", "addon"}})
+	require.NoError(t, err)
+
+	o, err := objects.Get(ctx, "kube-addon/mesh")
+	require.NoError(t, err)
+	assert.Equal(t, addon.Spec{Name: "kube-addon/mesh", Generation: 1, Version: "v1"}, o.Spec)
+	written, err := objects.UpdateStatus(ctx, o, addon.Status{Phase: addon.PhaseInitializing, ObservedGeneration: 1})
+	require.NoError(t, err)
+	assert.Equal(t, addon.PhaseInitializing, written.Status.Phase)
+	_, err = objects.UpdateStatus(ctx, o, addon.Status{Phase: addon.PhaseRunning})
+	assert.True(t, apierrors.IsConflict(err), "a write over a stale copy is the API server's 409: %v", err)
+	again, err := objects.Get(ctx, "kube-addon/mesh")
+	require.NoError(t, err)
+	assert.Equal(t, addon.PhaseInitializing, again.Status.Phase, "the losing write changed nothing")
 }
