@@ -10,16 +10,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
-	"github.com/converge-dev/converge/internal/kubetest"
+	"github.com/converge-dev/converge/fake"
 )
 
-func newConfigMaps(t *testing.T) *fake.Clientset {
+func newConfigMaps(t *testing.T) *k8sfake.Clientset {
 	t.Helper()
-	client := fake.NewClientset()
-	kubetest.EnforceResourceVersions(client)
+	client := k8sfake.NewClientset()
+	fake.EnforceResourceVersions(client)
 	return client
 }
 
@@ -96,7 +96,7 @@ func TestConfigMapStatusStoreReportsUndecodableData(t *testing.T) {
 }
 
 func TestNewConfigMapStatusStoreRejectsBadInput(t *testing.T) {
-	var typedNil *fake.Clientset
+	var typedNil *k8sfake.Clientset
 	tests := []struct {
 		name   string
 		client corev1client.ConfigMapsGetter
@@ -105,8 +105,8 @@ func TestNewConfigMapStatusStoreRejectsBadInput(t *testing.T) {
 	}{
 		{name: "nil client", ns: "ns", obj: "a"},
 		{name: "typed-nil client", client: typedNilGetter(typedNil), ns: "ns", obj: "a"},
-		{name: "empty namespace", client: fake.NewClientset().CoreV1(), obj: "a"},
-		{name: "empty name", client: fake.NewClientset().CoreV1(), ns: "ns"},
+		{name: "empty namespace", client: k8sfake.NewClientset().CoreV1(), obj: "a"},
+		{name: "empty name", client: k8sfake.NewClientset().CoreV1(), ns: "ns"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestNewConfigMapStatusStoreRejectsBadInput(t *testing.T) {
 }
 
 // typedNilGetter is a ConfigMapsGetter interface holding a nil pointer.
-func typedNilGetter(*fake.Clientset) corev1client.ConfigMapsGetter {
+func typedNilGetter(*k8sfake.Clientset) corev1client.ConfigMapsGetter {
 	var c *corev1client.CoreV1Client
 	return c
 }

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
-	"github.com/converge-dev/converge/internal/kubetest"
+	"github.com/converge-dev/converge/fake"
 )
 
 var widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -42,7 +42,7 @@ func newWidgets(t *testing.T, status map[string]any) *dynamicfake.FakeDynamicCli
 	}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{widgets: "WidgetList"})
-	kubetest.EnforceResourceVersions(client)
+	fake.EnforceResourceVersions(client)
 	_, err := client.Resource(widgets).Namespace("ns").Create(context.Background(), obj, metav1.CreateOptions{})
 	require.NoError(t, err)
 	return client

@@ -1,4 +1,4 @@
-package kubetest
+package fake
 
 import (
 	"context"
@@ -6,20 +6,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 func TestEnforceResourceVersions(t *testing.T) {
 	ctx := context.Background()
-	client := fake.NewClientset()
+	client := k8sfake.NewClientset()
 	EnforceResourceVersions(client)
 	cms := client.CoreV1().ConfigMaps("ns")
 

@@ -1,7 +1,4 @@
-// Package kubetest makes client-go's fake clients behave like an API server
-// where the adapters' tests need it: resource versions that change on every
-// write and updates that fail with a 409 when they name an old one.
-package kubetest
+package fake
 
 import (
 	"strconv"
@@ -20,7 +17,9 @@ type Faker interface {
 	Tracker() k8stesting.ObjectTracker
 }
 
-// EnforceResourceVersions makes every create and update through f stamp a
+// EnforceResourceVersions makes client-go's fake clientsets and fake dynamic
+// client behave like an API server where optimistic concurrency needs it
+// (they keep no resource versions of their own): every create and update through f stamp a
 // new resource version on the stored object, and makes an update (of the
 // object or a subresource) that names a resource version other than the
 // stored one fail with the API server's 409. An update without a resource

@@ -1,0 +1,148 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/converge-dev/converge/addon"
+)
+
+// The annotations DefaultAddonSpec reads a reset or a forced re-apply from,
+// as Flux's reconcile.fluxcd.io/resetAt and forceAt: any new value is one
+// request.
+const (
+	AnnotationResetAt = "converge.dev/reset-at"
+	AnnotationForceAt = "converge.dev/force-at"
+)
+
+// DefaultAddonSpec reads an add-on's Spec from a custom resource: Name is
+// "namespace/name" (or the name of a cluster-scoped object), Generation is
+// metadata.generation, Version is spec.version, Suspended is spec.suspend,
+// Deleting is a deletion timestamp, and the reset and force tokens are the
+// AnnotationResetAt and AnnotationForceAt annotations.
+func DefaultAddonSpec(obj *unstructured.Unstructured) addon.Spec {
+	version, _, _ := unstructured.NestedString(obj.Object, "spec", "version")
+	suspend, _, _ := unstructured.NestedBool(obj.Object, "spec", "suspend")
+	name := obj.GetName()
+	if obj.GetNamespace() != "" {
+		name = obj.GetNamespace() + "/" + name
+	}
+	return addon.Spec{
+		Name: name, Generation: obj.GetGeneration(), Version: version, Suspended: suspend,
+		Deleting:   obj.GetDeletionTimestamp() != nil,
+		ResetToken: obj.GetAnnotations()[AnnotationResetAt],
+		ForceToken: obj.GetAnnotations()[AnnotationForceAt],
+	}
+}
+
+// AddonObjectsConfig says which custom resources AddonObjects serves.
+type AddonObjectsConfig struct {
+	// Client reads the objects and writes their status. Required.
+	Client dynamic.Interface
+	// Resource is the add-on custom resource. Required.
+	Resource schema.GroupVersionResource
+	// Spec reads an add-on's Spec from its object; nil means DefaultAddonSpec.
+	Spec func(obj *unstructured.Unstructured) addon.Spec
+	// StatusPath is where the add-on's Status lives, under status; nil
+	// means the whole status.
+	StatusPath []string
+}
+
+// AddonObjects is addon.Store on a custom resource with a status
+// subresource, read and written with the dynamic client: Get reads the
+// object named "namespace/name" afresh; UpdateStatus writes the status at
+// StatusPath through the status subresource over the resource version the
+// engine read, so a write over a stale copy is the API server's own 409.
+// The object travels as addon.Object.Host (an *unstructured.Unstructured)
+// for the driver's owner references.
+//
+// RBAC: get on the resource, update on its status subresource (and, to
+// keep a finalizer until Result.Deleted, update on the resource).
+type AddonObjects struct {
+	cfg AddonObjectsConfig
+}
+
+var _ addon.Store = (*AddonObjects)(nil)
+
+// NewAddonObjects checks cfg and returns the store.
+func NewAddonObjects(cfg AddonObjectsConfig) (*AddonObjects, error) {
+	if isNil(cfg.Client) || cfg.Resource.Resource == "" {
+		return nil, fmt.Errorf("kube: NewAddonObjects: nil Client or empty Resource: %w", ErrInvalid)
+	}
+	if cfg.Spec == nil {
+		cfg.Spec = DefaultAddonSpec
+	}
+	if len(cfg.StatusPath) == 0 {
+		cfg.StatusPath = []string{"status"}
+	}
+	if cfg.StatusPath[0] != "status" {
+		return nil, fmt.Errorf("kube: NewAddonObjects: status path %v is not under status: %w", cfg.StatusPath, ErrInvalid)
+	}
+	return &AddonObjects{cfg: cfg}, nil
+}
+
+// Object is the engine's view of an add-on object (from an informer's
+// cache, or read afresh): its Spec, its Status at StatusPath, its resource
+// version, and the object itself as Host.
+func (s *AddonObjects) Object(obj *unstructured.Unstructured) (addon.Object, error) {
+	var st addon.Status
+	raw, found, err := unstructured.NestedFieldNoCopy(obj.Object, s.cfg.StatusPath...)
+	if err != nil {
+		return addon.Object{}, fmt.Errorf("kube: add-on %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	if found && raw != nil {
+		if err := convert(raw, &st); err != nil {
+			return addon.Object{}, fmt.Errorf("kube: decoding the status of add-on %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		}
+	}
+	return addon.Object{Spec: s.cfg.Spec(obj), Status: st, ResourceVersion: obj.GetResourceVersion(), Host: obj}, nil
+}
+
+func (s *AddonObjects) resource(namespace string) dynamic.ResourceInterface {
+	if namespace == "" {
+		return s.cfg.Client.Resource(s.cfg.Resource)
+	}
+	return s.cfg.Client.Resource(s.cfg.Resource).Namespace(namespace)
+}
+
+// Get reads the add-on named "namespace/name" ("name" when cluster-scoped).
+func (s *AddonObjects) Get(ctx context.Context, name string) (addon.Object, error) {
+	ns, n, ok := strings.Cut(name, "/")
+	if !ok {
+		ns, n = "", name
+	}
+	obj, err := s.resource(ns).Get(ctx, n, metav1.GetOptions{})
+	if err != nil {
+		return addon.Object{}, err
+	}
+	return s.Object(obj)
+}
+
+// UpdateStatus writes st as the status of obj's object at obj.ResourceVersion
+// and returns the add-on as written.
+func (s *AddonObjects) UpdateStatus(ctx context.Context, obj addon.Object, st addon.Status) (addon.Object, error) {
+	host, ok := obj.Host.(*unstructured.Unstructured)
+	if !ok || host == nil {
+		return addon.Object{}, fmt.Errorf("kube: add-on %s has no object to write (Host is %T): %w", obj.Spec.Name, obj.Host, ErrInvalid)
+	}
+	var val any
+	if err := convert(st, &val); err != nil {
+		return addon.Object{}, fmt.Errorf("kube: encoding the status of add-on %s: %w", obj.Spec.Name, err)
+	}
+	u := host.DeepCopy()
+	if err := unstructured.SetNestedField(u.Object, val, s.cfg.StatusPath...); err != nil {
+		return addon.Object{}, fmt.Errorf("kube: setting the status of add-on %s: %w", obj.Spec.Name, err)
+	}
+	u.SetResourceVersion(obj.ResourceVersion)
+	out, err := s.resource(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return addon.Object{}, err
+	}
+	return s.Object(out)
+}

@@ -1,0 +1,116 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/fake"
+)
+
+var addonsResource = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "addons"}
+
+func newAddons(t *testing.T, objs ...*unstructured.Unstructured) (*dynamicfake.FakeDynamicClient, *AddonObjects) {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{addonsResource: "AddonList"})
+	fake.EnforceResourceVersions(client)
+	for _, o := range objs {
+		_, err := client.Resource(addonsResource).Namespace(o.GetNamespace()).Create(context.Background(), o, metav1.CreateOptions{})
+		require.NoError(t, err)
+	}
+	s, err := NewAddonObjects(AddonObjectsConfig{Client: client, Resource: addonsResource})
+	require.NoError(t, err)
+	return client, s
+}
+
+func addonObject(version string, annotations map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Addon",
+		"metadata": map[string]any{"name": "mesh", "namespace": "tke", "generation": int64(2), "annotations": annotations},
+		"spec":     map[string]any{"version": version, "suspend": true},
+	}}
+}
+
+func TestDefaultAddonSpec(t *testing.T) {
+	got := DefaultAddonSpec(addonObject("v2", map[string]any{AnnotationResetAt: "r1", AnnotationForceAt: "f1"}))
+	assert.Equal(t, addon.Spec{Name: "tke/mesh", Generation: 2, Version: "v2", Suspended: true, ResetToken: "r1", ForceToken: "f1"}, got)
+	cluster := addonObject("v1", nil)
+	cluster.SetNamespace("")
+	assert.Equal(t, "mesh", DefaultAddonSpec(cluster).Name, "a cluster-scoped add-on is named by its name")
+}
+
+// A Machine driven through AddonObjects installs the add-on and persists
+// its status in the custom resource's status.
+func TestAddonObjectsDriveAMachine(t *testing.T) {
+	ctx := context.Background()
+	obj := addonObject("v1", nil)
+	unstructured.RemoveNestedField(obj.Object, "spec", "suspend")
+	client, objects := newAddons(t, obj)
+	clk := clocktesting.NewFakeClock(t0)
+	m, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Store: objects, Identity: "c0", Clock: clk, Jitter: func() float64 { return 0 }})
+	require.NoError(t, err)
+	for range 3 {
+		o, err := objects.Get(ctx, "tke/mesh")
+		require.NoError(t, err)
+		res, err := m.Reconcile(ctx, o)
+		require.NoError(t, err)
+		clk.Step(res.RequeueAfter)
+	}
+	got, err := client.Resource(addonsResource).Namespace("tke").Get(ctx, "mesh", metav1.GetOptions{})
+	require.NoError(t, err)
+	phase, _, _ := unstructured.NestedString(got.Object, "status", "phase")
+	installed, _, _ := unstructured.NestedString(got.Object, "status", "installedVersion")
+	assert.Equal(t, string(addon.PhaseRunning), phase)
+	assert.Equal(t, "v1", installed)
+	version, _, _ := unstructured.NestedString(got.Object, "spec", "version")
+	assert.Equal(t, "v1", version, "the spec is untouched")
+}
+
+func TestAddonObjectsUpdateStatus(t *testing.T) {
+	ctx := context.Background()
+	_, objects := newAddons(t, addonObject("v1", nil))
+	o, err := objects.Get(ctx, "tke/mesh")
+	require.NoError(t, err)
+	written, err := objects.UpdateStatus(ctx, o, addon.Status{Phase: addon.PhaseInitializing, ObservedGeneration: 2})
+	require.NoError(t, err)
+	assert.Equal(t, addon.PhaseInitializing, written.Status.Phase)
+	assert.NotEqual(t, o.ResourceVersion, written.ResourceVersion)
+
+	_, err = objects.UpdateStatus(ctx, o, addon.Status{Phase: addon.PhaseRunning})
+	assert.True(t, apierrors.IsConflict(err), "a write over a stale copy is the API server's 409: %v", err)
+
+	o.Host = "not an object"
+	_, err = objects.UpdateStatus(ctx, o, addon.Status{})
+	assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+	_, err = objects.Get(ctx, "tke/missing")
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+}
+
+func TestNewAddonObjectsRejectsBadInput(t *testing.T) {
+	var typedNil *dynamicfake.FakeDynamicClient
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	for name, cfg := range map[string]AddonObjectsConfig{
+		"nil client":            {Resource: addonsResource},
+		"typed-nil client":      {Client: typedNil, Resource: addonsResource},
+		"no resource":           {Client: client},
+		"a path outside status": {Client: client, Resource: addonsResource, StatusPath: []string{"spec"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewAddonObjects(cfg)
+			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		})
+	}
+}
+

@@ -1,0 +1,273 @@
+//go:build integration
+
+package kube
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/fake"
+	"github.com/converge-dev/converge/internal/testenv"
+	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/rollout"
+)
+
+// env is the etcd and kube-apiserver every integration test of the package shares.
+var env *testenv.Environment
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(testenv.WithEnvironment(m, &env))
+}
+
+type clients struct {
+	typed   kubernetes.Interface
+	dynamic dynamic.Interface
+}
+
+func connect(t *testing.T) clients {
+	t.Helper()
+	typed, err := kubernetes.NewForConfig(env.Config)
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(env.Config)
+	require.NoError(t, err)
+	return clients{typed: typed, dynamic: dyn}
+}
+
+func namespace(t *testing.T, c clients, name string) {
+	t.Helper()
+	_, err := c.typed.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		require.NoError(t, err)
+	}
+}
+
+var crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// widgetCRD installs the Widget CRD (status subresource, any status) and
+// waits until it is established.
+func widgetCRD(t *testing.T, c clients) {
+	t.Helper()
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "widgets.example.com"},
+		"spec": map[string]any{
+			"group": "example.com", "scope": "Namespaced",
+			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"subresources": map[string]any{"status": map[string]any{}},
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				}},
+			}},
+		},
+	}}
+	_, err := c.dynamic.Resource(crds).Apply(ctx, "widgets.example.com", crd, metav1.ApplyOptions{FieldManager: "kube-test", Force: true})
+	require.NoError(t, err)
+	a, err := NewApplier(ApplierConfig{Client: c.dynamic, Mapper: mapper(t), FieldManager: "kube-test"})
+	require.NoError(t, err)
+	m := &payload.Manifest{File: "crd.yaml", Document: 1, GVK: crd.GroupVersionKind(), Object: crd}
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return a.Ready(ctx, m) == nil, nil
+	}), "the CRD is established")
+}
+
+func mapper(t *testing.T) *restmapper.DeferredDiscoveryRESTMapper {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	require.NoError(t, err)
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+}
+
+// The status stores pass rollout's store conformance check on a real API
+// server, whose resource versions and status subresource are the real ones.
+func TestStatusStoresConformOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c := connect(t)
+	namespace(t, c, "kube-stores")
+	widgetCRD(t, c)
+	widget := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "kube-stores"},
+		"spec":     map[string]any{"size": int64(3)},
+		"status":   map[string]any{"other": "kept"},
+	}}
+	widgetsClient := c.dynamic.Resource(widgets).Namespace("kube-stores")
+	_, err := widgetsClient.Create(ctx, widget, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	sub, err := NewObjectStatusStore[rollout.Status](c.dynamic, widgets, "kube-stores", "w", "status", "rollout")
+	require.NoError(t, err)
+	whole, err := NewObjectStatusStore[rollout.Status](c.dynamic, widgets, "kube-stores", "w")
+	require.NoError(t, err)
+	cm, err := NewConfigMapStatusStore[rollout.Status](c.typed.CoreV1(), "kube-stores", "rollout-status", "")
+	require.NoError(t, err)
+	_, err = cm.UpdateStatus(ctx, rollout.Status{}, "")
+	require.NoError(t, err)
+
+	for name, s := range map[string]rollout.StatusStore{"custom resource, status.rollout": sub, "custom resource, whole status": whole, "ConfigMap": cm} {
+		t.Run(name, func(t *testing.T) {
+			require.NoError(t, fake.TestRolloutStatusStore(ctx, s))
+		})
+	}
+	got, err := widgetsClient.Get(ctx, "w", metav1.GetOptions{})
+	require.NoError(t, err)
+	size, _, _ := unstructured.NestedInt64(got.Object, "spec", "size")
+	assert.Equal(t, int64(3), size, "a status write leaves the spec alone")
+}
+
+func TestApplierOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c := connect(t)
+	namespace(t, c, "kube-apply")
+	a, err := NewApplier(ApplierConfig{Client: c.dynamic, Mapper: mapper(t), FieldManager: "kube-test"})
+	require.NoError(t, err)
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "namespace": "kube-apply"},
+		"data":     map[string]any{"level": "1"},
+	}}
+	m := &payload.Manifest{File: "0000_10_settings.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}
+
+	require.NoError(t, a.Apply(ctx, m, payload.StateUpdating))
+	first, err := c.typed.CoreV1().ConfigMaps("kube-apply").Get(ctx, "settings", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, a.Apply(ctx, m, payload.StateReconciling))
+	again, err := c.typed.CoreV1().ConfigMaps("kube-apply").Get(ctx, "settings", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, first.ResourceVersion, again.ResourceVersion, "applying an unchanged manifest writes nothing")
+	require.Len(t, again.ManagedFields, 1)
+	assert.Equal(t, "kube-test", again.ManagedFields[0].Manager)
+
+	deploy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "kube-apply"},
+		"spec": map[string]any{
+			"replicas": int64(1),
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx"}}},
+			},
+		},
+	}}
+	dm := &payload.Manifest{File: "0000_20_web.yaml", Document: 1, GVK: deploy.GroupVersionKind(), Object: deploy}
+	require.NoError(t, a.Apply(ctx, dm, payload.StateUpdating))
+	err = a.Ready(ctx, dm)
+	assert.True(t, errors.Is(err, ErrNotReady), "no controller-manager rolls it out here: %v", err)
+
+	require.NoError(t, a.Delete(ctx, m))
+	require.NoError(t, a.Delete(ctx, m), "an object already gone is deleted")
+	_, err = c.typed.CoreV1().ConfigMaps("kube-apply").Get(ctx, "settings", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+}
+
+func TestRolloutPodsAndEventsOnTheAPIServer(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := connect(t)
+	namespace(t, c, "kube-rollout")
+	factory := informers.NewSharedInformerFactoryWithOptions(c.typed, 0, informers.WithNamespace("kube-rollout"))
+	pods := factory.Core().V1().Pods()
+	pods.Informer()
+	nodesFactory := informers.NewSharedInformerFactory(c.typed, 0)
+	nodes := nodesFactory.Core().V1().Nodes()
+	nodes.Informer()
+	factory.Start(ctx.Done())
+	nodesFactory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		factory.Shutdown()
+		nodesFactory.Shutdown()
+	}()
+	factory.WaitForCacheSync(ctx.Done())
+	nodesFactory.WaitForCacheSync(ctx.Done())
+
+	a, err := NewRolloutPods(RolloutPodsConfig{
+		Client: c.typed, Pods: pods.Lister(), Nodes: nodes.Lister(), Namespace: "kube-rollout", Operand: "etcd",
+		InstallerPod: installerPodTemplate,
+	})
+	require.NoError(t, err)
+	inst := rollout.Installer{Name: "installer-2-master-0", Node: "master-0", Revision: 2}
+	require.NoError(t, a.EnsureInstaller(ctx, inst))
+	require.NoError(t, a.EnsureInstaller(ctx, inst))
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		st, err := a.GetInstaller(ctx, inst)
+		return err == nil && st.Phase == rollout.InstallerPending, err
+	}), "the installer is seen through the informer")
+	require.NoError(t, a.DeleteInstaller(ctx, inst))
+	require.NoError(t, a.DeleteInstaller(ctx, inst))
+	_, err = c.typed.CoreV1().Pods("kube-rollout").Get(ctx, inst.Name, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "a pod deleted with no grace period is gone: %v", err)
+
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.typed.EventsV1()})
+	require.NoError(t, broadcaster.StartRecordingToSinkWithContext(ctx))
+	defer broadcaster.Shutdown()
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "etcd-rollout", Namespace: "kube-rollout"}}
+	owner, err = c.typed.CoreV1().ConfigMaps("kube-rollout").Create(ctx, owner, metav1.CreateOptions{})
+	require.NoError(t, err)
+	RecordEvents(broadcaster.NewRecorder(scheme.Scheme, "converge-kube-test"), owner, "Rollout", []Event{
+		{Type: "Normal", Reason: "NodeTargetRevisionChanged", Message: "Updating node \"master-0\" from revision 1 to 2"},
+	})
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := c.typed.EventsV1().Events("kube-rollout").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range list.Items {
+			if e.Reason == "NodeTargetRevisionChanged" && e.Regarding.Name == "etcd-rollout" && e.Regarding.Kind == "ConfigMap" && e.Action == "Rollout" {
+				return true, nil
+			}
+		}
+		return false, nil
+	}), "the event names the regarding object")
+}
+
+func TestAddonObjectsOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c := connect(t)
+	namespace(t, c, "kube-addon")
+	widgetCRD(t, c)
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "mesh", "namespace": "kube-addon"},
+		"spec":     map[string]any{"version": "v1"},
+	}}
+	_, err := c.dynamic.Resource(widgets).Namespace("kube-addon").Create(ctx, obj, metav1.CreateOptions{})
+	require.NoError(t, err)
+	objects, err := NewAddonObjects(AddonObjectsConfig{Client: c.dynamic, Resource: widgets, StatusPath: []string{"status", "addon"}})
+	require.NoError(t, err)
+
+	o, err := objects.Get(ctx, "kube-addon/mesh")
+	require.NoError(t, err)
+	assert.Equal(t, addon.Spec{Name: "kube-addon/mesh", Generation: 1, Version: "v1"}, o.Spec)
+	written, err := objects.UpdateStatus(ctx, o, addon.Status{Phase: addon.PhaseInitializing, ObservedGeneration: 1})
+	require.NoError(t, err)
+	assert.Equal(t, addon.PhaseInitializing, written.Status.Phase)
+	_, err = objects.UpdateStatus(ctx, o, addon.Status{Phase: addon.PhaseRunning})
+	assert.True(t, apierrors.IsConflict(err), "a write over a stale copy is the API server's 409: %v", err)
+	again, err := objects.Get(ctx, "kube-addon/mesh")
+	require.NoError(t, err)
+	assert.Equal(t, addon.PhaseInitializing, again.Status.Phase, "the losing write changed nothing")
+}

@@ -1,0 +1,150 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/converge-dev/converge/payload"
+)
+
+func obj(apiVersion, kind string, generation int64, status map[string]any, spec map[string]any) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
+		"metadata": map[string]any{"name": "x", "namespace": "ns", "generation": generation}}}
+	if status != nil {
+		o.Object["status"] = status
+	}
+	if spec != nil {
+		o.Object["spec"] = spec
+	}
+	return o
+}
+
+func conds(typ, status string) map[string]any {
+	return map[string]any{"conditions": []any{map[string]any{"type": typ, "status": status, "message": "backoff limit exceeded"}}}
+}
+
+func TestReadinessChecks(t *testing.T) {
+	tests := []struct {
+		name      string
+		obj       *unstructured.Unstructured
+		wantReady bool
+		wantFail  bool
+	}{
+		{name: "a running job waits", obj: obj("batch/v1", "Job", 1, nil, nil)},
+		{name: "a complete job is ready", obj: obj("batch/v1", "Job", 1, conds("Complete", "True"), nil), wantReady: true},
+		{name: "a failed job stops the wait", obj: obj("batch/v1", "Job", 1, conds("Failed", "True"), nil), wantFail: true},
+		{name: "a deployment whose generation is not observed waits", obj: obj("apps/v1", "Deployment", 2,
+			map[string]any{"observedGeneration": int64(1), "replicas": int64(3), "updatedReplicas": int64(3), "availableReplicas": int64(3)}, map[string]any{"replicas": int64(3)})},
+		{name: "a deployment with old replicas left waits", obj: obj("apps/v1", "Deployment", 2,
+			map[string]any{"observedGeneration": int64(2), "replicas": int64(4), "updatedReplicas": int64(3), "availableReplicas": int64(3)}, map[string]any{"replicas": int64(3)})},
+		{name: "a rolled out deployment is ready", obj: obj("apps/v1", "Deployment", 2,
+			map[string]any{"observedGeneration": int64(2), "replicas": int64(3), "updatedReplicas": int64(3), "availableReplicas": int64(3)}, map[string]any{"replicas": int64(3)}), wantReady: true},
+		{name: "a deployment without replicas wants one", obj: obj("apps/v1", "Deployment", 1,
+			map[string]any{"observedGeneration": int64(1)}, map[string]any{})},
+		{name: "a daemonset not yet available waits", obj: obj("apps/v1", "DaemonSet", 1,
+			map[string]any{"observedGeneration": int64(1), "desiredNumberScheduled": int64(3), "updatedNumberScheduled": int64(3), "numberAvailable": int64(2)}, nil)},
+		{name: "a rolled out daemonset is ready", obj: obj("apps/v1", "DaemonSet", 1,
+			map[string]any{"observedGeneration": int64(1), "desiredNumberScheduled": int64(3), "updatedNumberScheduled": int64(3), "numberAvailable": int64(3)}, nil), wantReady: true},
+		{name: "a statefulset mid-revision waits", obj: obj("apps/v1", "StatefulSet", 1,
+			map[string]any{"observedGeneration": int64(1), "updatedReplicas": int64(2), "readyReplicas": int64(2), "currentRevision": "a", "updateRevision": "b"}, map[string]any{"replicas": int64(2)})},
+		{name: "a rolled out statefulset is ready", obj: obj("apps/v1", "StatefulSet", 1,
+			map[string]any{"observedGeneration": int64(1), "updatedReplicas": int64(2), "readyReplicas": int64(2), "currentRevision": "b", "updateRevision": "b"}, map[string]any{"replicas": int64(2)}), wantReady: true},
+		{name: "a CRD not established waits", obj: obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", 1, conds("NamesAccepted", "True"), nil)},
+		{name: "an established CRD is ready", obj: obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", 1, conds("Established", "True"), nil), wantReady: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := readinessChecks[tt.obj.GroupVersionKind().GroupKind()](tt.obj)
+			switch {
+			case tt.wantReady:
+				assert.NoError(t, err)
+			case tt.wantFail:
+				var ue *payload.UpdateError
+				require.True(t, errors.As(err, &ue), "%v", err)
+				assert.Equal(t, payload.EffectFail, ue.Effect)
+				assert.Contains(t, ue.Message, "backoff limit exceeded")
+			default:
+				assert.True(t, errors.Is(err, ErrNotReady), "%v", err)
+			}
+		})
+	}
+}
+
+func applierFor(t *testing.T, objs ...runtime.Object) (*Applier, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	jobs := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{jobs: "JobList", cms: "ConfigMapList"}, objs...)
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	a, err := NewApplier(ApplierConfig{Client: client, Mapper: mapper, FieldManager: "test"})
+	require.NoError(t, err)
+	return a, client
+}
+
+func manifest(o *unstructured.Unstructured) *payload.Manifest {
+	return &payload.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: o.GroupVersionKind(), Object: o}
+}
+
+func TestApplierReadinessReadsTheObject(t *testing.T) {
+	done := obj("batch/v1", "Job", 1, conds("Complete", "True"), nil)
+	a, _ := applierFor(t, done)
+	require.NoError(t, a.Ready(context.Background(), manifest(done)))
+	cm := obj("v1", "ConfigMap", 1, nil, nil)
+	require.NoError(t, a.Ready(context.Background(), manifest(cm)), "a kind without a check is ready once applied")
+	_, err := a.resource(manifest(obj("example.com/v1", "Unknown", 1, nil, nil)))
+	assert.Error(t, err, "a kind the mapper does not know is an error")
+}
+
+func TestApplierDeleteOfAnObjectAlreadyGoneSucceeds(t *testing.T) {
+	cm := obj("v1", "ConfigMap", 1, nil, nil)
+	a, client := applierFor(t, cm)
+	ctx := context.Background()
+	require.NoError(t, a.Delete(ctx, manifest(cm)))
+	_, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("ns").Get(ctx, "x", metav1.GetOptions{})
+	require.Error(t, err)
+	require.NoError(t, a.Delete(ctx, manifest(cm)), "deleting what is gone succeeds")
+}
+
+func TestNewApplierRejectsBadInput(t *testing.T) {
+	var typedNil *dynamicfake.FakeDynamicClient
+	mapper := meta.NewDefaultRESTMapper(nil)
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	for name, cfg := range map[string]ApplierConfig{
+		"nil client":       {Mapper: mapper, FieldManager: "m"},
+		"typed-nil client": {Client: typedNil, Mapper: mapper, FieldManager: "m"},
+		"nil mapper":       {Client: client, FieldManager: "m"},
+		"no field manager": {Client: client, Mapper: mapper},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := NewApplier(cfg)
+			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		})
+	}
+}
+
+func TestLatestStatusWriterWritesOverTheCurrentVersion(t *testing.T) {
+	ctx := context.Background()
+	client := newConfigMaps(t)
+	store, err := NewConfigMapStatusStore[engineStatus](client.CoreV1(), "ns", "s", "")
+	require.NoError(t, err)
+	w := LatestStatusWriter[engineStatus]{Store: store}
+	require.NoError(t, w.WriteStatus(ctx, engineStatus{Revision: 1}), "the first write creates the ConfigMap")
+	require.NoError(t, w.WriteStatus(ctx, engineStatus{Revision: 2}))
+	got, _, err := store.GetStatus(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), got.Revision)
+	assert.True(t, errors.Is(LatestStatusWriter[engineStatus]{}.WriteStatus(ctx, engineStatus{}), ErrInvalid))
+}

@@ -1,0 +1,231 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/converge-dev/converge/rollout"
+)
+
+// Labels RolloutPods puts on installer pods and reads from operand pods.
+const (
+	// LabelApp is "installer" on every installer pod.
+	LabelApp = "app"
+	// LabelRevision is the revision an installer installs, and the
+	// revision an operand pod runs.
+	LabelRevision = "revision"
+	// LabelNode is the node an installer pod runs on.
+	LabelNode = "node"
+)
+
+// RolloutPodsConfig says where RolloutPods finds and makes pods.
+type RolloutPodsConfig struct {
+	// Client creates and deletes installer pods. Required.
+	Client kubernetes.Interface
+	// Pods reads installer and operand pods (an informer's cache). Required.
+	Pods corelisters.PodLister
+	// Nodes reads nodes (an informer's cache). Required.
+	Nodes corelisters.NodeLister
+	// Namespace holds the installer and operand pods. Required.
+	Namespace string
+	// Operand names the operand: its pod on node N is "<Operand>-<N>", the
+	// name of a static pod's mirror pod. Required unless OperandPodName is set.
+	Operand string
+	// OperandPodName names the operand pod of a node; nil means
+	// "<Operand>-<node>".
+	OperandPodName func(node string) string
+	// NodeSelector selects the nodes the rollout covers; nil means every
+	// node.
+	NodeSelector labels.Selector
+	// InstallerPod returns the pod that installs inst: its containers and
+	// anything else the host needs. RolloutPods sets its name, namespace,
+	// node, restart policy Never and the labels app=installer, revision and
+	// node. Required.
+	InstallerPod func(inst rollout.Installer) *corev1.Pod
+	// Owner, when set, becomes the controller owner of every installer pod,
+	// so that deleting the owner deletes them.
+	Owner *metav1.OwnerReference
+}
+
+// RolloutPods implements rollout's InstallerClient, OperandReader and
+// NodeLister on client-go: reads come from listers, writes go through the
+// clientset. An operand pod's revision is its "revision" label; it is ready
+// while its Ready condition is True, since that condition's transition time.
+// A node is unreachable unless its Ready condition is True.
+//
+// RBAC: get, list and watch on pods and nodes; create and delete on pods in
+// Namespace; with Owner, update on the owner's finalizers subresource (the
+// API server checks it for blockOwnerDeletion).
+type RolloutPods struct {
+	cfg RolloutPodsConfig
+}
+
+var (
+	_ rollout.InstallerClient = (*RolloutPods)(nil)
+	_ rollout.OperandReader   = (*RolloutPods)(nil)
+	_ rollout.NodeLister      = (*RolloutPods)(nil)
+)
+
+// NewRolloutPods checks cfg and returns the adapter.
+func NewRolloutPods(cfg RolloutPodsConfig) (*RolloutPods, error) {
+	switch {
+	case isNil(cfg.Client) || isNil(cfg.Pods) || isNil(cfg.Nodes):
+		return nil, fmt.Errorf("kube: NewRolloutPods: nil Client, Pods or Nodes: %w", ErrInvalid)
+	case cfg.Namespace == "":
+		return nil, fmt.Errorf("kube: NewRolloutPods: empty Namespace: %w", ErrInvalid)
+	case cfg.InstallerPod == nil:
+		return nil, fmt.Errorf("kube: NewRolloutPods: nil InstallerPod: %w", ErrInvalid)
+	case cfg.OperandPodName == nil && cfg.Operand == "":
+		return nil, fmt.Errorf("kube: NewRolloutPods: empty Operand and nil OperandPodName: %w", ErrInvalid)
+	}
+	if cfg.OperandPodName == nil {
+		operand := cfg.Operand
+		cfg.OperandPodName = func(node string) string { return operand + "-" + node }
+	}
+	if cfg.NodeSelector == nil {
+		cfg.NodeSelector = labels.Everything()
+	}
+	return &RolloutPods{cfg: cfg}, nil
+}
+
+// GetInstaller reads the installer pod from the lister.
+func (a *RolloutPods) GetInstaller(_ context.Context, inst rollout.Installer) (rollout.InstallerState, error) {
+	pod, err := a.cfg.Pods.Pods(a.cfg.Namespace).Get(inst.Name)
+	if apierrors.IsNotFound(err) {
+		return rollout.InstallerState{Phase: rollout.InstallerNotFound}, nil
+	}
+	if err != nil {
+		return rollout.InstallerState{}, err
+	}
+	return installerState(pod), nil
+}
+
+// installerState maps an installer pod onto what the engine needs.
+func installerState(pod *corev1.Pod) rollout.InstallerState {
+	st := rollout.InstallerState{Message: pod.Status.Message, StartTime: pod.CreationTimestamp.Time}
+	if pod.Status.StartTime != nil {
+		st.StartTime = pod.Status.StartTime.Time
+	}
+	switch pod.Status.Phase {
+	case corev1.PodRunning:
+		st.Phase = rollout.InstallerRunning
+	case corev1.PodSucceeded:
+		st.Phase = rollout.InstallerSucceeded
+	case corev1.PodFailed:
+		st.Phase = rollout.InstallerFailed
+	default:
+		st.Phase = rollout.InstallerPending
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			st.Containers = append(st.Containers, rollout.ContainerTermination{
+				Name: cs.Name, Message: t.Message, OOMKilled: t.Reason == "OOMKilled"})
+		}
+	}
+	return st
+}
+
+// EnsureInstaller creates the installer pod unless it exists.
+func (a *RolloutPods) EnsureInstaller(ctx context.Context, inst rollout.Installer) error {
+	pod := a.cfg.InstallerPod(inst)
+	if pod == nil {
+		return fmt.Errorf("kube: InstallerPod returned no pod for %s: %w", inst.Name, ErrInvalid)
+	}
+	pod = pod.DeepCopy()
+	pod.Name, pod.Namespace, pod.GenerateName = inst.Name, a.cfg.Namespace, ""
+	pod.Spec.NodeName = inst.Node
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[LabelApp] = "installer"
+	pod.Labels[LabelRevision] = strconv.FormatInt(int64(inst.Revision), 10)
+	pod.Labels[LabelNode] = inst.Node
+	if a.cfg.Owner != nil {
+		owner := *a.cfg.Owner
+		owner.Controller, owner.BlockOwnerDeletion = ptrTrue(), ptrTrue()
+		pod.OwnerReferences = append(pod.OwnerReferences, owner)
+	}
+	_, err := a.cfg.Client.CoreV1().Pods(a.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func ptrTrue() *bool { t := true; return &t }
+
+// DeleteInstaller deletes the installer pod with no grace period, so that
+// once it returns nil the installer can no longer run (rollout's contract);
+// a pod already gone is success.
+func (a *RolloutPods) DeleteInstaller(ctx context.Context, inst rollout.Installer) error {
+	var zero int64
+	err := a.cfg.Client.CoreV1().Pods(a.cfg.Namespace).Delete(ctx, inst.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// GetOperand reads the node's operand pod from the lister.
+func (a *RolloutPods) GetOperand(_ context.Context, node string) (rollout.OperandState, error) {
+	pod, err := a.cfg.Pods.Pods(a.cfg.Namespace).Get(a.cfg.OperandPodName(node))
+	if apierrors.IsNotFound(err) {
+		return rollout.OperandState{Phase: rollout.OperandNotFound}, nil
+	}
+	if err != nil {
+		return rollout.OperandState{}, err
+	}
+	return operandState(pod)
+}
+
+// operandState maps an operand (mirror) pod onto what the engine needs.
+func operandState(pod *corev1.Pod) (rollout.OperandState, error) {
+	rev, err := strconv.ParseInt(pod.Labels[LabelRevision], 10, 32)
+	if err != nil || rev < 0 {
+		return rollout.OperandState{}, fmt.Errorf("kube: operand pod %s/%s has no revision in its %q label: %w", pod.Namespace, pod.Name, LabelRevision, ErrInvalid)
+	}
+	st := rollout.OperandState{Phase: rollout.OperandPending, Revision: int32(rev), Message: pod.Status.Message}
+	switch pod.Status.Phase {
+	case corev1.PodFailed:
+		st.Phase = rollout.OperandFailed
+	case corev1.PodRunning, corev1.PodSucceeded:
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				st.Phase, st.ReadySince = rollout.OperandReady, c.LastTransitionTime.Time
+			}
+		}
+	}
+	return st, nil
+}
+
+// ListNodes lists the nodes NodeSelector matches, in name order, each
+// unreachable unless its Ready condition is True.
+func (a *RolloutPods) ListNodes(context.Context) ([]rollout.Node, error) {
+	nodes, err := a.cfg.Nodes.List(a.cfg.NodeSelector)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]rollout.Node, 0, len(nodes))
+	for _, node := range nodes {
+		ready := false
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		out = append(out, rollout.Node{Name: node.Name, Unreachable: !ready})
+	}
+	slices.SortFunc(out, func(x, y rollout.Node) int { return strings.Compare(x.Name, y.Name) })
+	return out, nil
+}

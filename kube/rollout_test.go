@@ -1,0 +1,194 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/converge-dev/converge/rollout"
+)
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func podIndexer(objs ...any) cache.Indexer {
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	for _, o := range objs {
+		if err := idx.Add(o); err != nil {
+			panic(err)
+		}
+	}
+	return idx
+}
+
+func node(name string, ready corev1.ConditionStatus, lbls map[string]string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
+	if ready != "" {
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
+	}
+	return n
+}
+
+func operandPod(node, revision string, phase corev1.PodPhase, ready bool) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-" + node, Namespace: "ns", Labels: map[string]string{LabelRevision: revision}}}
+	p.Status.Phase = phase
+	if ready {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(t0)}}
+	}
+	return p
+}
+
+func installerPodTemplate(rollout.Installer) *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "installer", Image: "installer:v1"}}}}
+}
+
+func newRolloutPods(t *testing.T, client *k8sfake.Clientset, pods, nodes cache.Indexer, mod func(*RolloutPodsConfig)) *RolloutPods {
+	t.Helper()
+	cfg := RolloutPodsConfig{
+		Client: client, Pods: corelisters.NewPodLister(pods), Nodes: corelisters.NewNodeLister(nodes),
+		Namespace: "ns", Operand: "etcd", InstallerPod: installerPodTemplate,
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	a, err := NewRolloutPods(cfg)
+	require.NoError(t, err)
+	return a
+}
+
+func TestRolloutPodsReadsOperands(t *testing.T) {
+	pods := podIndexer(
+		operandPod("a", "3", corev1.PodRunning, true),
+		operandPod("b", "2", corev1.PodRunning, false),
+		operandPod("c", "2", corev1.PodFailed, false),
+		operandPod("d", "x", corev1.PodRunning, true),
+	)
+	a := newRolloutPods(t, k8sfake.NewClientset(), pods, podIndexer(), nil)
+	tests := []struct {
+		node    string
+		want    rollout.OperandState
+		wantErr bool
+	}{
+		{node: "a", want: rollout.OperandState{Phase: rollout.OperandReady, Revision: 3, ReadySince: t0}},
+		{node: "b", want: rollout.OperandState{Phase: rollout.OperandPending, Revision: 2}},
+		{node: "c", want: rollout.OperandState{Phase: rollout.OperandFailed, Revision: 2}},
+		{node: "d", wantErr: true},
+		{node: "missing", want: rollout.OperandState{Phase: rollout.OperandNotFound}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.node, func(t *testing.T) {
+			got, err := a.GetOperand(context.Background(), tt.node)
+			if tt.wantErr {
+				assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, tt.want.ReadySince.Equal(got.ReadySince))
+			got.ReadySince = tt.want.ReadySince
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestRolloutPodsMapsInstallerPods(t *testing.T) {
+	started := metav1.NewTime(t0)
+	tests := []struct {
+		name string
+		pod  corev1.Pod
+		want rollout.InstallerState
+	}{
+		{name: "pending", pod: corev1.Pod{}, want: rollout.InstallerState{Phase: rollout.InstallerPending}},
+		{name: "running since its start time", pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &started}},
+			want: rollout.InstallerState{Phase: rollout.InstallerRunning, StartTime: t0}},
+		{name: "succeeded", pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}}, want: rollout.InstallerState{Phase: rollout.InstallerSucceeded}},
+		{name: "failed, OOM killed", pod: corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Message: "boom", ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "installer", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", Message: "out of memory"}}},
+			{Name: "sidecar", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+		}}}, want: rollout.InstallerState{Phase: rollout.InstallerFailed, Message: "boom", Containers: []rollout.ContainerTermination{
+			{Name: "installer", Message: "out of memory", OOMKilled: true},
+		}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := installerState(&tt.pod)
+			assert.True(t, tt.want.StartTime.Equal(got.StartTime))
+			got.StartTime = tt.want.StartTime
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestRolloutPodsEnsuresAndDeletesInstallers(t *testing.T) {
+	ctx := context.Background()
+	client := k8sfake.NewClientset()
+	owner := &metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "Rollout", Name: "etcd", UID: "u1"}
+	a := newRolloutPods(t, client, podIndexer(), podIndexer(), func(c *RolloutPodsConfig) { c.Owner = owner })
+	inst := rollout.Installer{Name: "installer-2-a", Node: "a", Revision: 2}
+
+	require.NoError(t, a.EnsureInstaller(ctx, inst))
+	require.NoError(t, a.EnsureInstaller(ctx, inst), "an installer that exists is not an error")
+	pod, err := client.CoreV1().Pods("ns").Get(ctx, "installer-2-a", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "a", pod.Spec.NodeName)
+	assert.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy)
+	assert.Equal(t, map[string]string{LabelApp: "installer", LabelRevision: "2", LabelNode: "a"}, pod.Labels)
+	assert.Equal(t, "installer:v1", pod.Spec.Containers[0].Image)
+	require.Len(t, pod.OwnerReferences, 1)
+	assert.True(t, *pod.OwnerReferences[0].Controller && *pod.OwnerReferences[0].BlockOwnerDeletion)
+
+	require.NoError(t, a.DeleteInstaller(ctx, inst))
+	require.NoError(t, a.DeleteInstaller(ctx, inst), "an installer already gone is deleted")
+	pods, err := client.CoreV1().Pods("ns").List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, pods.Items)
+}
+
+func TestRolloutPodsListsSelectedNodesInOrder(t *testing.T) {
+	nodes := podIndexer(
+		node("c", corev1.ConditionTrue, map[string]string{"role": "master"}),
+		node("a", corev1.ConditionFalse, map[string]string{"role": "master"}),
+		node("b", "", map[string]string{"role": "master"}),
+		node("w", corev1.ConditionTrue, map[string]string{"role": "worker"}),
+	)
+	a := newRolloutPods(t, k8sfake.NewClientset(), podIndexer(), nodes, func(c *RolloutPodsConfig) {
+		c.NodeSelector = labels.SelectorFromSet(labels.Set{"role": "master"})
+	})
+	got, err := a.ListNodes(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, []rollout.Node{{Name: "a", Unreachable: true}, {Name: "b", Unreachable: true}, {Name: "c"}}, got)
+}
+
+func TestNewRolloutPodsRejectsBadInput(t *testing.T) {
+	var typedNil *k8sfake.Clientset
+	pods, nodes := corelisters.NewPodLister(podIndexer()), corelisters.NewNodeLister(podIndexer())
+	good := RolloutPodsConfig{Client: k8sfake.NewClientset(), Pods: pods, Nodes: nodes, Namespace: "ns", Operand: "etcd", InstallerPod: installerPodTemplate}
+	tests := []struct {
+		name string
+		mod  func(*RolloutPodsConfig)
+	}{
+		{name: "nil client", mod: func(c *RolloutPodsConfig) { c.Client = nil }},
+		{name: "typed-nil client", mod: func(c *RolloutPodsConfig) { c.Client = typedNil }},
+		{name: "nil pod lister", mod: func(c *RolloutPodsConfig) { c.Pods = nil }},
+		{name: "nil node lister", mod: func(c *RolloutPodsConfig) { c.Nodes = nil }},
+		{name: "no namespace", mod: func(c *RolloutPodsConfig) { c.Namespace = "" }},
+		{name: "no installer pod", mod: func(c *RolloutPodsConfig) { c.InstallerPod = nil }},
+		{name: "no operand name", mod: func(c *RolloutPodsConfig) { c.Operand = "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := good
+			tt.mod(&cfg)
+			_, err := NewRolloutPods(cfg)
+			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		})
+	}
+}

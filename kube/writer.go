@@ -1,0 +1,37 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+)
+
+// StatusReadWriter is the shape of this package's status stores (and of
+// rollout.StatusStore): read a status with its resource version, write one
+// over a version.
+type StatusReadWriter[T any] interface {
+	GetStatus(ctx context.Context) (T, string, error)
+	UpdateStatus(ctx context.Context, st T, resourceVersion string) (string, error)
+}
+
+// LatestStatusWriter persists each status it is given over whatever version
+// is current: the writer of an engine that is the only writer of its status
+// and always holds the whole of it (payload.StatusWriter). A write that
+// races another writer returns the 409, which the engine answers by writing
+// again.
+type LatestStatusWriter[T any] struct {
+	// Store reads the current version and writes the status.
+	Store StatusReadWriter[T]
+}
+
+// WriteStatus reads the current resource version and writes st over it.
+func (w LatestStatusWriter[T]) WriteStatus(ctx context.Context, st T) error {
+	if isNil(w.Store) {
+		return fmt.Errorf("kube: LatestStatusWriter without a Store: %w", ErrInvalid)
+	}
+	_, rv, err := w.Store.GetStatus(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = w.Store.UpdateStatus(ctx, st, rv)
+	return err
+}
