@@ -1,0 +1,43 @@
+package crconverge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/converge-dev/converge/kube"
+)
+
+// LeaderElected is a manager.Runnable that runs a long-lived worker only
+// while the manager holds the leader lease, such as a payload worker:
+//
+//	err := mgr.Add(crconverge.LeaderElected(worker.Start))
+//
+// The manager calls Start once it is elected, with a context that ends when
+// the manager stops or loses the lease (the manager then exits, so the worker
+// is not started twice in one process). Start runs the worker in the calling
+// goroutine: it returns only once the worker has returned, and the manager
+// waits for it, up to its graceful shutdown timeout.
+type LeaderElected func(ctx context.Context) error
+
+var _ manager.LeaderElectionRunnable = LeaderElected(nil)
+
+// Start runs the worker until it returns. The context's own error, returned
+// by a worker that stopped because its context ended, is a clean stop (nil);
+// any other error is returned, and stops the manager. A nil LeaderElected is
+// an error wrapping kube.ErrInvalid.
+func (f LeaderElected) Start(ctx context.Context) error {
+	if f == nil {
+		return fmt.Errorf("crconverge: LeaderElected: nil worker: %w", kube.ErrInvalid)
+	}
+	err := f(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	return err
+}
+
+// NeedLeaderElection reports true: the worker runs only on the leader.
+func (LeaderElected) NeedLeaderElection() bool { return true }
