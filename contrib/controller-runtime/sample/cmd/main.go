@@ -1,0 +1,57 @@
+// Command sample is the sample operator: a controller-runtime manager that
+// drives Addon resources through converge's add-on engine.
+package main
+
+import (
+	"flag"
+	"os"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
+	"github.com/converge-dev/converge/contrib/controller-runtime/sample/internal/controller"
+)
+
+// Leader election keeps a Lease and records events about it.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+
+func main() {
+	var leaderElect bool
+	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader among the replicas (needs a Lease in the manager's namespace)")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("sample")
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		log.Error(err, "registering the built-in types")
+		os.Exit(1)
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		log.Error(err, "registering the sample's types")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:           scheme,
+		LeaderElection:   leaderElect,
+		LeaderElectionID: "sample.converge.dev",
+	})
+	if err != nil {
+		log.Error(err, "creating the manager")
+		os.Exit(1)
+	}
+	if err := controller.SetupAddonReconciler(mgr, controller.ConfigMapDriver{Client: mgr.GetClient()}); err != nil {
+		log.Error(err, "setting up the add-on controller")
+		os.Exit(1)
+	}
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "running the manager")
+		os.Exit(1)
+	}
+}
