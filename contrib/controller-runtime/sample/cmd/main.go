@@ -1,12 +1,15 @@
 // Command sample is the sample operator: a controller-runtime manager that
-// drives Addon resources through converge's add-on engine.
+// drives Addon resources through converge's add-on engine and, with -payload,
+// applies the releases one Payload names through its payload engine.
 package main
 
 import (
 	"flag"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -20,8 +23,14 @@ import (
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 
 func main() {
-	var leaderElect bool
+	var (
+		leaderElect bool
+		payloadKey  string
+		releasesDir string
+	)
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader among the replicas (needs a Lease in the manager's namespace)")
+	flag.StringVar(&payloadKey, "payload", "", "namespace/name of the Payload whose releases to apply (none: no payload worker)")
+	flag.StringVar(&releasesDir, "releases", "releases", "directory with one sub-directory of manifests per release, for -payload")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -49,6 +58,18 @@ func main() {
 	if err := controller.SetupAddonReconciler(mgr, controller.ConfigMapDriver{Client: mgr.GetClient()}); err != nil {
 		log.Error(err, "setting up the add-on controller")
 		os.Exit(1)
+	}
+	if payloadKey != "" {
+		ns, name, ok := strings.Cut(payloadKey, "/")
+		if !ok {
+			log.Error(nil, "-payload is not namespace/name", "payload", payloadKey)
+			os.Exit(2)
+		}
+		key := types.NamespacedName{Namespace: ns, Name: name}
+		if err := controller.SetupPayloadWorker(mgr, key, os.DirFS(releasesDir)); err != nil {
+			log.Error(err, "setting up the payload worker")
+			os.Exit(1)
+		}
 	}
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "running the manager")
