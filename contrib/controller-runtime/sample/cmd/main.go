@@ -59,6 +59,7 @@ func main() {
 		log.Error(err, "setting up the add-on controller")
 		os.Exit(1)
 	}
+	ctx := ctrl.SetupSignalHandler()
 	if payloadKey != "" {
 		ns, name, ok := strings.Cut(payloadKey, "/")
 		if !ok {
@@ -66,12 +67,12 @@ func main() {
 			os.Exit(2)
 		}
 		key := types.NamespacedName{Namespace: ns, Name: name}
-		if err := controller.SetupPayloadWorker(mgr, key, os.DirFS(releasesDir)); err != nil {
+		if err := controller.SetupPayloadWorker(ctx, mgr, key, os.DirFS(releasesDir)); err != nil {
 			log.Error(err, "setting up the payload worker")
 			os.Exit(1)
 		}
 	}
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "running the manager")
 		os.Exit(1)
 	}

@@ -33,8 +33,7 @@ const FieldManager = "converge-sample"
 // status to the Payload's status subresource, and records its events about
 // the Payload; a reconciler hands the worker each new release. The sample's
 // RBAC lets it apply ConfigMaps; an operator grants what its payloads hold.
-func SetupPayloadWorker(mgr ctrl.Manager, key types.NamespacedName, releases fs.FS) error {
-	ctx := context.Background()
+func SetupPayloadWorker(ctx context.Context, mgr ctrl.Manager, key types.NamespacedName, releases fs.FS) error {
 	store, err := crconverge.NewObjectStatusStore[payload.Status](mgr.GetClient(), v1alpha1.GroupVersion.WithKind("Payload"), key)
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ func TestPayloadWorkerAppliesTheNamedRelease(t *testing.T) {
 		"1.1/0000_10_settings.yaml": configMapManifest("settings", "1.1"),
 		"1.1/0000_20_extra.yaml":    configMapManifest("extra", "1.1"),
 	}
-	c := startManager(t, func(mgr ctrl.Manager) error { return SetupPayloadWorker(mgr, key, releases) })
+	c := startManager(t, func(mgr ctrl.Manager) error { return SetupPayloadWorker(context.Background(), mgr, key, releases) })
 	ctx := context.Background()
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	p := &v1alpha1.Payload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}, Spec: v1alpha1.PayloadSpec{Release: "1.0"}}
