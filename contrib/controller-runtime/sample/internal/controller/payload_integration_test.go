@@ -25,7 +25,7 @@ metadata:
   namespace: payloads
   name: ` + name + `
 data:
-  version: ` + version + `
+  version: "` + version + `"
 `)}
 }
 
