@@ -6,10 +6,12 @@
 // subresource (NewObjectStatusStore) or in a ConfigMap
 // (NewConfigMapStatusStore) through the manager's client.Client; they are the
 // stores of package kube (github.com/converge-dev/converge/kube) on a client
-// of this package, with the same optimistic concurrency. Result turns what an
-// engine returns into what a reconcile.Reconciler returns. LeaderElected runs
-// a long-lived worker, such as payload.Worker.Start, as a manager.Runnable
-// while the manager holds the leader lease.
+// of this package, with the same optimistic concurrency. WriteLatest writes
+// through a store for an engine that is the only writer of its status (the
+// payload worker). Result turns what an engine returns into what a
+// reconcile.Reconciler returns. LeaderElected runs a long-lived worker, such
+// as payload.Worker.Start, as a manager.Runnable while the manager holds the
+// leader lease.
 //
 // Events need no adapter of their own: the manager's recorder,
 // mgr.GetEventRecorder(name), is a client-go events/v1 recorder, which

@@ -51,7 +51,7 @@ func SetupPayloadWorker(ctx context.Context, mgr ctrl.Manager, key types.Namespa
 		Applier:      serverSideApplier{client: c},
 		Deleter:      deleter{client: c},
 		Status:       p.Status,
-		StatusWriter: latestStatusWriter{store: store},
+		StatusWriter: payload.StatusWriterFunc(crconverge.WriteLatest(store)),
 		OnResult:     func(r payload.Result) { kube.RecordEvents(rec, regarding, "Apply", r.Events) },
 	})
 	if err != nil {
@@ -121,20 +121,4 @@ type deleter struct {
 
 func (d deleter) Delete(ctx context.Context, m *payload.Manifest) error {
 	return client.IgnoreNotFound(d.client.Delete(ctx, m.Object.DeepCopy()))
-}
-
-// latestStatusWriter writes the worker's status over whatever the Payload's
-// status holds: the worker is its only writer, and a 409 makes the worker
-// write again.
-type latestStatusWriter struct {
-	store *kube.ObjectStatusStore[payload.Status]
-}
-
-func (s latestStatusWriter) WriteStatus(ctx context.Context, st payload.Status) error {
-	_, rv, err := s.store.GetStatus(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = s.store.UpdateStatus(ctx, st, rv)
-	return err
 }
