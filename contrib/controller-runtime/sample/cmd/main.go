@@ -1,6 +1,7 @@
 // Command sample is the sample operator: a controller-runtime manager that
-// drives Addon resources through converge's add-on engine and, with -payload,
-// applies the releases one Payload names through its payload engine.
+// drives Addon resources through converge's add-on engine, Rollout resources
+// through its rollout engine and, with -payload, applies the releases one
+// Payload names through its payload engine.
 package main
 
 import (
@@ -27,10 +28,14 @@ func main() {
 		leaderElect bool
 		payloadKey  string
 		releasesDir string
+		rollouts    controller.RolloutReconciler
 	)
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader among the replicas (needs a Lease in the manager's namespace)")
 	flag.StringVar(&payloadKey, "payload", "", "namespace/name of the Payload whose releases to apply (none: no payload worker)")
 	flag.StringVar(&releasesDir, "releases", "releases", "directory with one sub-directory of manifests per release, for -payload")
+	flag.StringVar(&rollouts.Namespace, "rollout-namespace", "kube-system", "namespace of the installer and operand pods of the Rollouts")
+	flag.StringVar(&rollouts.Operand, "operand", "operand", "name prefix of the operand pods (<operand>-<node>)")
+	flag.StringVar(&rollouts.InstallerImage, "installer-image", "installer", "image of the installer pods")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -57,6 +62,11 @@ func main() {
 	}
 	if err := controller.SetupAddonReconciler(mgr, controller.ConfigMapDriver{Client: mgr.GetClient()}); err != nil {
 		log.Error(err, "setting up the add-on controller")
+		os.Exit(1)
+	}
+	rollouts.Client, rollouts.Recorder = mgr.GetClient(), mgr.GetEventRecorder("rollout-controller")
+	if err := controller.SetupRolloutReconciler(mgr, &rollouts); err != nil {
+		log.Error(err, "setting up the rollout controller")
 		os.Exit(1)
 	}
 	ctx := ctrl.SetupSignalHandler()

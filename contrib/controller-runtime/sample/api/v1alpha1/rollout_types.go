@@ -8,6 +8,10 @@ import (
 
 // RolloutSpec is the revision the operator rolls out, node by node.
 type RolloutSpec struct {
+	// Revision is the revision every node should reach; it only goes up.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Revision int32 `json:"revision,omitempty"`
 	// Policy tunes the rollout: how many nodes at once, backoff, pause.
 	// +optional
 	Policy rollout.Policy `json:"policy,omitempty"`
