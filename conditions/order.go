@@ -37,8 +37,6 @@ const (
 	ReasonNotYetReported = "NotYetReported"
 )
 
-// leadingTypes are the types Sort puts first, in this order.
-var leadingTypes = []string{TypeAvailable, TypeReady, TypeProgressing, TypeDegraded, TypeReconciling, TypeStalled}
 
 // Sort orders conditions deterministically, in place: Available, Ready,
 // Progressing, Degraded, Reconciling and Stalled first, in that order, then
@@ -54,9 +52,21 @@ func Sort(conds []metav1.Condition) {
 	})
 }
 
+// rank is the place of the types Sort puts first; every other type ranks 6.
 func rank(condType string) int {
-	if i := slices.Index(leadingTypes, condType); i >= 0 {
-		return i
+	switch condType {
+	case TypeAvailable:
+		return 0
+	case TypeReady:
+		return 1
+	case TypeProgressing:
+		return 2
+	case TypeDegraded:
+		return 3
+	case TypeReconciling:
+		return 4
+	case TypeStalled:
+		return 5
 	}
-	return len(leadingTypes)
+	return 6
 }
