@@ -25,19 +25,18 @@ import (
 	"github.com/converge-dev/converge/kube"
 )
 
-// apiClient is a controller-runtime client of the test apiserver, without a
-// cache, in namespace ns (created).
-func apiClient(t *testing.T, ns string) client.Client {
+// apiClient returns a controller-runtime client of the test apiserver,
+// without a cache, and a new namespace of its own (so that the test runs
+// again with -count on the same apiserver).
+func apiClient(t *testing.T) (client.Client, string) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	c, err := client.New(env.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	err = c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	if !apierrors.IsAlreadyExists(err) {
-		require.NoError(t, err)
-	}
-	return c
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "crconverge-"}}
+	require.NoError(t, c.Create(context.Background(), ns))
+	return c, ns.Name
 }
 
 func TestObjectStatusStoreOnTheAPIServer(t *testing.T) {
@@ -50,11 +49,11 @@ func TestObjectStatusStoreOnTheAPIServer(t *testing.T) {
 		{name: "a field of the status", path: []string{"status", "engine"},
 			want: map[string]any{"observedGeneration": int64(1), "engine": map[string]any{"revision": int64(3), "nodes": []any{"a", "b"}}}},
 	}
-	for i, tt := range tests {
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			c := apiClient(t, "object-store")
-			w := newWidget("object-store", "w"+string(rune('0'+i)))
+			c, ns := apiClient(t)
+			w := newWidget(ns, "w")
 			require.NoError(t, c.Create(ctx, w))
 			require.NoError(t, unstructured.SetNestedField(w.Object, int64(1), "status", "observedGeneration"))
 			require.NoError(t, c.Status().Update(ctx, w))
@@ -91,8 +90,8 @@ func TestObjectStatusStoreOnTheAPIServer(t *testing.T) {
 
 func TestConfigMapStatusStoreOnTheAPIServer(t *testing.T) {
 	ctx := context.Background()
-	c := apiClient(t, "configmap-store")
-	key := client.ObjectKey{Namespace: "configmap-store", Name: "engine-status"}
+	c, ns := apiClient(t)
+	key := client.ObjectKey{Namespace: ns, Name: "engine-status"}
 	s, err := NewConfigMapStatusStore[engineStatus](c, key, "")
 	require.NoError(t, err)
 
@@ -126,8 +125,7 @@ func TestConfigMapStatusStoreOnTheAPIServer(t *testing.T) {
 // with the manager's recorder, and checks that the manager's Start returns
 // only after the worker has stopped.
 func TestLeaderElectedRunsUnderTheManagersLease(t *testing.T) {
-	const ns = "leader"
-	c := apiClient(t, ns)
+	c, ns := apiClient(t)
 	mgr, err := manager.New(env.Config, manager.Options{
 		LeaderElection:                true,
 		LeaderElectionID:              "crconverge-test",

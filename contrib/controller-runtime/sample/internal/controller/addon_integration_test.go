@@ -25,15 +25,29 @@ import (
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 )
 
-// startManager runs a manager with the reconcilers setup registers until
-// the test ends, and returns a client that reads from the API server.
-func startManager(t *testing.T, setup func(ctrl.Manager) error) client.Client {
+// sampleScheme returns a scheme of the built-in types and the sample's.
+func sampleScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	return scheme
+}
+
+// apiClient returns a client that reads from the API server.
+func apiClient(t *testing.T) client.Client {
+	t.Helper()
+	c, err := client.New(env.Config, client.Options{Scheme: sampleScheme(t)})
+	require.NoError(t, err)
+	return c
+}
+
+// startManager runs a manager with the reconcilers setup registers until
+// the test ends.
+func startManager(t *testing.T, setup func(ctrl.Manager) error) {
+	t.Helper()
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 sampleScheme(t),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
@@ -47,9 +61,15 @@ func startManager(t *testing.T, setup func(ctrl.Manager) error) client.Client {
 		cancel()
 		require.NoError(t, <-done)
 	})
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	return c
+}
+
+// newNamespace creates a namespace of the test's own, so that it runs again
+// with -count on the same apiserver.
+func newNamespace(t *testing.T, c client.Client) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "sample-"}}
+	require.NoError(t, c.Create(context.Background(), ns))
+	return ns.Name
 }
 
 // eventually polls cond every 100ms until it holds, for at most a minute: the
@@ -63,12 +83,12 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 // TestAddonReconcilerLifecycle installs, upgrades and uninstalls an add-on
 // through the manager, on the real API server.
 func TestAddonReconcilerLifecycle(t *testing.T) {
-	const ns = "addons"
-	c := startManager(t, func(mgr ctrl.Manager) error {
+	startManager(t, func(mgr ctrl.Manager) error {
 		return SetupAddonReconciler(mgr, ConfigMapDriver{Client: mgr.GetClient()})
 	})
 	ctx := context.Background()
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	c := apiClient(t)
+	ns := newNamespace(t, c)
 	a := &v1alpha1.Addon{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mesh"},
 		Spec:       v1alpha1.AddonSpec{Version: "v1"},

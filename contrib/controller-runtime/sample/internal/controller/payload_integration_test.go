@@ -18,11 +18,11 @@ import (
 	"github.com/converge-dev/converge/payload"
 )
 
-func configMapManifest(name, version string) *fstest.MapFile {
+func configMapManifest(ns, name, version string) *fstest.MapFile {
 	return &fstest.MapFile{Data: []byte(`apiVersion: v1
 kind: ConfigMap
 metadata:
-  namespace: payloads
+  namespace: ` + ns + `
   name: ` + name + `
 data:
   version: "` + version + `"
@@ -32,16 +32,16 @@ data:
 // TestPayloadWorkerAppliesTheNamedRelease applies a release, then the next
 // one, through the worker under the manager, on the real API server.
 func TestPayloadWorkerAppliesTheNamedRelease(t *testing.T) {
-	const ns = "payloads"
+	ctx := context.Background()
+	c := apiClient(t)
+	ns := newNamespace(t, c)
 	key := types.NamespacedName{Namespace: ns, Name: "cluster"}
 	releases := fstest.MapFS{
-		"1.0/0000_10_settings.yaml": configMapManifest("settings", "1.0"),
-		"1.1/0000_10_settings.yaml": configMapManifest("settings", "1.1"),
-		"1.1/0000_20_extra.yaml":    configMapManifest("extra", "1.1"),
+		"1.0/0000_10_settings.yaml": configMapManifest(ns, "settings", "1.0"),
+		"1.1/0000_10_settings.yaml": configMapManifest(ns, "settings", "1.1"),
+		"1.1/0000_20_extra.yaml":    configMapManifest(ns, "extra", "1.1"),
 	}
-	c := startManager(t, func(mgr ctrl.Manager) error { return SetupPayloadWorker(context.Background(), mgr, key, releases) })
-	ctx := context.Background()
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	startManager(t, func(mgr ctrl.Manager) error { return SetupPayloadWorker(ctx, mgr, key, releases) })
 	p := &v1alpha1.Payload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}, Spec: v1alpha1.PayloadSpec{Release: "1.0"}}
 	require.NoError(t, c.Create(ctx, p))
 

@@ -19,23 +19,27 @@ import (
 
 // TestRolloutReconcilerOnTheAPIServer rolls a revision out to two nodes
 // through the manager, on the real API server, with the test as the kubelet
-// (envtest runs none).
+// (envtest runs none). Its nodes and Rollout go when it ends, so that it runs
+// again with -count on the same apiserver.
 func TestRolloutReconcilerOnTheAPIServer(t *testing.T) {
-	const ns = "operand"
-	c := startManager(t, func(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	c := apiClient(t)
+	ns := newNamespace(t, c)
+	startManager(t, func(mgr ctrl.Manager) error {
 		return SetupRolloutReconciler(mgr, &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("rollout-controller"),
 			Namespace: ns, Operand: "etcd", InstallerImage: "installer"})
 	})
-	ctx := context.Background()
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	for _, name := range []string{"node-a", "node-b"} {
 		n := readyNode(name)
 		status := n.Status
 		require.NoError(t, c.Create(ctx, n))
+		t.Cleanup(func() { require.NoError(t, c.Delete(ctx, n)) })
 		n.Status = status
 		require.NoError(t, c.Status().Update(ctx, n))
 	}
-	require.NoError(t, c.Create(ctx, &v1alpha1.Rollout{ObjectMeta: metav1.ObjectMeta{Name: "etcd"}, Spec: v1alpha1.RolloutSpec{Revision: 1}}))
+	ro := &v1alpha1.Rollout{ObjectMeta: metav1.ObjectMeta{Name: "etcd"}, Spec: v1alpha1.RolloutSpec{Revision: 1}}
+	require.NoError(t, c.Create(ctx, ro))
+	t.Cleanup(func() { require.NoError(t, c.Delete(ctx, ro)) })
 
 	eventually(t, "both nodes run revision 1", func(ctx context.Context) (bool, error) {
 		if err := apiKubelet(ctx, c, ns); err != nil {
