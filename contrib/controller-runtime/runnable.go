@@ -16,10 +16,13 @@ import (
 //	err := mgr.Add(crconverge.LeaderElected(worker.Start))
 //
 // The manager calls Start once it is elected, with a context that ends when
-// the manager stops or loses the lease (the manager then exits, so the worker
-// is not started twice in one process). Start runs the worker in the calling
-// goroutine: it returns only once the worker has returned, and the manager
-// waits for it, up to its graceful shutdown timeout.
+// the manager stops. Start runs the worker in the calling goroutine, so it
+// returns only once the worker has returned, and a manager that stops
+// cleanly waits for it, up to its graceful shutdown timeout. A manager that
+// loses the lease stops at once without waiting (controller-runtime skips
+// the graceful shutdown then) and its process is meant to exit: the worker
+// must leave, at any point, a persisted state that the next leader carries
+// on from, as the payload worker does.
 type LeaderElected func(ctx context.Context) error
 
 var _ manager.LeaderElectionRunnable = LeaderElected(nil)
