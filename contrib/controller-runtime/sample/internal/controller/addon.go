@@ -46,7 +46,9 @@ type AddonReconciler struct {
 	Identity string
 }
 
-// SetupAddonReconciler registers an AddonReconciler for driver with mgr.
+// SetupAddonReconciler registers an AddonReconciler for driver with mgr; an
+// Addon is reconciled when it changes and when an object it owns does (the
+// ConfigMapDriver's ConfigMap).
 func SetupAddonReconciler(mgr ctrl.Manager, driver addon.Driver) error {
 	r := &AddonReconciler{
 		Client:   mgr.GetClient(),
@@ -55,7 +57,7 @@ func SetupAddonReconciler(mgr ctrl.Manager, driver addon.Driver) error {
 		Driver:   driver,
 		Identity: "sample-operator",
 	}
-	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Addon{}).Named("addon").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.Addon{}).Owns(&corev1.ConfigMap{}).Named("addon").Complete(r)
 }
 
 // +kubebuilder:rbac:groups=sample.converge.dev,resources=addons,verbs=get;list;watch;patch
