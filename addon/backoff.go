@@ -3,55 +3,84 @@ package addon
 import (
 	"math"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Backoff is an exponential backoff with a cap and jitter: the n-th
-// consecutive failure waits min(Cap, Base·2^(n-1)) · (1 + Jitter·j), where j
-// in [0, 1) is supplied by the caller, so tests are exact. The zero value
-// takes DefaultBackoffBase, DefaultBackoffCap and DefaultBackoffJitter. To
-// run without jitter, inject a jitter source that returns 0
-// (Config.Jitter, Input.Jitter).
+// Backoff spaces retries: the n-th consecutive failure waits
+// min(Max, Initial·(FactorPercent/100)^(n-1)), plus up to JitterPercent% of that.
+// Zero fields take DefaultBackoffInitial, DefaultBackoffMax,
+// DefaultBackoffFactorPercent and DefaultBackoffJitterPercent. To run without
+// jitter, inject a jitter source that returns 0 (Config.Jitter, Input.Jitter).
 type Backoff struct {
-	// Base is the first delay.
-	Base time.Duration `json:"base,omitempty"`
-	// Cap bounds the delay before jitter.
-	Cap time.Duration `json:"cap,omitempty"`
-	// Jitter is the largest fraction added to a delay, in [0, 1].
-	Jitter float64 `json:"jitter,omitempty"`
+	// Initial is the first delay.
+	// +optional
+	Initial metav1.Duration `json:"initial,omitempty"`
+	// Max bounds the delay before jitter.
+	// +optional
+	Max metav1.Duration `json:"max,omitempty"`
+	// FactorPercent multiplies the delay after each failure: 200 doubles it;
+	// at least 100.
+	// +optional
+	FactorPercent int32 `json:"factorPercent,omitempty"`
+	// JitterPercent is the largest share of a delay added to it, 0..100.
+	// +optional
+	JitterPercent int32 `json:"jitterPercent,omitempty"`
 }
 
+// Backoff defaults.
+const (
+	DefaultBackoffInitial       = 10 * time.Second
+	DefaultBackoffMax           = 5 * time.Minute
+	DefaultBackoffFactorPercent = 200
+	DefaultBackoffJitterPercent = 10
+)
+
 func (b Backoff) withDefaults() Backoff {
-	b.Base = orDefault(b.Base, DefaultBackoffBase)
-	b.Cap = orDefault(b.Cap, DefaultBackoffCap)
-	if b.Cap < b.Base {
-		b.Cap = b.Base
+	if b.Initial.Duration <= 0 {
+		b.Initial.Duration = DefaultBackoffInitial
 	}
-	if b.Jitter == 0 {
-		b.Jitter = DefaultBackoffJitter
+	if b.Max.Duration <= 0 {
+		b.Max.Duration = DefaultBackoffMax
+	}
+	if b.Max.Duration < b.Initial.Duration {
+		b.Max.Duration = b.Initial.Duration
+	}
+	if b.FactorPercent < 100 {
+		b.FactorPercent = DefaultBackoffFactorPercent
+	}
+	if b.JitterPercent <= 0 || b.JitterPercent > 100 {
+		b.JitterPercent = DefaultBackoffJitterPercent
 	}
 	return b
 }
 
-// Delay returns the wait after the failures-th consecutive failure (0 and 1
-// both give Base) with jitter j, clamped to [0, 1). It never overflows and
-// never exceeds Cap·(1+Jitter).
-func (b Backoff) Delay(failures int, j float64) time.Duration {
+// Delay returns the wait after the failures-th consecutive failure with
+// jitter in [0, 1) (clamped) supplied by the caller: 0 failures wait
+// nothing. Defaults apply to zero fields. The arithmetic saturates: it never
+// overflows and never exceeds Max plus its jitter.
+func (b Backoff) Delay(failures int32, jitter float64) time.Duration {
+	if failures <= 0 {
+		return 0
+	}
 	b = b.withDefaults()
-	if j < 0 || j != j {
-		j = 0
+	if !(jitter >= 0) {
+		jitter = 0
 	}
-	if j >= 1 {
-		j = 0.999999
+	if jitter >= 1 {
+		jitter = math.Nextafter(1, 0)
 	}
-	d := b.Base
-	for i := 1; i < failures && d < b.Cap; i++ {
-		if d > b.Cap/2 {
-			d = b.Cap
+	d, limit := b.Initial.Duration, b.Max.Duration
+	for i := int32(1); i < failures && d < limit; i++ {
+		f := time.Duration(b.FactorPercent)
+		if d > math.MaxInt64/f {
+			d = limit
 			break
 		}
-		d *= 2
+		d = d * f / 100
 	}
-	extra := float64(d) * b.Jitter * j
+	d = min(d, limit)
+	extra := float64(d) * float64(b.JitterPercent) / 100 * jitter
 	if extra >= float64(math.MaxInt64-d) {
 		return math.MaxInt64
 	}

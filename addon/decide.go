@@ -2,15 +2,14 @@ package addon
 
 import (
 	"fmt"
-	"regexp"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/converge-dev/converge/conditions"
 )
+
+// +kubebuilder:object:generate=false
 
 // Input is everything Decide looks at.
 type Input struct {
@@ -28,33 +27,64 @@ type Input struct {
 	Now time.Time
 	// Jitter in [0, 1) scales the backoff jitter of a failure decided now.
 	Jitter float64
+	// Owner names whoever will run the decided action: the owner of its
+	// claim (Config.Identity); empty means DefaultOwner.
+	Owner string
+	// Redact cleans driver error text before it reaches the status, the
+	// conditions or the events; nil means DefaultRedact. (A function cannot
+	// live in a CRD, so it is not part of Policy.)
+	Redact func(string) string
 }
 
-// Record is an event for the host to emit on its object (with its own
-// record.EventRecorder): Type is corev1.EventTypeNormal or EventTypeWarning.
-type Record struct {
-	// Type is Normal or Warning.
+// DefaultOwner is the claim owner when Input.Owner and Config.Identity are empty.
+const DefaultOwner = "addon"
+
+// ClaimGrace is how long a claim outlives Policy.ActionTimeout, for the
+// outcome's write.
+const ClaimGrace = 30 * time.Second
+
+// RequeueNow is the RequeueAfter of a decision whose next action is due at
+// once (Result has no Requeue flag).
+const RequeueNow = time.Millisecond
+
+// maxMessage bounds Status.Message and event messages.
+const maxMessage = 1024
+
+// +kubebuilder:object:generate=false
+
+// Event is a Kubernetes event for the host to emit on its object (with its
+// own recorder). Every converge engine has this exact shape.
+type Event struct {
+	// Type is EventTypeNormal or EventTypeWarning.
 	Type string `json:"type"`
-	// Reason is the event (or "Created", "Suspended", "Resumed").
+	// Reason is a CamelCase reason (the trigger, or Flux's wording).
 	Reason string `json:"reason"`
-	// Message reads "From -> To: what happened; next: Action".
+	// Message is the human-readable text; it names the versions involved.
 	Message string `json:"message"`
 }
 
+// The event types, as corev1.EventTypeNormal and EventTypeWarning.
+const (
+	EventTypeNormal  = "Normal"
+	EventTypeWarning = "Warning"
+)
+
+// +kubebuilder:object:generate=false
+
 // Decision is what Decide decided.
 type Decision struct {
-	// Status is the new status to persist.
+	// Status is the new status to persist. It may share unchanged slices and
+	// pointers with Input.Status; Decide modifies neither.
 	Status Status
-	// Action is the one action to run now (ActionNone: nothing). After
-	// running it, report its outcome to Decide in Observation.
+	// Action is the one action to run now (ActionNone: nothing). A mutating
+	// action is claimed in Status.InFlight: persist the status before
+	// running it, then report its outcome (with that claim) in Observation.
 	Action Action
 	// Events are the transitions and failures to emit, in order.
-	Events []Record
-	// Requeue asks to look again at once: the pending action is due now.
-	Requeue bool
-	// RequeueAfter, when Requeue is false and it is > 0, asks to look again
-	// after that long: when the pending action (a retry, a health check) or
-	// the phase deadline is due. Both zero mean: wait for a spec change.
+	Events []Event
+	// RequeueAfter is when to look again: RequeueNow when the next action is
+	// due at once, the time to the next retry, health check, deadline or
+	// claim expiry otherwise, and zero to wait for a change of the spec.
 	RequeueAfter time.Duration
 	// Deleted is true once the add-on is uninstalled after a deletion
 	// request: the host drops its finalizer.
@@ -67,16 +97,19 @@ type Decision struct {
 // again. It does no I/O and reads no clock. It is total: for every valid input
 // it returns a decision; invalid input returns an error matching ErrInvalid.
 //
-// With an empty Observation it looks: deletion, retry requests and spec
-// changes fire their events, then the pending action is returned if due. With
-// an Observation it records the action's outcome: the event it means fires,
-// and the row's action becomes the next pending one.
+// With an empty Observation it looks: a stale spec generation is ignored;
+// an unexpired claim waits; an expired one counts as a failed attempt;
+// deletion, suspension, spec changes and requests fire their triggers; then
+// the pending action is returned (and claimed) if due. With an Observation
+// it records the action's outcome, if the claim it ran under still holds.
 func Decide(in Input) (Decision, error) {
 	if err := in.validate(); err != nil {
 		return Decision{}, err
 	}
-	d := &decider{in: in, policy: in.Policy.withDefaults(), table: in.tableOrDefault(), now: metav1.NewTime(in.Now.Truncate(time.Second))}
-	in.Status.DeepCopyInto(&d.st)
+	d := decider{in: in, rules: in.Policy.rules(), table: in.Table, now: metav1.NewTime(in.Now.Truncate(time.Second)), st: in.Status}
+	if d.table == nil {
+		d.table = defaultTable
+	}
 	if d.st.Phase == "" {
 		d.start()
 	}
@@ -85,15 +118,25 @@ func Decide(in Input) (Decision, error) {
 	} else {
 		d.record()
 	}
-	if err := d.setConditions(); err != nil {
-		return Decision{}, err
+	if !d.stale && d.waitUntil == nil {
+		if err := d.setConditions(); err != nil {
+			return Decision{}, err
+		}
 	}
 	return d.decision(), nil
 }
 
 func (in *Input) validate() error {
+	sErr, stErr, pErr := in.Spec.Validate(), in.Status.Validate(), in.Policy.Validate()
+	obs := &in.Observation
+	ok := sErr == nil && stErr == nil && pErr == nil && !in.Now.IsZero() && in.Jitter >= 0 && in.Jitter < 1 &&
+		(in.Table == nil || len(in.Table.rows) > 0) && obs.Action.Known() && obs.Action != ActionRemediate &&
+		(!obs.Action.mutates() || obs.Claim != nil)
+	if ok && (in.Status.Phase == "" || in.tableOrDefault().Has(in.Status.Phase) && in.tableOrDefault().handles(in.Status.Phase, in.Status.PendingAction)) {
+		return nil
+	}
 	var problems []string
-	for _, err := range []error{in.Spec.Validate(), in.Status.Validate(), in.Policy.Validate()} {
+	for _, err := range [...]error{sErr, stErr, pErr} {
 		if ie, ok := err.(*InvalidError); ok {
 			for _, p := range ie.Problems {
 				problems = append(problems, ie.What+": "+p)
@@ -104,6 +147,8 @@ func (in *Input) validate() error {
 		problems = append(problems, "table: no rows (build tables with NewTable)")
 	} else if p := in.Status.Phase; p != "" && p.Known() && !in.tableOrDefault().Has(p) {
 		problems = append(problems, fmt.Sprintf("status: phase %s is not in the table", p))
+	} else if a := in.Status.PendingAction; p != "" && !in.tableOrDefault().handles(p, a) {
+		problems = append(problems, fmt.Sprintf("status: the table has no rows in %s for the outcome of %s", p, a))
 	}
 	if in.Now.IsZero() {
 		problems = append(problems, "zero time")
@@ -111,173 +156,255 @@ func (in *Input) validate() error {
 	if !(in.Jitter >= 0 && in.Jitter < 1) {
 		problems = append(problems, fmt.Sprintf("jitter %v is outside [0, 1)", in.Jitter))
 	}
-	obs := in.Observation
 	if !obs.Action.Known() || obs.Action == ActionRemediate {
 		problems = append(problems, fmt.Sprintf("observation: unknown action %q", obs.Action))
-	} else if obs.Action != ActionNone && obs.Action != in.Status.PendingAction {
-		problems = append(problems, fmt.Sprintf("observation: outcome of %s but the pending action is %q", obs.Action, in.Status.PendingAction))
+	} else if obs.Action.mutates() && obs.Claim == nil {
+		problems = append(problems, fmt.Sprintf("observation: outcome of %s without the claim it ran under", obs.Action))
 	}
-	if len(problems) > 0 {
-		return invalid("input", problems...)
-	}
-	return nil
+	return invalid("input", problems...)
 }
 
 func (in *Input) tableOrDefault() *Table {
 	if in.Table == nil {
-		return DefaultTable()
+		return defaultTable
 	}
 	return in.Table
 }
 
+// +kubebuilder:object:generate=false
+
 type decider struct {
 	in     Input
-	policy Policy
+	rules  rules
 	table  *Table
 	now    metav1.Time
 	st     Status
 	action Action
-	events []Record
-	// note explains an observation that moved nothing (a health read error).
-	note string
+	events []Event
+	// condsOwned is true once st.Conditions is a copy Decide may change.
+	condsOwned bool
+	// waitUntil is the expiry of a claim another attempt holds.
+	waitUntil *metav1.Time
+	// stale is true when the spec's generation is behind the status.
+	stale bool
+	// requested is true while a reset request (not a new generation)
+	// fires a version change: it keeps the backoff of the failures before.
+	requested bool
+	// err is the first error a condition write reported.
+	err error
 }
 
-// start initialises the status of an add-on never seen before.
+// start initialises the status of an add-on never seen before: a status
+// without a phase is one, whatever else it holds (but its conditions).
 func (d *decider) start() {
-	d.st.Phase = PhaseInitializing
-	d.st.PendingAction = ActionInstall
-	d.st.LastTransitionTime = d.now
-	d.st.ObservedGeneration = d.in.Spec.Generation
-	d.st.LastRetryToken = d.in.Spec.RetryToken
-	d.st.Reason = "Created"
-	d.st.Message = fmt.Sprintf("installing %s", d.in.Spec.Version)
-	d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Created", Message: fmt.Sprintf("-> %s: %s", PhaseInitializing, d.st.Message)})
+	d.st = Status{Conditions: d.st.Conditions}
+	st := &d.st
+	st.Phase = PhaseInitializing
+	st.PendingAction = ActionInstall
+	st.LastTransitionTime = d.now
+	st.Deadline = d.at(d.rules.timeout(PhaseInitializing))
+	st.ObservedGeneration = d.in.Spec.Generation
+	st.LastResetToken, st.LastForceToken = d.in.Spec.ResetToken, d.in.Spec.ForceToken
+	st.Reason = "Created"
+	st.Message = "installing " + d.in.Spec.Version
+	d.event(EventTypeNormal, "Created", "-> "+string(PhaseInitializing)+": "+st.Message)
 }
 
-// look handles a fresh reconcile: spec events first, then the pending action.
+// at returns now plus wait, as a stored time.
+func (d *decider) at(wait time.Duration) *metav1.Time {
+	t := metav1.NewTime(d.now.Add(wait))
+	return &t
+}
+
+func (d *decider) event(typ, reason, msg string) {
+	d.events = append(d.events, Event{Type: typ, Reason: reason, Message: conditions.TruncateMessage(msg, maxMessage)})
+}
+
+// look handles a fresh reconcile: claims, the spec, then the pending action.
 func (d *decider) look() {
-	spec := d.in.Spec
-	if d.st.Phase == PhaseDeleted {
+	st := &d.st
+	spec := &d.in.Spec
+	if st.Phase == PhaseDeleted {
 		return
 	}
-	if spec.Deleting {
-		d.st.Suspended = false
+	if spec.Generation < st.ObservedGeneration {
+		d.stale = true
+		d.event(EventTypeWarning, "StaleGeneration", fmt.Sprintf("ignored spec generation %d: generation %d is already observed", spec.Generation, st.ObservedGeneration))
+		return
+	}
+	if c := st.InFlight; c != nil {
+		if d.in.Now.Before(c.Expires.Time) {
+			d.waitUntil = &c.Expires
+			return
+		}
+		d.outcome(c, fmt.Errorf("claim by %s expired at %s before its outcome was recorded", c.Owner, c.Expires.UTC().Format(time.RFC3339)), OutcomeLost)
+	}
+	force := spec.ForceToken != "" && spec.ForceToken != st.LastForceToken
+	reset := spec.ResetToken != "" && spec.ResetToken != st.LastResetToken
+	switch {
+	case spec.Deleting:
+		d.resume()
+		if reset {
+			d.reset()
+		}
 		switch {
-		case d.st.Phase != PhaseDeleting:
-			d.fire(EventDeletionRequested, "deletion requested")
-		case spec.RetryToken != "" && spec.RetryToken != d.st.LastRetryToken:
-			d.fire(EventRetryRequested, d.specMessage(EventRetryRequested))
+		case st.Phase != PhaseDeleting:
+			d.fire(TriggerDeletionRequested, "deletion requested")
+		case reset:
+			d.fire(TriggerResetRequested, d.requestMessage(TriggerResetRequested))
+		case force:
+			d.fire(TriggerForceRequested, d.requestMessage(TriggerForceRequested))
 		}
-		d.st.LastRetryToken = spec.RetryToken
-	} else if spec.Suspended {
-		if !d.st.Suspended {
-			d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Suspended", Message: "reconciliation suspended"})
+	case spec.Suspended:
+		if st.SuspendedTime == nil {
+			st.SuspendedTime = d.at(0)
+			d.event(EventTypeNormal, "Suspended", "reconciliation suspended in "+string(st.Phase))
 		}
-		d.st.Suspended = true
-		d.st.Reason, d.st.Message = "Suspended", fmt.Sprintf("suspended in %s", d.st.Phase)
+		st.Reason, st.Message = "Suspended", "suspended in "+string(st.Phase)
 		return
-	} else {
-		if d.st.Suspended {
-			d.events = append(d.events, Record{Type: corev1.EventTypeNormal, Reason: "Resumed", Message: fmt.Sprintf("reconciliation resumed in %s", d.st.Phase)})
-			// Time suspended does not count against the phase deadline.
-			d.st.LastTransitionTime = d.now
+	default:
+		d.resume()
+		if reset {
+			d.reset()
 		}
-		d.st.Suspended = false
-		for _, e := range specEvents(spec, &d.st) {
-			if d.fire(e, d.specMessage(e)) {
-				break
-			}
+		genChanged := spec.Generation != st.ObservedGeneration
+		fired := false
+		if st.InstalledVersion != "" && spec.Version != st.InstalledVersion && spec.Version != st.FailedVersion && (genChanged || reset) {
+			d.requested = !genChanged
+			fired = d.fire(TriggerVersionChanged, d.requestMessage(TriggerVersionChanged))
+			d.requested = false
 		}
-		d.st.LastRetryToken = spec.RetryToken
-		d.st.ObservedGeneration = spec.Generation
+		if !fired && genChanged {
+			// Also a new version under a table without a VersionChanged row.
+			fired = d.fire(TriggerSpecChanged, d.requestMessage(TriggerSpecChanged))
+		}
+		if !fired && force {
+			fired = d.fire(TriggerForceRequested, d.requestMessage(TriggerForceRequested))
+		}
+		if !fired && reset {
+			d.fire(TriggerResetRequested, d.requestMessage(TriggerResetRequested))
+		}
 	}
-	// Failed, and a deletion stopped at its deadline, wait for the spec: a
-	// change or a retry request.
-	if d.st.PendingAction == ActionNone && d.st.Phase != PhaseFailed && !d.deletionStopped() {
-		d.st.PendingAction = d.resumeAction()
+	st.LastResetToken, st.LastForceToken = spec.ResetToken, spec.ForceToken
+	st.ObservedGeneration = spec.Generation
+	if p := st.PendingAction; st.Phase == PhaseDeleting && p != ActionUninstall && p != ActionNone {
+		// Deleting only ever uninstalls, whatever a table row says.
+		st.PendingAction, st.NextAttemptTime = ActionUninstall, nil
 	}
-	if p := d.st.PendingAction; d.st.Phase == PhaseDeleting && p != ActionUninstall && p != ActionNone {
-		// Deleting only ever uninstalls, whatever a table row or a foreign
-		// status says.
-		d.st.PendingAction, d.st.NextAttemptTime = ActionUninstall, nil
-	}
-	if d.st.PendingAction != ActionNone && d.st.Phase != PhaseChecking && d.pastDeadline() {
+	if st.PendingAction != ActionNone && st.Phase != PhaseChecking && d.pastDeadline() {
 		d.expire()
 	}
-	if d.st.PendingAction != ActionNone && d.due() {
-		d.action = d.st.PendingAction
-		t := d.now
-		d.st.LastAttemptTime = &t
+	if st.PendingAction != ActionNone && d.due() {
+		d.take()
 	}
 }
 
-// resumeAction is the action a phase runs when the status has nothing
-// pending (a hand-edited or foreign status): the first concrete action a row
-// runs on entering the phase, else its remediation.
-func (d *decider) resumeAction() Action {
-	remediate := false
-	for _, r := range d.table.rows {
-		if r.To != d.st.Phase {
-			continue
-		}
-		switch r.Action {
-		case ActionNone:
-		case ActionRemediate:
-			remediate = true
-		default:
-			return r.Action
+// take starts the pending action: a mutating one is claimed. An install or
+// upgrade is resolved again by what is installed (a status written by
+// someone else may say otherwise): a re-apply is never a fresh install.
+func (d *decider) take() {
+	st := &d.st
+	if a := st.PendingAction; a == ActionInstall || a == ActionUpgrade {
+		e := resolve(st.Phase, a, st.InstalledVersion != "")
+		if d.table.Has(e.phase) && d.table.handles(e.phase, e.action) {
+			st.Phase, st.PendingAction = e.phase, e.action
 		}
 	}
-	if remediate {
-		return d.policy.remediation(d.st.LastFailedAction, d.st.Phase)
+	a := st.PendingAction
+	d.action = a
+	st.NextAttemptTime = nil
+	if !a.mutates() {
+		return
 	}
-	return ActionNone
+	st.LastAttemptTime = d.at(0)
+	st.InFlight = &Claim{
+		Action: a, Owner: d.owner(), From: st.InstalledVersion, To: d.target(a),
+		Started: d.now, Expires: *d.at(d.rules.actionTimeout + ClaimGrace),
+	}
 }
 
-func (d *decider) specMessage(e Event) string {
-	switch e {
-	case EventRetryRequested:
-		return fmt.Sprintf("retry requested (token %q)", d.in.Spec.RetryToken)
-	case EventVersionChanged:
-		return fmt.Sprintf("desired version %s, installed %s", d.in.Spec.Version, d.st.InstalledVersion)
+func (d *decider) owner() string {
+	if d.in.Owner == "" {
+		return DefaultOwner
 	}
-	return fmt.Sprintf("generation %d, observed %d", d.in.Spec.Generation, d.st.ObservedGeneration)
+	return d.in.Owner
+}
+
+// target is the version action a applies.
+func (d *decider) target(a Action) string {
+	switch a {
+	case ActionInstall, ActionUpgrade:
+		return d.in.Spec.Version
+	case ActionRollback:
+		return d.st.LastGoodVersion
+	case ActionTest:
+		return d.st.InstalledVersion
+	}
+	return ""
+}
+
+// resume ends a suspension: the deadline moves on by the time suspended.
+func (d *decider) resume() {
+	st := &d.st
+	if st.SuspendedTime == nil {
+		return
+	}
+	suspended := d.now.Sub(st.SuspendedTime.Time)
+	if st.Deadline != nil && suspended > 0 {
+		moved := metav1.NewTime(st.Deadline.Add(suspended))
+		st.Deadline = &moved
+	}
+	st.SuspendedTime = nil
+	st.Reason, st.Message = "Resumed", fmt.Sprintf("resumed in %s after %s", st.Phase, suspended)
+	d.event(EventTypeNormal, "Resumed", st.Message)
+}
+
+// reset clears what failures recorded against the retries (Flux's resetAt);
+// the backoff step (Failures) stays, so requests are rate-limited too.
+func (d *decider) reset() {
+	st := &d.st
+	st.InstallFailures, st.UpgradeFailures, st.UninstallFailures = 0, 0, 0
+	st.FailedVersion, st.LastFailedAction = "", ActionNone
+}
+
+func (d *decider) requestMessage(t Trigger) string {
+	spec := &d.in.Spec
+	switch t {
+	case TriggerResetRequested:
+		return fmt.Sprintf("reset requested (token %q)", spec.ResetToken)
+	case TriggerForceRequested:
+		return fmt.Sprintf("force requested (token %q): re-applying %s", spec.ForceToken, spec.Version)
+	case TriggerVersionChanged:
+		return fmt.Sprintf("desired version %s, installed %s", spec.Version, d.st.InstalledVersion)
+	}
+	return fmt.Sprintf("generation %d, observed %d", spec.Generation, d.st.ObservedGeneration)
 }
 
 // deletionStopped reports a deletion stopped at its deadline: Deleting with
-// nothing pending, under a table whose DeadlinePassed row in Deleting stays
-// there and runs nothing (the default table). Under another table, Deleting
-// with nothing pending uninstalls.
+// nothing pending and nothing in flight.
 func (d *decider) deletionStopped() bool {
-	if d.st.Phase != PhaseDeleting || d.st.PendingAction != ActionNone {
-		return false
-	}
-	r, ok := d.table.Next(PhaseDeleting, EventDeadlinePassed)
-	return ok && r.To == PhaseDeleting && r.Action == ActionNone
+	return d.st.Phase == PhaseDeleting && d.st.PendingAction == ActionNone && d.st.InFlight == nil
 }
 
 // pastDeadline reports whether the phase's deadline has passed.
 func (d *decider) pastDeadline() bool {
-	dl, ok := d.policy.Deadline(d.st)
-	return ok && !d.in.Now.Before(dl)
+	return d.st.Deadline != nil && !d.in.Now.Before(d.st.Deadline.Time)
 }
 
 // expire fires DeadlinePassed on a look past the phase deadline: the
-// pending action did not succeed in time (its outcome was lost, or its
-// retry was not due before the deadline). An install or upgrade becomes the
+// pending action did not succeed in time. An install or upgrade becomes the
 // failed action, for remediation, and its version the failed one. No counter
-// moves: a failed attempt was counted when its outcome was recorded. Without
-// a DeadlinePassed row for the phase, nothing happens.
+// moves: a failed attempt was counted when its outcome was recorded.
 func (d *decider) expire() {
-	if _, ok := d.table.Next(d.st.Phase, EventDeadlinePassed); !ok {
+	if _, ok := d.table.Next(d.st.Phase, TriggerDeadlinePassed); !ok {
 		return
 	}
 	a := d.st.PendingAction
-	msg := fmt.Sprintf("%s: not done within %s in %s", d.describe(a), d.policy.Timeout(d.st.Phase), d.st.Phase)
+	msg := fmt.Sprintf("%s: not done within %s in %s", d.describe(a, d.st.InstalledVersion, d.target(a)), d.rules.timeout(d.st.Phase), d.st.Phase)
 	if a == ActionInstall || a == ActionUpgrade {
 		d.st.LastFailedAction, d.st.FailedVersion = a, d.in.Spec.Version
 	}
-	d.fire(EventDeadlinePassed, msg)
+	d.fire(TriggerDeadlinePassed, msg)
 }
 
 func (d *decider) due() bool {
@@ -286,122 +413,268 @@ func (d *decider) due() bool {
 
 // record handles the outcome of the action just run.
 func (d *decider) record() {
-	obs := d.in.Observation
-	spec := d.in.Spec
+	obs := &d.in.Observation
+	st := &d.st
 	if obs.Action == ActionCheckHealth {
-		d.recordHealth()
+		if st.PendingAction == ActionCheckHealth && st.InFlight == nil && st.Phase != PhaseDeleted {
+			d.recordHealth()
+		}
 		return
 	}
+	if !obs.Claim.same(st.InFlight) {
+		d.event(EventTypeWarning, "OutcomeDiscarded", fmt.Sprintf("outcome of %s by %s discarded: its claim no longer holds", obs.Action, obs.Claim.Owner))
+		return
+	}
+	outcome := OutcomeSucceeded
 	if obs.Err != nil {
-		d.fail(obs.Action, fmt.Sprintf("%s failed: %v", d.describe(obs.Action), obs.Err))
+		outcome = OutcomeFailed
+	}
+	d.outcome(st.InFlight, obs.Err, outcome)
+}
+
+// outcome records how the claimed attempt c ended.
+func (d *decider) outcome(c *Claim, err error, o Outcome) {
+	st := &d.st
+	st.InFlight = nil
+	d.remember(c, o)
+	if c.Action == ActionTest {
+		d.recordTest(err)
 		return
 	}
-	msg := d.describe(obs.Action) + " succeeded"
-	switch obs.Action {
-	case ActionInstall, ActionUpgrade:
-		d.st.InstalledVersion = spec.Version
-	case ActionRollback:
-		d.st.InstalledVersion = d.st.LastGoodVersion
-	case ActionUninstall:
-		d.st.InstalledVersion = ""
-		d.st.UninstallFailures = 0
+	what := d.describe(c.Action, c.From, c.To)
+	if err != nil {
+		msg := what + " failed: " + d.redact(err.Error())
+		if o == OutcomeLost {
+			msg = what + " lost: " + err.Error()
+		}
+		switch c.Action {
+		case ActionInstall, ActionUpgrade:
+			d.setCond(TypeReleased, metav1.ConditionFalse, string(failureTrigger(c.Action)), msg)
+		case ActionRollback:
+			d.setCond(TypeRemediated, metav1.ConditionFalse, string(TriggerRollbackFailed), msg)
+		case ActionUninstall:
+			if st.Phase != PhaseDeleting {
+				d.setCond(TypeRemediated, metav1.ConditionFalse, string(TriggerUninstallFailed), msg)
+			}
+		}
+		d.fail(c.Action, c.To, msg)
+		return
 	}
-	if !d.fire(successEvent(obs.Action), msg) {
+	msg := what + " succeeded"
+	switch c.Action {
+	case ActionInstall, ActionUpgrade:
+		st.InstalledVersion = c.To
+		d.setCond(TypeReleased, metav1.ConditionTrue, string(successTrigger(c.Action)), msg)
+		d.removeCond(TypeRemediated)
+		d.removeCond(TypeTestSuccess)
+	case ActionRollback:
+		st.InstalledVersion = c.To
+		d.setCond(TypeRemediated, metav1.ConditionTrue, string(TriggerRollbackSucceeded), msg)
+	case ActionUninstall:
+		st.InstalledVersion = ""
+		st.UninstallFailures = 0
+		if st.Phase != PhaseDeleting {
+			d.setCond(TypeRemediated, metav1.ConditionTrue, string(TriggerUninstallSucceeded), msg)
+		}
+	}
+	if !d.fire(successTrigger(c.Action), msg) {
 		d.stay(ActionNone, msg)
 	}
 }
 
+func (d *decider) redact(s string) string {
+	if d.in.Redact != nil {
+		return d.in.Redact(s)
+	}
+	return DefaultRedact(s)
+}
+
+// remember appends the attempt to the bounded history.
+func (d *decider) remember(c *Claim, o Outcome) {
+	limit := d.rules.historyLimit
+	h := d.st.History
+	if len(h) >= limit {
+		h = h[len(h)-limit+1:]
+	}
+	out := make([]Attempt, len(h), len(h)+1)
+	copy(out, h)
+	d.st.History = append(out, Attempt{Action: c.Action, Version: cut(c.To, maxHistoryVersion), Outcome: o, Started: c.Started, Finished: d.now})
+}
+
+// maxHistoryVersion bounds a version in Status.History, so a full history
+// stays within 2 KiB.
+const maxHistoryVersion = 63
+
 // describe names an action with its versions, for messages.
-func (d *decider) describe(a Action) string {
+func (d *decider) describe(a Action, from, to string) string {
 	switch a {
 	case ActionInstall:
-		return "install of " + d.in.Spec.Version
+		return "install of " + to
 	case ActionUpgrade:
-		return fmt.Sprintf("upgrade from %s to %s", d.st.InstalledVersion, d.in.Spec.Version)
+		if from == to {
+			return "re-apply of " + to
+		}
+		return "upgrade from " + from + " to " + to
 	case ActionRollback:
-		return fmt.Sprintf("rollback from %s to %s", d.st.InstalledVersion, d.st.LastGoodVersion)
+		return "rollback from " + from + " to " + to
 	case ActionUninstall:
 		return "uninstall"
+	case ActionTest:
+		return "tests of " + to
 	}
-	return "recovery"
+	return string(a)
 }
 
 func (d *decider) recordHealth() {
-	obs := d.in.Observation
+	obs := &d.in.Observation
+	st := &d.st
 	h := obs.Health
 	if obs.Err != nil || (h != HealthHealthy && h != HealthUnhealthy) {
 		h = HealthUnknown
 	}
+	was := st.Health
+	st.Health = h
+	if h != HealthUnknown {
+		st.HealthUnknownSince = nil
+	} else if st.HealthUnknownSince == nil && st.Phase == PhaseRunning {
+		st.HealthUnknownSince = d.at(0)
+	}
 	switch {
-	case h == HealthHealthy:
-		if d.fire(EventHealthy, fmt.Sprintf("%s is healthy", d.st.InstalledVersion)) {
-			return
-		}
-	case d.st.Phase == PhaseChecking && d.pastDeadline():
-		d.fail(d.st.Verifying, fmt.Sprintf("%s: not healthy within %s (health %s)", d.describeVerifying(), d.policy.CheckTimeout, h))
+	case h == HealthHealthy && st.Phase == PhaseChecking && d.rules.test.Enable && (st.Verifying == ActionInstall || st.Verifying == ActionUpgrade):
+		d.stay(ActionTest, st.InstalledVersion+" is healthy; testing")
 		return
-	case h == HealthUnhealthy:
-		if d.fire(EventUnhealthy, fmt.Sprintf("%s is unhealthy", d.st.InstalledVersion)) {
+	case h == HealthHealthy:
+		if d.fire(TriggerHealthy, st.InstalledVersion+" is healthy") {
+			return
+		}
+		if was != HealthHealthy && st.Phase == PhaseRunning {
+			st.Reason, st.Message = string(TriggerHealthy), st.InstalledVersion+" is healthy"
+			d.event(EventTypeNormal, string(TriggerHealthy), st.Message)
+		}
+	case st.Phase == PhaseChecking && d.pastDeadline():
+		d.fail(st.Verifying, st.InstalledVersion, fmt.Sprintf("%s: not healthy within %s (health %s)", d.describeVerifying(), d.rules.checkTimeout, h))
+		return
+	case h == HealthUnhealthy && was != HealthUnhealthy:
+		if d.fire(TriggerUnhealthy, st.InstalledVersion+" is unhealthy") {
 			return
 		}
 	}
-	if obs.Err != nil {
-		d.note = fmt.Sprintf("health unknown: %v", obs.Err)
-	} else if h != HealthHealthy {
-		d.note = fmt.Sprintf("health %s", h)
+	msg := ""
+	switch {
+	case obs.Err != nil:
+		msg = st.InstalledVersion + ": health unknown: " + d.redact(obs.Err.Error())
+	case h != HealthHealthy && st.Phase == PhaseChecking:
+		msg = "waiting for " + st.InstalledVersion + " to be healthy: health " + string(h)
+	case was != h && st.Phase == PhaseRunning:
+		msg = st.InstalledVersion + " health " + string(h)
 	}
-	d.stay(ActionCheckHealth, "")
+	if st.Phase == PhaseRunning && d.rules.drift != DriftIgnore && d.drift() {
+		return
+	}
+	d.stay(ActionCheckHealth, msg)
+}
+
+// drift handles what a DriftDetector reported in Running; true when it
+// moved the phase.
+func (d *decider) drift() bool {
+	obs := &d.in.Observation
+	if !obs.Drifted {
+		if obs.Err == nil {
+			d.setCond(TypeDrifted, metav1.ConditionFalse, "NoDrift", "the cluster matches "+d.st.InstalledVersion)
+		}
+		return false
+	}
+	msg := "drift from " + d.st.InstalledVersion + ": " + d.redact(obs.DriftDetail)
+	if d.rules.drift == DriftCorrect {
+		d.setCond(TypeDrifted, metav1.ConditionTrue, string(TriggerDriftDetected), msg)
+		return d.fire(TriggerDriftDetected, msg+"; correcting")
+	}
+	if !d.condIs(TypeDrifted, metav1.ConditionTrue) {
+		d.event(EventTypeWarning, string(TriggerDriftDetected), msg)
+	}
+	d.setCond(TypeDrifted, metav1.ConditionTrue, string(TriggerDriftDetected), msg)
+	return false
+}
+
+// recordTest handles the outcome of the test step.
+func (d *decider) recordTest(err error) {
+	st := &d.st
+	what := "tests of " + st.InstalledVersion
+	if err == nil {
+		d.setCond(TypeTestSuccess, metav1.ConditionTrue, "TestSucceeded", what+" passed")
+		if !d.fire(TriggerHealthy, what+" passed") {
+			d.stay(ActionCheckHealth, "")
+		}
+		return
+	}
+	msg := what + " failed: " + d.redact(err.Error())
+	d.setCond(TypeTestSuccess, metav1.ConditionFalse, "TestFailed", msg)
+	if d.rules.test.IgnoreFailures {
+		if !d.fire(TriggerHealthy, msg+" (ignored)") {
+			d.stay(ActionCheckHealth, "")
+		}
+		return
+	}
+	d.fail(st.Verifying, st.InstalledVersion, msg)
 }
 
 func (d *decider) describeVerifying() string {
+	v := d.st.InstalledVersion
 	switch d.st.Verifying {
 	case ActionInstall:
-		return "install of " + d.st.InstalledVersion
+		return "install of " + v
 	case ActionUpgrade:
-		return "upgrade to " + d.st.InstalledVersion
+		return "upgrade to " + v
 	case ActionRollback:
-		return "rollback to " + d.st.InstalledVersion
+		return "rollback to " + v
 	}
-	return "recovery of " + d.st.InstalledVersion
+	return "recovery of " + v
 }
 
-// fail counts a failure of action a (ActionNone: a broken add-on that did not
-// recover, counted as an install failure) and fires the event it means.
-func (d *decider) fail(a Action, msg string) {
-	e := failureEvent(a)
+// fail counts a failure of action a, applying version, and fires the
+// trigger it means.
+func (d *decider) fail(a Action, version, msg string) {
+	st := &d.st
+	t := failureTrigger(a)
+	st.Failures = satInc(st.Failures)
 	switch a {
-	case ActionInstall, ActionNone:
-		d.st.InstallFailures++
-		d.st.LastFailedAction = ActionInstall
-		d.st.FailedVersion = d.in.Spec.Version
-		if d.policy.Exhausted(d.st.InstallFailures) {
-			e = EventRetriesExhausted
+	case ActionInstall:
+		st.InstallFailures = satInc(st.InstallFailures)
+		st.LastFailedAction, st.FailedVersion = ActionInstall, version
+		if d.rules.exhausted(st.InstallFailures) {
+			t = TriggerRetriesExhausted
 		}
 	case ActionUpgrade:
-		d.st.UpgradeFailures++
-		d.st.LastFailedAction = ActionUpgrade
-		d.st.FailedVersion = d.in.Spec.Version
-		if d.policy.Exhausted(d.st.UpgradeFailures) {
-			e = EventRetriesExhausted
+		st.UpgradeFailures = satInc(st.UpgradeFailures)
+		st.LastFailedAction, st.FailedVersion = ActionUpgrade, version
+		if d.rules.exhausted(st.UpgradeFailures) {
+			t = TriggerRetriesExhausted
 		}
 	case ActionUninstall:
-		d.st.UninstallFailures++
+		st.UninstallFailures = satInc(st.UninstallFailures)
 	}
-	if e == EventRetriesExhausted {
-		msg = fmt.Sprintf("%s; retried %d times", msg, d.policy.MaxRetries)
-	} else if _, ok := d.table.Next(d.st.Phase, EventDeadlinePassed); ok && d.st.Phase != PhaseChecking && d.pastDeadline() {
-		e = EventDeadlinePassed
-		msg = fmt.Sprintf("%s; not done within %s in %s", msg, d.policy.Timeout(d.st.Phase), d.st.Phase)
+	if t == TriggerRetriesExhausted {
+		msg = fmt.Sprintf("%s; retried %d times", msg, d.rules.maxRetries)
+	} else if _, ok := d.table.Next(st.Phase, TriggerDeadlinePassed); ok && st.Phase != PhaseChecking && d.pastDeadline() {
+		t = TriggerDeadlinePassed
+		msg = fmt.Sprintf("%s; not done within %s in %s", msg, d.rules.timeout(st.Phase), st.Phase)
 	}
-	if d.fire(e, msg) {
+	if d.fire(t, msg) {
 		return
 	}
-	if e == EventRetriesExhausted {
+	if t == TriggerRetriesExhausted {
 		// No row for it here: stop retrying rather than exceed the policy.
-		d.st.Reason = string(e)
+		st.Reason = string(t)
 		a = ActionNone
 	}
 	d.stay(a, msg)
+}
+
+func satInc(n int32) int32 {
+	if n == 1<<31-1 {
+		return n
+	}
+	return n + 1
 }
 
 // stay keeps the phase: the next pending action is next (ActionNone: none).
@@ -410,197 +683,199 @@ func (d *decider) stay(next Action, msg string) {
 		next = ActionCheckHealth
 	}
 	d.st.PendingAction = next
-	d.st.NextAttemptTime = d.schedule(next)
+	d.st.NextAttemptTime = d.schedule(next, "")
 	if msg != "" {
-		d.st.Message = msg
+		d.st.Message = conditions.TruncateMessage(msg, maxMessage)
 	}
 }
 
-// fire looks event e up in the table from the current phase and, if a row
+// fire looks trigger t up in the table from the current phase and, if a row
 // exists, makes the transition and returns true.
-func (d *decider) fire(e Event, msg string) bool {
-	row, ok := d.table.Next(d.st.Phase, e)
+func (d *decider) fire(t Trigger, msg string) bool {
+	row, ok := d.table.Next(d.st.Phase, t)
 	if !ok {
 		return false
 	}
 	st := &d.st
 	from := st.Phase
-	switch e {
-	case EventSpecChanged, EventVersionChanged, EventRetryRequested:
+	switch t {
+	case TriggerSpecChanged, TriggerVersionChanged:
 		st.InstallFailures, st.UpgradeFailures, st.UninstallFailures = 0, 0, 0
 		st.FailedVersion, st.LastFailedAction = "", ActionNone
-	case EventDeletionRequested:
-		st.UninstallFailures = 0
-	case EventHealthy:
-		st.InstallFailures, st.UpgradeFailures = 0, 0
+		if !d.requested {
+			st.Failures = 0
+		}
+	case TriggerResetRequested, TriggerForceRequested:
+		st.FailedVersion, st.LastFailedAction = "", ActionNone
+	case TriggerDeletionRequested:
+		st.UninstallFailures, st.Failures = 0, 0
+	case TriggerHealthy:
+		if st.Verifying == ActionInstall || st.Verifying == ActionUpgrade {
+			// The desired version serves: the failures behind it are over.
+			st.InstallFailures, st.UpgradeFailures, st.Failures = 0, 0, 0
+			st.LastFailedAction = ActionNone
+		}
 		st.LastGoodVersion = st.InstalledVersion
-		st.LastFailedAction = ActionNone
 		if st.FailedVersion == st.InstalledVersion {
 			st.FailedVersion = ""
 		}
 	}
-	st.Verifying = ActionNone
-	if row.To == PhaseChecking {
-		st.Verifying = verifies(e)
-	}
-	st.Phase = row.To
-	if from != row.To || restartsPhase(e) {
-		st.LastTransitionTime = d.now
-	}
-	next := row.Action
+	to, next := row.To, row.Action
 	if next == ActionRemediate {
-		next = d.policy.remediation(st.LastFailedAction, row.To)
+		failed := st.LastFailedAction
+		if failed != ActionInstall && failed != ActionUpgrade {
+			// Nothing recorded what failed (a foreign status): what was
+			// being applied, as what is installed says.
+			failed = resolve(to, ActionInstall, st.InstalledVersion != "").action
+		}
+		next = d.rules.remediation(failed, to, t == TriggerRetriesExhausted)
 	}
-	if next == ActionRollback && st.LastGoodVersion == "" {
-		next = ActionUninstall
+	if next == ActionInstall || next == ActionUpgrade {
+		e := resolve(to, next, st.InstalledVersion != "")
+		to, next = e.phase, e.action
+	}
+	reason := string(t)
+	if next == ActionRollback {
+		if stop := d.rollbackProblem(); stop != "" && d.table.Has(PhaseFailed) {
+			reason = stop
+			msg += "; not rolling back: " + d.rollbackProblemMessage(stop)
+			to, next = PhaseFailed, ActionNone
+		}
+	}
+	st.Verifying = ActionNone
+	if to == PhaseChecking {
+		st.Verifying = verifies(t)
+	}
+	st.Phase = to
+	if from != to || restartsPhase(t) {
+		st.LastTransitionTime = d.now
+		st.Deadline = nil
+		if to.waits() {
+			st.Deadline = d.at(d.rules.timeout(to))
+		}
 	}
 	st.PendingAction = next
-	st.NextAttemptTime = d.schedule(next)
-	st.Reason, st.Message = string(e), msg
-	typ := corev1.EventTypeNormal
-	if isWarning(e) {
-		typ = corev1.EventTypeWarning
+	st.NextAttemptTime = d.schedule(next, t)
+	msg = conditions.TruncateMessage(msg, maxMessage)
+	st.Reason, st.Message = reason, msg
+	typ := EventTypeNormal
+	if isWarning(t) || reason != string(t) {
+		typ = EventTypeWarning
 	}
-	text := fmt.Sprintf("%s -> %s: %s", from, row.To, msg)
+	text := string(from) + " -> " + string(to) + ": " + msg
 	if next != ActionNone {
 		text += "; next: " + string(next)
 	}
-	d.events = append(d.events, Record{Type: typ, Reason: string(e), Message: text})
+	d.event(typ, reason, text)
 	return true
 }
 
-// restartsPhase reports whether event e, even when its row stays in the
+// The reasons of a rollback that is not attempted.
+const (
+	ReasonRollbackTargetMissing  = "RollbackTargetMissing"
+	ReasonRollbackTargetUnusable = "RollbackTargetUnusable"
+)
+
+// rollbackProblem checks the rollback target: missing when no version was
+// ever healthy, unusable when it is the version that just failed.
+func (d *decider) rollbackProblem() string {
+	switch {
+	case d.st.LastGoodVersion == "":
+		return ReasonRollbackTargetMissing
+	case d.st.LastGoodVersion == d.st.FailedVersion:
+		return ReasonRollbackTargetUnusable
+	}
+	return ""
+}
+
+func (d *decider) rollbackProblemMessage(reason string) string {
+	if reason == ReasonRollbackTargetMissing {
+		return "no version was ever healthy"
+	}
+	return "the last good version " + d.st.LastGoodVersion + " is the version that failed"
+}
+
+// restartsPhase reports whether trigger t, even when its row stays in the
 // same phase, starts the phase over, with a new deadline: a request from the
-// spec, or a deadline that passed.
-func restartsPhase(e Event) bool {
-	switch e {
-	case EventSpecChanged, EventVersionChanged, EventRetryRequested, EventDeletionRequested, EventDeadlinePassed:
+// spec, a deletion, or a deadline that passed.
+func restartsPhase(t Trigger) bool {
+	return t.request() || t == TriggerDeletionRequested || t == TriggerDeadlinePassed || t == TriggerDriftDetected
+}
+
+func isWarning(t Trigger) bool {
+	switch t {
+	case TriggerInstallFailed, TriggerUnhealthy, TriggerDeadlinePassed, TriggerUpgradeFailed, TriggerRollbackFailed,
+		TriggerUninstallFailed, TriggerRetriesExhausted, TriggerDriftDetected:
 		return true
 	}
 	return false
 }
 
-func isWarning(e Event) bool {
-	switch e {
-	case EventInstallFailed, EventUnhealthy, EventDeadlinePassed, EventUpgradeFailed, EventRollbackFailed,
-		EventUninstallFailed, EventRetriesExhausted:
-		return true
-	}
-	return false
-}
-
-// schedule returns when action a becomes due: a retry of a failed action
-// after its backoff, a health check after a health check at the phase's
-// poll interval, anything else at once; never past the phase deadline.
-func (d *decider) schedule(a Action) *metav1.Time {
+// schedule returns when action a, entered by trigger t ("" when the phase
+// stays), becomes due: a retry of a failed action after its backoff, a
+// request after the backoff of the failures before it but one, a health
+// check after a health check at the phase's poll interval, anything else at
+// once; never past the phase deadline.
+func (d *decider) schedule(a Action, t Trigger) *metav1.Time {
+	st := &d.st
 	var wait time.Duration
 	switch {
-	case a == ActionInstall && d.st.InstallFailures > 0:
-		wait = d.policy.Backoff.Delay(d.st.InstallFailures, d.in.Jitter)
-	case a == ActionUpgrade && d.st.UpgradeFailures > 0:
-		wait = d.policy.Backoff.Delay(d.st.UpgradeFailures, d.in.Jitter)
-	case a == ActionUninstall && d.st.UninstallFailures > 0:
-		wait = d.policy.Backoff.Delay(d.st.UninstallFailures, d.in.Jitter)
+	case a == ActionNone || a == ActionTest:
+		return nil
+	case (t == TriggerResetRequested || t == TriggerForceRequested || d.requested) && a.mutates():
+		if st.Failures <= 1 || st.LastAttemptTime == nil {
+			return nil
+		}
+		wait = st.LastAttemptTime.Add(d.rules.backoff.Delay(st.Failures-1, d.in.Jitter)).Sub(d.now.Time)
+	case a == ActionInstall && st.InstallFailures > 0, a == ActionUpgrade && st.UpgradeFailures > 0,
+		a == ActionUninstall && st.UninstallFailures > 0:
+		wait = d.rules.backoff.Delay(st.Failures, d.in.Jitter)
 	case a == ActionCheckHealth && d.in.Observation.Action == ActionCheckHealth:
-		wait = d.policy.RunningInterval
-		if d.st.Phase == PhaseChecking {
-			wait = d.policy.CheckInterval
+		wait = d.rules.runningInterval
+		if st.Phase == PhaseChecking {
+			wait = d.rules.checkInterval
 		}
 	default:
 		return nil
 	}
-	if dl, ok := d.policy.Deadline(d.st); ok {
-		if left := dl.Sub(d.now.Time); left < wait {
-			wait = max(left, 0)
+	if st.Deadline != nil {
+		if left := st.Deadline.Sub(d.now.Time); left < wait {
+			wait = left
 		}
 	}
-	t := metav1.NewTime(d.now.Add(wait))
-	return &t
-}
-
-// setConditions writes Ready, Reconciling, Stalled and Degraded for the phase.
-func (d *decider) setConditions() error {
-	st := &d.st
-	if st.Suspended {
+	if wait <= 0 {
 		return nil
 	}
-	gen := conditions.WithObservedGeneration(st.ObservedGeneration)
-	now := d.now.Time
-	msg := st.Message
-	if d.note != "" {
-		msg += " (" + d.note + ")"
-	}
-	msg = truncate(msg)
-	var err error
-	switch {
-	case st.Phase == PhaseRunning:
-		_, err = conditions.SetReady(&st.Conditions, string(st.Phase), msg, now, gen)
-	case st.Phase == PhaseFailed:
-		_, err = conditions.SetStalled(&st.Conditions, safeReason(st.Reason, st.Phase), msg, now, gen)
-	case st.Phase == PhaseDeleted:
-		conditions.Remove(&st.Conditions, conditions.TypeReconciling)
-		conditions.Remove(&st.Conditions, conditions.TypeStalled)
-		_, err = conditions.Set(&st.Conditions, metav1.Condition{Type: conditions.TypeReady, Status: metav1.ConditionFalse, Reason: string(st.Phase), Message: msg}, now, gen)
-	case d.deletionStopped():
-		_, err = conditions.SetStalled(&st.Conditions, safeReason(st.Reason, st.Phase), msg, now, gen)
-	case st.Phase == PhaseDeleting && d.policy.Exhausted(st.UninstallFailures):
-		_, err = conditions.SetStalled(&st.Conditions, "UninstallFailing", msg, now, gen)
-	default:
-		_, err = conditions.SetReconciling(&st.Conditions, string(st.Phase), msg, now, gen)
-	}
-	if err != nil {
-		return fmt.Errorf("addon: conditions: %w", err)
-	}
-	degraded := metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected}
-	switch {
-	case st.Phase == PhaseFailed || st.Phase == PhaseReinitializing || st.Phase == PhaseRemediating:
-		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, string(st.Phase), msg
-	case st.Phase == PhaseChecking && st.Verifying == ActionNone, st.Phase == PhaseChecking && st.Verifying == ActionRollback:
-		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionTrue, "Unhealthy", msg
-	case st.FailedVersion != "" && st.Phase == PhaseRunning:
-		degraded.Status, degraded.Reason = metav1.ConditionTrue, "VersionFailed"
-		degraded.Message = fmt.Sprintf("version %s failed; running %s", st.FailedVersion, st.InstalledVersion)
-	case d.note != "":
-		degraded.Status, degraded.Reason, degraded.Message = metav1.ConditionUnknown, "HealthUnknown", truncate(d.note)
-	}
-	if _, err := conditions.Set(&st.Conditions, degraded, now, gen); err != nil {
-		return fmt.Errorf("addon: conditions: %w", err)
-	}
-	return nil
-}
-
-// reasonPattern is the API's format for a condition reason.
-var reasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
-
-// safeReason returns reason if the API accepts it as a condition reason (a
-// host may have persisted anything), else the phase.
-func safeReason(reason string, p Phase) string {
-	if len(reason) <= 1024 && reasonPattern.MatchString(reason) {
-		return reason
-	}
-	return string(p)
-}
-
-// maxMessage keeps condition messages within the API's 32768 bytes.
-const maxMessage = 32000
-
-func truncate(msg string) string {
-	if len(msg) <= maxMessage {
-		return msg
-	}
-	return strings.ToValidUTF8(msg[:maxMessage], "") + "…"
+	return d.at(wait)
 }
 
 func (d *decider) decision() Decision {
 	out := Decision{Status: d.st, Action: d.action, Events: d.events}
+	st := &d.st
 	switch {
-	case d.st.Phase == PhaseDeleted:
+	case st.Phase == PhaseDeleted:
 		out.Deleted = true
-	case d.st.Suspended && !d.in.Spec.Deleting, d.action != ActionNone, d.st.PendingAction == ActionNone:
+	case d.action != ActionNone:
+	case d.waitUntil != nil:
+		out.RequeueAfter = max(d.waitUntil.Sub(d.now.Time), RequeueNow)
+	case d.stale:
+		out.RequeueAfter = d.rules.checkInterval
+	case st.SuspendedTime != nil && !d.in.Spec.Deleting, st.PendingAction == ActionNone:
 	case d.due():
-		out.Requeue = true
+		out.RequeueAfter = RequeueNow
 	default:
-		out.RequeueAfter = d.st.NextAttemptTime.Sub(d.in.Now)
+		out.RequeueAfter = max(st.NextAttemptTime.Sub(d.now.Time), RequeueNow)
 	}
 	return out
+}
+
+// cut returns s cut to at most n bytes, on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
 }

@@ -1,90 +1,110 @@
 package addon
 
-// defaultRows reproduces the seed's lifecycle with its bugs fixed: every
-// waiting phase has a way on, and a DeadlinePassed row for when its deadline
-// passes (Checking turns it into the checked action's failure); Failed is
-// left on a spec change or a retry request; an upgrade is only done once
-// Checking sees it healthy; every phase but Deleting and Deleted goes to
-// Deleting on a deletion request; and Deleting stops uninstalling at its
-// deadline until a retry is requested.
+// defaultRows reproduce the seed's lifecycle with its bugs fixed and Flux's
+// remediation model added: every waiting phase has a way on, and a
+// DeadlinePassed row for when its deadline passes (Checking turns it into
+// the checked action's failure); every re-apply (a new version, a new spec,
+// a forced retry, a drift correction) is an upgrade once something is
+// installed (see Row), and its failure is remediated like a failed upgrade;
+// Failed is left on a spec change or a request; an unhealthy Running add-on
+// stays Running (Degraded), never removed; every phase but Deleting and
+// Deleted goes to Deleting on a deletion request; and Deleting stops
+// uninstalling at its deadline until a reset or force is requested.
 var defaultRows = []Row{
-	{PhaseInitializing, EventInstallSucceeded, PhaseChecking, ActionCheckHealth},
-	{PhaseInitializing, EventInstallFailed, PhaseReinitializing, ActionRemediate},
-	{PhaseInitializing, EventRetriesExhausted, PhaseFailed, ActionRemediate},
-	{PhaseInitializing, EventDeadlinePassed, PhaseReinitializing, ActionRemediate},
-	{PhaseInitializing, EventVersionChanged, PhaseUpgrading, ActionUpgrade},
-	{PhaseInitializing, EventSpecChanged, PhaseInitializing, ActionInstall},
-	{PhaseInitializing, EventRetryRequested, PhaseInitializing, ActionInstall},
-	{PhaseInitializing, EventDeletionRequested, PhaseDeleting, ActionUninstall},
+	{PhaseInitializing, TriggerInstallSucceeded, PhaseChecking, ActionCheckHealth},
+	{PhaseInitializing, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
+	{PhaseInitializing, TriggerUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
+	{PhaseInitializing, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseInitializing, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},
+	{PhaseInitializing, TriggerDeadlinePassed, PhaseReinitializing, ActionRemediate},
+	{PhaseInitializing, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseInitializing, TriggerSpecChanged, PhaseInitializing, ActionInstall},
+	{PhaseInitializing, TriggerResetRequested, PhaseInitializing, ActionInstall},
+	{PhaseInitializing, TriggerForceRequested, PhaseInitializing, ActionInstall},
+	{PhaseInitializing, TriggerDeletionRequested, PhaseDeleting, ActionUninstall},
 
-	{PhaseReinitializing, EventUninstallSucceeded, PhaseReinitializing, ActionInstall},
-	{PhaseReinitializing, EventUninstallFailed, PhaseReinitializing, ActionInstall},
-	{PhaseReinitializing, EventInstallSucceeded, PhaseChecking, ActionCheckHealth},
-	{PhaseReinitializing, EventInstallFailed, PhaseReinitializing, ActionRemediate},
-	{PhaseReinitializing, EventRetriesExhausted, PhaseFailed, ActionRemediate},
-	{PhaseReinitializing, EventDeadlinePassed, PhaseFailed, ActionRemediate},
-	{PhaseReinitializing, EventVersionChanged, PhaseUpgrading, ActionUpgrade},
-	{PhaseReinitializing, EventSpecChanged, PhaseInitializing, ActionInstall},
-	{PhaseReinitializing, EventRetryRequested, PhaseInitializing, ActionInstall},
-	{PhaseReinitializing, EventDeletionRequested, PhaseDeleting, ActionUninstall},
+	{PhaseReinitializing, TriggerUninstallSucceeded, PhaseReinitializing, ActionInstall},
+	{PhaseReinitializing, TriggerUninstallFailed, PhaseReinitializing, ActionInstall},
+	{PhaseReinitializing, TriggerInstallSucceeded, PhaseChecking, ActionCheckHealth},
+	{PhaseReinitializing, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
+	{PhaseReinitializing, TriggerUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
+	{PhaseReinitializing, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseReinitializing, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},
+	{PhaseReinitializing, TriggerDeadlinePassed, PhaseFailed, ActionRemediate},
+	{PhaseReinitializing, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseReinitializing, TriggerSpecChanged, PhaseInitializing, ActionInstall},
+	{PhaseReinitializing, TriggerResetRequested, PhaseInitializing, ActionInstall},
+	{PhaseReinitializing, TriggerForceRequested, PhaseInitializing, ActionInstall},
+	{PhaseReinitializing, TriggerDeletionRequested, PhaseDeleting, ActionUninstall},
 
-	{PhaseChecking, EventHealthy, PhaseRunning, ActionCheckHealth},
-	{PhaseChecking, EventInstallFailed, PhaseReinitializing, ActionRemediate},
-	{PhaseChecking, EventDeadlinePassed, PhaseReinitializing, ActionRemediate},
-	{PhaseChecking, EventUpgradeFailed, PhaseRemediating, ActionRemediate},
-	{PhaseChecking, EventRollbackFailed, PhaseFailed, ActionNone},
-	{PhaseChecking, EventRetriesExhausted, PhaseFailed, ActionRemediate},
-	{PhaseChecking, EventVersionChanged, PhaseUpgrading, ActionUpgrade},
-	{PhaseChecking, EventSpecChanged, PhaseInitializing, ActionInstall},
-	{PhaseChecking, EventRetryRequested, PhaseInitializing, ActionInstall},
-	{PhaseChecking, EventDeletionRequested, PhaseDeleting, ActionUninstall},
+	{PhaseChecking, TriggerHealthy, PhaseRunning, ActionCheckHealth},
+	{PhaseChecking, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
+	{PhaseChecking, TriggerDeadlinePassed, PhaseReinitializing, ActionRemediate},
+	{PhaseChecking, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseChecking, TriggerRollbackFailed, PhaseFailed, ActionNone},
+	{PhaseChecking, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},
+	{PhaseChecking, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseChecking, TriggerSpecChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseChecking, TriggerResetRequested, PhaseUpgrading, ActionUpgrade},
+	{PhaseChecking, TriggerForceRequested, PhaseUpgrading, ActionUpgrade},
+	{PhaseChecking, TriggerDeletionRequested, PhaseDeleting, ActionUninstall},
 
-	{PhaseRunning, EventUnhealthy, PhaseChecking, ActionCheckHealth},
-	{PhaseRunning, EventVersionChanged, PhaseUpgrading, ActionUpgrade},
-	{PhaseRunning, EventSpecChanged, PhaseInitializing, ActionInstall},
-	{PhaseRunning, EventRetryRequested, PhaseRunning, ActionCheckHealth},
-	{PhaseRunning, EventDeletionRequested, PhaseDeleting, ActionUninstall},
+	{PhaseRunning, TriggerUnhealthy, PhaseRunning, ActionCheckHealth},
+	{PhaseRunning, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseRunning, TriggerSpecChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseRunning, TriggerForceRequested, PhaseUpgrading, ActionUpgrade},
+	{PhaseRunning, TriggerDriftDetected, PhaseUpgrading, ActionUpgrade},
+	{PhaseRunning, TriggerDeletionRequested, PhaseDeleting, ActionUninstall},
 
-	{PhaseUpgrading, EventUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
-	{PhaseUpgrading, EventUpgradeFailed, PhaseRemediating, ActionRemediate},
-	{PhaseUpgrading, EventRetriesExhausted, PhaseFailed, ActionRemediate},
-	{PhaseUpgrading, EventDeadlinePassed, PhaseRemediating, ActionRemediate},
-	{PhaseUpgrading, EventSpecChanged, PhaseInitializing, ActionInstall},
-	{PhaseUpgrading, EventRetryRequested, PhaseUpgrading, ActionUpgrade},
-	{PhaseUpgrading, EventDeletionRequested, PhaseDeleting, ActionUninstall},
+	{PhaseUpgrading, TriggerUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
+	{PhaseUpgrading, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseUpgrading, TriggerInstallSucceeded, PhaseChecking, ActionCheckHealth},
+	{PhaseUpgrading, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
+	{PhaseUpgrading, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},
+	{PhaseUpgrading, TriggerDeadlinePassed, PhaseRemediating, ActionRemediate},
+	{PhaseUpgrading, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseUpgrading, TriggerSpecChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseUpgrading, TriggerResetRequested, PhaseUpgrading, ActionUpgrade},
+	{PhaseUpgrading, TriggerForceRequested, PhaseUpgrading, ActionUpgrade},
+	{PhaseUpgrading, TriggerDeletionRequested, PhaseDeleting, ActionUninstall},
 
-	{PhaseRemediating, EventRollbackSucceeded, PhaseChecking, ActionCheckHealth},
-	{PhaseRemediating, EventRollbackFailed, PhaseFailed, ActionNone},
-	{PhaseRemediating, EventUninstallSucceeded, PhaseReinitializing, ActionInstall},
-	{PhaseRemediating, EventUninstallFailed, PhaseFailed, ActionNone},
-	{PhaseRemediating, EventUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
-	{PhaseRemediating, EventUpgradeFailed, PhaseRemediating, ActionRemediate},
-	{PhaseRemediating, EventRetriesExhausted, PhaseFailed, ActionRemediate},
-	{PhaseRemediating, EventDeadlinePassed, PhaseFailed, ActionNone},
-	{PhaseRemediating, EventVersionChanged, PhaseUpgrading, ActionUpgrade},
-	{PhaseRemediating, EventSpecChanged, PhaseInitializing, ActionInstall},
-	{PhaseRemediating, EventRetryRequested, PhaseUpgrading, ActionUpgrade},
-	{PhaseRemediating, EventDeletionRequested, PhaseDeleting, ActionUninstall},
+	{PhaseRemediating, TriggerRollbackSucceeded, PhaseChecking, ActionCheckHealth},
+	{PhaseRemediating, TriggerRollbackFailed, PhaseFailed, ActionNone},
+	{PhaseRemediating, TriggerUninstallSucceeded, PhaseReinitializing, ActionInstall},
+	{PhaseRemediating, TriggerUninstallFailed, PhaseFailed, ActionNone},
+	{PhaseRemediating, TriggerUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
+	{PhaseRemediating, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseRemediating, TriggerInstallSucceeded, PhaseChecking, ActionCheckHealth},
+	{PhaseRemediating, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
+	{PhaseRemediating, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},
+	{PhaseRemediating, TriggerDeadlinePassed, PhaseFailed, ActionNone},
+	{PhaseRemediating, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseRemediating, TriggerSpecChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseRemediating, TriggerResetRequested, PhaseUpgrading, ActionUpgrade},
+	{PhaseRemediating, TriggerForceRequested, PhaseUpgrading, ActionUpgrade},
+	{PhaseRemediating, TriggerDeletionRequested, PhaseDeleting, ActionUninstall},
 
-	{PhaseFailed, EventUninstallSucceeded, PhaseFailed, ActionNone},
-	{PhaseFailed, EventUninstallFailed, PhaseFailed, ActionNone},
-	{PhaseFailed, EventRollbackSucceeded, PhaseFailed, ActionNone},
-	{PhaseFailed, EventRollbackFailed, PhaseFailed, ActionNone},
-	{PhaseFailed, EventVersionChanged, PhaseUpgrading, ActionUpgrade},
-	{PhaseFailed, EventSpecChanged, PhaseInitializing, ActionInstall},
-	{PhaseFailed, EventRetryRequested, PhaseInitializing, ActionInstall},
-	{PhaseFailed, EventDeletionRequested, PhaseDeleting, ActionUninstall},
+	{PhaseFailed, TriggerUninstallSucceeded, PhaseFailed, ActionNone},
+	{PhaseFailed, TriggerUninstallFailed, PhaseFailed, ActionNone},
+	{PhaseFailed, TriggerRollbackSucceeded, PhaseFailed, ActionNone},
+	{PhaseFailed, TriggerRollbackFailed, PhaseFailed, ActionNone},
+	{PhaseFailed, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
+	{PhaseFailed, TriggerSpecChanged, PhaseInitializing, ActionInstall},
+	{PhaseFailed, TriggerResetRequested, PhaseInitializing, ActionInstall},
+	{PhaseFailed, TriggerForceRequested, PhaseInitializing, ActionInstall},
+	{PhaseFailed, TriggerDeletionRequested, PhaseDeleting, ActionUninstall},
 
-	{PhaseDeleting, EventUninstallSucceeded, PhaseDeleted, ActionNone},
-	{PhaseDeleting, EventUninstallFailed, PhaseDeleting, ActionUninstall},
-	{PhaseDeleting, EventDeadlinePassed, PhaseDeleting, ActionNone},
-	{PhaseDeleting, EventRetryRequested, PhaseDeleting, ActionUninstall},
+	{PhaseDeleting, TriggerUninstallSucceeded, PhaseDeleted, ActionNone},
+	{PhaseDeleting, TriggerUninstallFailed, PhaseDeleting, ActionUninstall},
+	{PhaseDeleting, TriggerDeadlinePassed, PhaseDeleting, ActionNone},
+	{PhaseDeleting, TriggerResetRequested, PhaseDeleting, ActionUninstall},
+	{PhaseDeleting, TriggerForceRequested, PhaseDeleting, ActionUninstall},
 }
 
 // defaultTable is checked by TestDefaultTableIsValid.
 var defaultTable = indexRows(defaultRows)
 
 // DefaultTable returns the lifecycle learnt from TKEStack's add-on
-// controllers, with their bugs fixed. The same *Table is returned every time;
-// it is immutable.
+// controllers and Flux's helm-controller. The same *Table is returned every
+// time; it is immutable.
 func DefaultTable() *Table { return defaultTable }

@@ -18,32 +18,36 @@ func TestDefaultTableIsValid(t *testing.T) {
 func TestDefaultTableCoversTheSeedLifecycle(t *testing.T) {
 	tb := addon.DefaultTable()
 	for _, tc := range []struct {
-		from  addon.Phase
-		event addon.Event
-		to    addon.Phase
+		from    addon.Phase
+		trigger addon.Trigger
+		to      addon.Phase
 	}{
-		{addon.PhaseInitializing, addon.EventInstallSucceeded, addon.PhaseChecking},
-		{addon.PhaseInitializing, addon.EventInstallFailed, addon.PhaseReinitializing},
-		{addon.PhaseReinitializing, addon.EventInstallSucceeded, addon.PhaseChecking},
-		{addon.PhaseReinitializing, addon.EventRetriesExhausted, addon.PhaseFailed},
-		{addon.PhaseChecking, addon.EventHealthy, addon.PhaseRunning},
-		{addon.PhaseRunning, addon.EventUnhealthy, addon.PhaseChecking},
-		{addon.PhaseRunning, addon.EventVersionChanged, addon.PhaseUpgrading},
-		{addon.PhaseUpgrading, addon.EventUpgradeSucceeded, addon.PhaseChecking},
-		{addon.PhaseChecking, addon.EventUpgradeFailed, addon.PhaseRemediating},
-		{addon.PhaseRemediating, addon.EventRollbackSucceeded, addon.PhaseChecking},
-		{addon.PhaseFailed, addon.EventSpecChanged, addon.PhaseInitializing},
-		{addon.PhaseFailed, addon.EventRetryRequested, addon.PhaseInitializing},
-		{addon.PhaseDeleting, addon.EventUninstallSucceeded, addon.PhaseDeleted},
+		{addon.PhaseInitializing, addon.TriggerInstallSucceeded, addon.PhaseChecking},
+		{addon.PhaseInitializing, addon.TriggerInstallFailed, addon.PhaseReinitializing},
+		{addon.PhaseReinitializing, addon.TriggerInstallSucceeded, addon.PhaseChecking},
+		{addon.PhaseReinitializing, addon.TriggerRetriesExhausted, addon.PhaseFailed},
+		{addon.PhaseChecking, addon.TriggerHealthy, addon.PhaseRunning},
+		{addon.PhaseRunning, addon.TriggerUnhealthy, addon.PhaseRunning},
+		{addon.PhaseRunning, addon.TriggerSpecChanged, addon.PhaseUpgrading},
+		{addon.PhaseRunning, addon.TriggerDriftDetected, addon.PhaseUpgrading},
+		{addon.PhaseUpgrading, addon.TriggerVersionChanged, addon.PhaseUpgrading},
+		{addon.PhaseRunning, addon.TriggerVersionChanged, addon.PhaseUpgrading},
+		{addon.PhaseUpgrading, addon.TriggerUpgradeSucceeded, addon.PhaseChecking},
+		{addon.PhaseChecking, addon.TriggerUpgradeFailed, addon.PhaseRemediating},
+		{addon.PhaseRemediating, addon.TriggerRollbackSucceeded, addon.PhaseChecking},
+		{addon.PhaseFailed, addon.TriggerSpecChanged, addon.PhaseInitializing},
+		{addon.PhaseFailed, addon.TriggerResetRequested, addon.PhaseInitializing},
+		{addon.PhaseFailed, addon.TriggerForceRequested, addon.PhaseInitializing},
+		{addon.PhaseDeleting, addon.TriggerUninstallSucceeded, addon.PhaseDeleted},
 	} {
-		r, ok := tb.Next(tc.from, tc.event)
-		require.True(t, ok, "%s + %s", tc.from, tc.event)
-		assert.Equal(t, tc.to, r.To, "%s + %s", tc.from, tc.event)
+		r, ok := tb.Next(tc.from, tc.trigger)
+		require.True(t, ok, "%s + %s", tc.from, tc.trigger)
+		assert.Equal(t, tc.to, r.To, "%s + %s", tc.from, tc.trigger)
 	}
-	_, ok := tb.Next(addon.PhaseDeleted, addon.EventSpecChanged)
+	_, ok := tb.Next(addon.PhaseDeleted, addon.TriggerSpecChanged)
 	assert.False(t, ok, "Deleted is terminal")
 	var nilTable *addon.Table
-	_, ok = nilTable.Next(addon.PhaseRunning, addon.EventHealthy)
+	_, ok = nilTable.Next(addon.PhaseRunning, addon.TriggerHealthy)
 	assert.False(t, ok, "a nil table has no rows and does not panic")
 }
 
@@ -55,7 +59,7 @@ func TestDefaultTableHasNoDeadEnds(t *testing.T) {
 		}
 		require.True(t, tb.Has(p), "%s is in the default table", p)
 		if p != addon.PhaseDeleting {
-			r, ok := tb.Next(p, addon.EventDeletionRequested)
+			r, ok := tb.Next(p, addon.TriggerDeletionRequested)
 			require.True(t, ok, "%s can be deleted", p)
 			assert.Equal(t, addon.ActionUninstall, r.Action)
 		}

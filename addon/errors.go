@@ -3,23 +3,28 @@ package addon
 import (
 	"errors"
 	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // ErrInvalid is matched (errors.Is) by every error about bad input: an invalid
-// table, policy, spec or status.
+// table, policy, spec, status or config.
 var ErrInvalid = errors.New("addon: invalid input")
 
-// ErrConflict is matched (errors.Is) by the error Machine.Reconcile returns
-// when the StatusWriter reports that someone else changed the object first.
-// The status returned with it holds everything the call decided, so nothing is
-// lost: the host retries with a fresh copy and the decision is made again.
-var ErrConflict = errors.New("addon: status write conflict")
+// ErrConflict is what a Store wraps when the add-on changed since it was
+// read (the apiserver's own 409 Conflict is recognised as well). The Machine
+// then re-reads and decides again with the outcome it already has. It is
+// also matched by the error Machine.Reconcile returns when conflicts went on
+// past its re-reads.
+var ErrConflict = errors.New("addon: status conflict")
+
+// +kubebuilder:object:generate=false
 
 // InvalidError describes bad input. It matches ErrInvalid.
 type InvalidError struct {
-	// What names the input: "table", "policy", "spec", "status", "input".
+	// What names the input: "table", "policy", "spec", "status", "input", "config".
 	What string
-	// Problems lists what is wrong, sorted.
+	// Problems lists what is wrong.
 	Problems []string
 }
 
@@ -38,14 +43,8 @@ func invalid(what string, problems ...string) error {
 	return &InvalidError{What: what, Problems: problems}
 }
 
-type conflictError struct {
-	err error
+// isConflict recognises both forms of a lost race: ErrConflict and the
+// apiserver's 409.
+func isConflict(err error) bool {
+	return errors.Is(err, ErrConflict) || apierrors.IsConflict(err)
 }
-
-func (e *conflictError) Error() string {
-	return fmt.Sprintf("addon: status write conflict: %v", e.err)
-}
-
-func (e *conflictError) Is(target error) bool { return target == ErrConflict }
-
-func (e *conflictError) Unwrap() error { return e.err }

@@ -12,42 +12,52 @@ import (
 	"github.com/converge-dev/converge/fake"
 )
 
-// A host reconciles its object with one call and persists the status it
-// gets back; RequeueAfter goes to its work queue.
+// A host reconciles its object with one call; the Store persists the
+// status, RequeueAfter goes to its work queue and the events to its recorder.
 func ExampleMachine_Reconcile() {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	driver := &fake.AddonDriver{}
 	driver.Push(fake.AddonInstall, fake.AddonOutcome{Err: errors.New("image pull backoff")})
+	store := &fake.AddonStore{}
+	store.Put(addon.Object{Spec: addon.Spec{Name: "tke/mesh-manager", Generation: 1, Version: "v1"}})
 	m, err := addon.NewMachine(addon.Config{
-		Driver: driver,
-		Policy: addon.Policy{InstallRemediation: addon.RemediationNone},
-		Clock:  clk,
-		Jitter: func() float64 { return 0 },
+		Driver:   driver,
+		Store:    store,
+		Identity: "controller-0",
+		Policy:   addon.Policy{InstallRemediation: addon.RemediationNone},
+		Clock:    clk,
+		Jitter:   func() float64 { return 0 },
 	})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	spec := addon.Spec{Name: "tke/mesh-manager", Generation: 1, Version: "v1"}
-	var status addon.Status
-	for i := 0; i < 4; i++ {
-		var res addon.Result
-		status, res, err = m.Reconcile(context.Background(), spec, status)
+	ctx := context.Background()
+	for range 5 {
+		obj, err := store.Get(ctx, "tke/mesh-manager")
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
-		fmt.Printf("%-11s -> %-14s requeue=%v after=%s\n", res.Action, status.Phase, res.Requeue, res.RequeueAfter)
+		res, err := m.Reconcile(ctx, obj)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		obj, _ = store.Get(ctx, "tke/mesh-manager")
+		fmt.Printf("%-14s after=%-6s %s\n", obj.Status.Phase, res.RequeueAfter, obj.Status.Reason)
 		clk.Step(res.RequeueAfter)
 	}
 	// Output:
-	// Install     -> Reinitializing requeue=false after=10s
-	// Install     -> Checking       requeue=true after=0s
-	// CheckHealth -> Running        requeue=false after=5m0s
-	// CheckHealth -> Running        requeue=false after=5m0s
+	// Reinitializing after=10s    InstallFailed
+	// Checking       after=1ms    InstallSucceeded
+	// Running        after=5m0s   Healthy
+	// Running        after=5m0s   Healthy
+	// Running        after=5m0s   Healthy
 }
 
-// Decide is usable alone: here a Failed add-on whose desired version changed.
+// Decide is usable alone: here a Failed add-on whose desired version changed
+// upgrades onto the installed version.
 func ExampleDecide() {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	d, err := addon.Decide(addon.Input{
@@ -59,17 +69,17 @@ func ExampleDecide() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(d.Status.Phase, d.Action, d.Status.UpgradeFailures)
+	fmt.Println(d.Status.Phase, d.Action, d.Status.UpgradeFailures, d.Status.InFlight.From, "->", d.Status.InFlight.To)
 	fmt.Println(d.Events[0].Message)
 	// Output:
-	// Upgrading Upgrade 0
+	// Upgrading Upgrade 0 v1 -> v3
 	// Failed -> Upgrading: desired version v3, installed v1; next: Upgrade
 }
 
 // Tables are data: they validate themselves and render as Mermaid.
 func ExampleNewTable() {
 	_, err := addon.NewTable([]addon.Row{
-		{From: addon.PhaseInitializing, Event: addon.EventInstallSucceeded, To: addon.PhaseRunning},
+		{From: addon.PhaseInitializing, Trigger: addon.TriggerInstallSucceeded, To: addon.PhaseRunning},
 	})
 	fmt.Println(err)
 	// Output:
@@ -77,8 +87,8 @@ func ExampleNewTable() {
 }
 
 func ExampleBackoff_Delay() {
-	b := addon.Backoff{Base: 10 * time.Second, Cap: time.Minute, Jitter: 0.2}
-	for n := 1; n <= 4; n++ {
+	b := addon.Backoff{Initial: dur(10 * time.Second), Max: dur(time.Minute), JitterPercent: 20}
+	for n := int32(1); n <= 4; n++ {
 		fmt.Println(b.Delay(n, 0), b.Delay(n, 0.5))
 	}
 	// Output:
@@ -86,4 +96,19 @@ func ExampleBackoff_Delay() {
 	// 20s 22s
 	// 40s 44s
 	// 1m0s 1m6s
+}
+
+func ExampleDefaultRedact() {
+	fmt.Println(addon.DefaultRedact(`pull https://bot:hunter2@registry.example/mesh: token=abc123, status 401`))
+	// Output:
+	// pull https://[REDACTED]@registry.example/mesh: token=[REDACTED], status 401
+}
+
+// Explore checks a table exhaustively to a depth; here the default table
+// with a policy that never retries.
+func ExampleExplore() {
+	report, err := addon.Explore(addon.ExploreOptions{Policy: addon.Policy{MaxRetries: new(int32)}, Depth: 3})
+	fmt.Println(report.States, report.Depth, err)
+	// Output:
+	// 741 3 <nil>
 }

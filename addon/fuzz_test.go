@@ -1,197 +1,85 @@
 package addon_test
 
 import (
-	"fmt"
-	"math"
-	"slices"
+	"errors"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/converge-dev/converge/addon"
 )
 
-var (
-	fuzzActions      = []addon.Action{addon.ActionNone, addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback, addon.ActionUninstall, addon.ActionCheckHealth}
-	fuzzHealth       = []addon.Health{addon.HealthHealthy, addon.HealthUnhealthy, addon.HealthUnknown}
-	fuzzRemediations = []addon.Remediation{addon.RemediationDefault, addon.RemediationNone, addon.RemediationUninstall, addon.RemediationRollback}
-	fuzzRowActions   = []addon.Action{addon.ActionNone, addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback,
-		addon.ActionUninstall, addon.ActionCheckHealth, addon.ActionRemediate}
-)
-
-// fuzzTable builds a table from fuzz bytes: base 0 is the default rows, 1
-// the minimal table's (valid tables from no rows at all are too rare for a
-// fuzzer to find); then every 4 bytes (op, from, event, to)
-// edit one row: an even op sets the (from, event) row to (to, action op/2),
-// an odd op deletes it. It returns nil and false when NewTable refuses the
-// rows, and a nil table (the default) for base 0 without edits.
-func fuzzTable(t *testing.T, base uint8, edits []byte) (*addon.Table, bool) {
-	var rows []addon.Row
-	switch {
-	case base%2 == 1:
-		rows = minimal()
-	case len(edits) < 4:
-		return nil, true
-	default:
-		rows = addon.DefaultTable().Rows()
-	}
-	phases, events := addon.Phases(), addon.Events()
-	for ; len(edits) >= 4; edits = edits[4:] {
-		op := edits[0]
-		from, event := phases[int(edits[1])%len(phases)], events[int(edits[2])%len(events)]
-		row := addon.Row{From: from, Event: event, To: phases[int(edits[3])%len(phases)], Action: fuzzRowActions[int(op/2)%len(fuzzRowActions)]}
-		i := slices.IndexFunc(rows, func(r addon.Row) bool { return r.From == from && r.Event == event })
-		switch {
-		case op%2 == 1 && i >= 0:
-			rows = slices.Delete(rows, i, i+1)
-		case op%2 == 0 && i >= 0:
-			rows[i] = row
-		case op%2 == 0:
-			rows = append(rows, row)
-		}
-	}
-	tb, err := addon.NewTable(rows)
-	if err != nil {
-		require.ErrorIs(t, err, addon.ErrInvalid)
-		return nil, false
-	}
-	return tb, true
-}
-
-// FuzzDecide drives Decide from arbitrary (table, phase, observation,
-// counters, policy, time) and checks: no panic and no error on valid input;
-// the same input gives the same decision; retries stay within the policy;
-// Failed is always left by a spec change; deletion always reaches Deleted.
-// The table is the default, the minimal one, or any row set built from the
-// fuzz bytes that NewTable accepts (see fuzzTable).
+// FuzzDecide builds inputs from the fuzz bytes (any phase, pending action,
+// claim, counters, versions, times, spec and observation) and checks that
+// Decide never panics and that whatever it accepts it turns into a status
+// that validates.
 func FuzzDecide(f *testing.F) {
-	f.Add(uint8(0), uint8(0), uint8(0), uint8(0), uint16(0), uint16(0), int8(0), uint8(0), uint32(0), false, false, 0.0, []byte(nil))
-	f.Add(uint8(1), uint8(1), uint8(1), uint8(2), uint16(5), uint16(0), int8(0), uint8(0), uint32(30), false, false, 0.5, []byte(nil))
-	f.Add(uint8(0), uint8(2), uint8(5), uint8(3), uint16(0), uint16(0), int8(2), uint8(5), uint32(301), false, false, 0.1, []byte(nil))
-	f.Add(uint8(0), uint8(4), uint8(2), uint8(2), uint16(0), uint16(5), int8(-1), uint8(6), uint32(0), false, false, 0.9, []byte(nil))
-	f.Add(uint8(0), uint8(6), uint8(0), uint8(0), uint16(9), uint16(9), int8(0), uint8(0), uint32(0), true, true, 0.0, []byte(nil))
-	f.Add(uint8(1), uint8(7), uint8(4), uint8(2), uint16(0), uint16(0), int8(1), uint8(0), uint32(100000), true, false, 0.3, []byte(nil))
-	// Default rows, Running+Unhealthy -> Failed: a broken add-on fails at once.
-	f.Add(uint8(0), uint8(3), uint8(5), uint8(1), uint16(0), uint16(0), int8(0), uint8(0), uint32(60), false, false, 0.0,
-		[]byte{0, 3, 3, 6})
-	// Default rows, Failed+VersionChanged stays Failed.
-	f.Add(uint8(0), uint8(24), uint8(0), uint8(0), uint16(0), uint16(0), int8(0), uint8(1), uint32(60), false, false, 0.0,
-		[]byte{0, 6, 5, 6})
-	// Default rows, Running+DeletionRequested -> Deleting without an uninstall.
-	f.Add(uint8(0), uint8(3), uint8(0), uint8(0), uint16(0), uint16(0), int8(0), uint8(1), uint32(60), false, false, 0.0,
-		[]byte{10, 3, 13, 7})
-	// Default rows without Deleting's deadline stop and retry rows.
-	f.Add(uint8(0), uint8(7), uint8(4), uint8(2), uint16(0), uint16(0), int8(0), uint8(0), uint32(3600), true, false, 0.0,
-		[]byte{1, 7, 4, 0, 1, 7, 15, 0})
-	// Minimal rows plus Upgrading: Running+VersionChanged -> Upgrading / Upgrade, its outcomes, a deadline row.
-	f.Add(uint8(1), uint8(4), uint8(2), uint8(1), uint16(0), uint16(0), int8(0), uint8(0), uint32(700), false, false, 0.0,
-		[]byte{4, 3, 5, 4, 10, 4, 6, 3, 0, 4, 7, 6, 0, 4, 12, 6, 8, 4, 13, 7, 0, 4, 4, 6})
-	f.Fuzz(func(t *testing.T, tableSel, phaseSel, pendingSel, outcomeSel uint8, installFailures, upgradeFailures uint16,
-		maxRetries int8, remSel uint8, elapsed uint32, deleting, suspended bool, jitter float64, edits []byte) {
-		table, ok := fuzzTable(t, tableSel, edits)
-		if !ok {
-			return
-		}
-		if math.IsNaN(jitter) || jitter < 0 || jitter >= 1 {
-			jitter = 0
-		}
-		phases := addon.Phases()
-		if table != nil && len(edits) > 0 {
-			phases = slices.DeleteFunc(phases, func(p addon.Phase) bool { return !table.Has(p) })
-		}
-		policy := addon.Policy{
-			MaxRetries:         int(uint8(maxRetries)%8) - 1, // -1 .. 6
-			InstallRemediation: fuzzRemediations[remSel%3],
-			UpgradeRemediation: fuzzRemediations[(remSel/3)%4],
-		}
-		status := st(phases[int(phaseSel)%len(phases)], fuzzActions[int(pendingSel)%len(fuzzActions)], func(s *addon.Status) {
-			s.InstallFailures, s.UpgradeFailures = int(installFailures%16), int(upgradeFailures%16)
-			if remSel%2 == 0 {
-				s.FailedVersion = "v2"
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte{4, 2, 1, 0, 0, 1, 1, 1, 0, 3, 2, 1, 0, 5, 6, 7, 8})
+	f.Add([]byte{6, 0, 0, 3, 1, 2, 2, 2, 1, 1, 1, 0, 2, 0, 0, 1, 1, 1})
+	f.Add([]byte{7, 4, 4, 3, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		next := func() int {
+			if len(b) == 0 {
+				return 0
 			}
-			if remSel%5 == 0 {
-				s.LastGoodVersion = ""
+			v := int(b[0])
+			b = b[1:]
+			return v
+		}
+		pick := func(n int) int { return next() % n }
+		phases := append(addon.Phases(), "")
+		actions := []addon.Action{addon.ActionNone, addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback, addon.ActionUninstall, addon.ActionCheckHealth, addon.ActionTest}
+		versions := []string{"", "v1", "v2"}
+		ts := func() *metav1.Time {
+			if pick(3) == 0 {
+				return nil
 			}
-			s.Verifying = fuzzActions[int(remSel)%len(fuzzActions)]
-			if s.Verifying == addon.ActionCheckHealth || s.Verifying == addon.ActionUninstall {
-				s.Verifying = addon.ActionNone
+			return at(t0.Add(time.Duration(pick(40)-20) * time.Minute))
+		}
+		st := addon.Status{
+			Phase: phases[pick(len(phases))], PendingAction: actions[pick(len(actions))], NextAttemptTime: ts(), Deadline: ts(),
+			Verifying: actions[pick(4)], LastFailedAction: actions[pick(3)],
+			InstallFailures: int32(pick(8)), UpgradeFailures: int32(pick(8)), UninstallFailures: int32(pick(8)), Failures: int32(pick(10)),
+			LastAttemptTime: ts(), InstalledVersion: versions[pick(3)], LastGoodVersion: versions[pick(3)], FailedVersion: versions[pick(3)],
+			ObservedGeneration: int64(pick(4)), LastResetToken: versions[pick(3)], SuspendedTime: ts(),
+			Health: []addon.Health{"", addon.HealthHealthy, addon.HealthUnhealthy, addon.HealthUnknown}[pick(4)], HealthUnknownSince: ts(),
+		}
+		if a := actions[pick(len(actions))]; a != addon.ActionNone && a != addon.ActionCheckHealth {
+			exp := ts()
+			if exp == nil {
+				exp = at(t0)
 			}
-			if pendingSel%3 == 0 {
-				s.NextAttemptTime = at(t0.Add(time.Duration(elapsed/2) * time.Second))
-			}
-		})
-		spec := addon.Spec{Name: "mesh", Generation: 1 + int64(outcomeSel%2), Version: []string{"v1", "v2"}[phaseSel/16%2], Deleting: deleting, Suspended: suspended}
+			st.InFlight = &addon.Claim{Action: a, Owner: []string{"m1", "m2"}[pick(2)], To: versions[pick(3)], Started: metav1.NewTime(t0), Expires: *exp}
+		}
+		spec := addon.Spec{Name: "mesh", Generation: int64(pick(5)), Version: versions[1+pick(2)], Deleting: pick(4) == 0, Suspended: pick(4) == 0,
+			ResetToken: versions[pick(3)], ForceToken: versions[pick(3)]}
 		var obs addon.Observation
-		if outcomeSel%4 != 0 && status.PendingAction != addon.ActionNone {
-			obs.Action = status.PendingAction
-			if outcomeSel%4 == 2 {
-				obs.Err = errBoom
+		switch pick(4) {
+		case 1:
+			obs = addon.Observation{Action: addon.ActionCheckHealth, Health: []addon.Health{addon.HealthHealthy, addon.HealthUnhealthy, "odd"}[pick(3)], Drifted: pick(2) == 0}
+		case 2:
+			if st.InFlight != nil {
+				obs = addon.Observation{Action: st.InFlight.Action, Claim: st.InFlight}
+				if pick(2) == 0 {
+					obs.Err = errors.New("password=hunter2")
+				}
 			}
-			obs.Health = fuzzHealth[int(outcomeSel/4)%len(fuzzHealth)]
 		}
-		in := addon.Input{Spec: spec, Status: status, Observation: obs, Policy: policy, Table: table,
-			Now: t0.Add(time.Duration(elapsed) * time.Second), Jitter: jitter}
-
-		d, err := addon.Decide(in)
-		if table != nil && !table.Has(status.Phase) {
-			require.ErrorIs(t, err, addon.ErrInvalid, "a phase the table does not know")
+		policy := []addon.Policy{{}, {Drift: addon.DriftCorrect, Test: addon.TestPolicy{Enable: true}}, {MaxRetries: ptr[int32](0), UpgradeRemediation: addon.RemediationUninstall}}[pick(3)]
+		d, err := addon.Decide(addon.Input{Spec: spec, Status: st, Observation: obs, Policy: policy, Now: t0.Add(time.Duration(pick(30)) * time.Minute), Owner: "m1"})
+		if err != nil {
+			if !errors.Is(err, addon.ErrInvalid) {
+				t.Fatalf("an error that is not ErrInvalid: %v", err)
+			}
 			return
 		}
-		require.NoError(t, err)
-		again, err := addon.Decide(in)
-		require.NoError(t, err)
-		require.Equal(t, d, again, "deterministic")
-		require.GreaterOrEqual(t, d.RequeueAfter, time.Duration(0))
-		require.Zero(t, d.Status.LastTransitionTime.Nanosecond(), "times truncated to seconds")
-
-		// Retries bounded: a retry is never scheduled past the policy.
-		if max := policy.MaxRetries; max != -1 {
-			if max == 0 {
-				max = addon.DefaultMaxRetries
-			}
-			if d.Status.PendingAction == addon.ActionInstall && d.Status.InstallFailures > status.InstallFailures {
-				require.LessOrEqual(t, d.Status.InstallFailures, max, "install retried beyond MaxRetries")
-			}
-			if d.Status.PendingAction == addon.ActionUpgrade && d.Status.UpgradeFailures > status.UpgradeFailures {
-				require.LessOrEqual(t, d.Status.UpgradeFailures, max, "upgrade retried beyond MaxRetries")
-			}
+		if err := d.Status.Validate(); err != nil {
+			t.Fatalf("Decide accepted %+v and returned an invalid status: %v", st, err)
 		}
-		require.LessOrEqual(t, d.Status.InstallFailures, status.InstallFailures+1)
-		require.LessOrEqual(t, d.Status.UpgradeFailures, status.UpgradeFailures+1)
-
-		now := in.Now
-		// Failed is always left by a spec change.
-		if d.Status.Phase == addon.PhaseFailed && !deleting {
-			next := addon.Input{Spec: spec, Status: d.Status, Policy: policy, Table: table, Now: now}
-			next.Spec.Generation++
-			next.Spec.Suspended = false
-			left, err := addon.Decide(next)
-			require.NoError(t, err)
-			require.NotEqual(t, addon.PhaseFailed, left.Status.Phase, "Failed left by a spec change")
+		if d.Action == addon.ActionInstall && st.InstalledVersion != "" && st.Phase != "" {
+			t.Fatalf("Install chosen while %s is installed", st.InstalledVersion)
 		}
-		// Deletion always reaches Deleted once uninstalls succeed (a deletion
-		// stalled at its deadline after a retry request).
-		cur := d.Status
-		del := spec
-		del.Deleting = true
-		for i := 0; i < 4 && cur.Phase != addon.PhaseDeleted; i++ {
-			if cur.NextAttemptTime != nil && cur.NextAttemptTime.After(now) {
-				now = cur.NextAttemptTime.Time
-			}
-			if cur.Phase == addon.PhaseDeleting && cur.PendingAction == addon.ActionNone {
-				del.RetryToken = fmt.Sprintf("retry-%d", i) // a stalled deletion restarts on request
-			}
-			look, err := addon.Decide(addon.Input{Spec: del, Status: cur, Policy: policy, Table: table, Now: now})
-			require.NoError(t, err)
-			cur = look.Status
-			if look.Action != addon.ActionNone {
-				out, err := addon.Decide(addon.Input{Spec: del, Status: cur, Observation: addon.Observation{Action: look.Action, Health: addon.HealthHealthy},
-					Policy: policy, Table: table, Now: now})
-				require.NoError(t, err)
-				cur = out.Status
-			}
-		}
-		require.Equal(t, addon.PhaseDeleted, cur.Phase, "deletion reaches Deleted")
 	})
 }

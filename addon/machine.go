@@ -2,115 +2,143 @@ package addon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
-// Driver is what the host implements to act on one add-on. Each call must be
-// idempotent (the Machine re-runs an action whose outcome a restart lost) and
-// must return when ctx ends.
+// +kubebuilder:object:generate=false
+
+// Driver is what the host implements to act on its add-ons. Each call must be
+// idempotent (an action whose outcome a crash lost runs again) and must
+// return when ctx ends. Request carries the host's object (Object.Host), so
+// one Driver serves every add-on.
 type Driver interface {
-	// Install applies spec.Version.
-	Install(ctx context.Context, spec Spec) error
-	// Upgrade moves the add-on from one version to another; the Machine also
-	// uses it to roll back to the last good version.
-	Upgrade(ctx context.Context, spec Spec, from, to string) error
+	// Install applies req.To onto a cluster where nothing is installed.
+	Install(ctx context.Context, req Request) error
+	// Upgrade applies req.To onto the installed req.From (the same version
+	// for a re-apply; the last good one when req.Rollback).
+	Upgrade(ctx context.Context, req Request) error
 	// Uninstall removes the add-on; removing what is already gone succeeds.
-	Uninstall(ctx context.Context, spec Spec) error
+	Uninstall(ctx context.Context, req Request) error
 	// Health reports the add-on's health; an error means it could not be read.
-	Health(ctx context.Context, spec Spec) (Health, error)
+	Health(ctx context.Context, req Request) (Health, error)
 }
 
-// StatusWriter persists a status with optimistic concurrency. It returns an
-// error for which IsConflict reports true when the object changed since it
-// was read.
-type StatusWriter interface {
-	WriteStatus(ctx context.Context, spec Spec, status Status) error
+// +kubebuilder:object:generate=false
+
+// DriftDetector is implemented by a Driver that can tell whether the
+// cluster drifted from what the add-on applied (Policy.Drift).
+type DriftDetector interface {
+	// Drift reports drift of req.From (the installed version) with a short
+	// description of what differs.
+	Drift(ctx context.Context, req Request) (drifted bool, detail string, err error)
 }
 
-// StatusWriterFunc adapts a function to StatusWriter.
-type StatusWriterFunc func(ctx context.Context, spec Spec, status Status) error
+// +kubebuilder:object:generate=false
 
-// WriteStatus calls f.
-func (f StatusWriterFunc) WriteStatus(ctx context.Context, spec Spec, status Status) error {
-	return f(ctx, spec, status)
+// Tester is implemented by a Driver that can test the add-on (Policy.Test).
+type Tester interface {
+	// Test runs the tests of req.To, the version just installed or upgraded.
+	Test(ctx context.Context, req Request) error
 }
 
-var _ StatusWriter = StatusWriterFunc(nil)
+// +kubebuilder:object:generate=false
+
+// Store reads and writes add-ons with optimistic concurrency.
+type Store interface {
+	// Get reads the add-on named name afresh (after a conflict: not from a
+	// cache that may still be stale).
+	Get(ctx context.Context, name string) (Object, error)
+	// UpdateStatus writes status if the add-on is still at
+	// obj.ResourceVersion and returns the add-on as written (with its new
+	// ResourceVersion). A lost race returns the apiserver's 409 Conflict
+	// unchanged or an error wrapping ErrConflict.
+	UpdateStatus(ctx context.Context, obj Object, status Status) (Object, error)
+}
+
+// +kubebuilder:object:generate=false
 
 // Result is what the host returns to its work queue; it has the meaning of
-// controller-runtime's reconcile.Result.
+// controller-runtime's reconcile.Result (without the deprecated Requeue).
 type Result struct {
-	// Requeue asks to reconcile again at once: the next action is due now.
-	Requeue bool
-	// RequeueAfter, when Requeue is false and it is > 0, asks to reconcile
-	// again after that long: when the next retry, health check or phase
-	// deadline is due. Both zero mean: wait for a spec change.
+	// RequeueAfter asks to reconcile again after that long (RequeueNow when
+	// the next action is due at once); zero means: wait for a change.
 	RequeueAfter time.Duration
+	// Events are the events to emit on the object, in order; returned even
+	// beside an error for what was already persisted.
+	Events []Event
 	// Deleted is true when the add-on is uninstalled after a deletion
-	// request: the host drops its finalizer.
+	// request: the host drops its finalizer. (Indispensable: the status the
+	// Store wrote says so too, but the host's copy may be older.)
 	Deleted bool
-	// Action is the action this call ran (ActionNone: none).
-	Action Action
-	// Events are the events to emit, in order.
-	Events []Record
 }
 
-// Config configures a Machine. Only Driver is required.
+// +kubebuilder:object:generate=false
+
+// Config configures a Machine. Driver and Store are required; every other
+// zero field takes its documented default.
 type Config struct {
-	// Driver acts on the add-ons: install, upgrade, uninstall, health. It is
-	// required.
+	// Driver acts on the add-ons. It may also implement DriftDetector and
+	// Tester; the Policy's Drift and Test need them.
 	Driver Driver
-	// Writer, if set, persists the status before an action runs (so a
-	// concurrent writer loses the race instead of starting the same action
-	// twice), after its outcome, and whenever a look changed it. It is the
-	// in-flight guard: it must refuse (with a conflict) a status derived from
-	// a stale read, as a write with the object's resourceVersion does.
-	//
-	// Nil: the host persists the returned status, and there is no in-flight
-	// guard. Such a host must serialise reconciles per add-on (a client-go
-	// workqueue does: it never hands the same key to two workers at once);
-	// otherwise two reconciles of one add-on may run the same action twice.
-	Writer StatusWriter
-	// IsConflict classifies a Writer error as a conflict; nil means
-	// errors.Is(err, ErrConflict). Hosts using client-go pass
-	// apierrors.IsConflict.
-	IsConflict func(error) bool
+	// Store persists the status with optimistic concurrency: it is what
+	// keeps one action in flight per add-on (the claim is written before
+	// the action runs) and what a conflict re-reads.
+	Store Store
+	// Identity names this Machine in claims (Status.InFlight.Owner): make it
+	// unique per process (such as the pod name). Empty means DefaultOwner.
+	Identity string
 	// Policy and Table: see Decide. A nil Table is DefaultTable.
 	Policy Policy
 	Table  *Table
 	// Clock defaults to clock.RealClock{}.
 	Clock clock.PassiveClock
 	// Jitter returns values in [0, 1) and must be safe for concurrent use;
-	// nil uses math/rand/v2.
+	// nil uses math/rand/v2's Float64.
 	Jitter func() float64
+	// Redact cleans driver error text before it reaches the status, the
+	// conditions or the events; nil means DefaultRedact.
+	Redact func(string) string
 }
 
-// Machine is the thin shell around Decide: Reconcile looks, runs at most one
-// Driver action, records its outcome and returns the status. It never starts
-// a goroutine and keeps no state between calls, so one Machine serves any
-// number of add-ons concurrently and a new Machine continues from status
-// alone.
+// maxConflicts is how many conflicts in a row one Reconcile re-reads and
+// decides again before it returns ErrConflict.
+const maxConflicts = 5
+
+// +kubebuilder:object:generate=false
+
+// Machine is the thin shell around Decide: Reconcile looks, claims and runs
+// at most one Driver action, records its outcome and writes the status. It
+// never starts a goroutine and keeps no state between calls, so one Machine
+// serves any number of add-ons concurrently and a new Machine continues from
+// status alone.
 //
 // Two reconciles of the same add-on at once (two workers, two processes)
-// are kept from running the same action twice only by Config.Writer: the
-// first to write its claim wins, the other gets ErrConflict and runs
-// nothing. Without a Writer the host must serialise reconciles per add-on.
+// never run the same mutating action twice: the first to write its claim
+// wins; the other re-reads, sees the claim, and waits for it to be recorded
+// or to expire. A status conflict never loses an outcome: the Machine
+// re-reads the add-on and records the outcome on the fresh status, as long
+// as the claim it ran under still holds.
 type Machine struct {
-	cfg Config
+	cfg    Config
+	rules  rules
+	drift  DriftDetector
+	tester Tester
 }
 
 // NewMachine validates cfg and returns a Machine. The error matches ErrInvalid.
 func NewMachine(cfg Config) (*Machine, error) {
 	var problems []string
-	if cfg.Driver == nil {
+	if isNil(cfg.Driver) {
 		problems = append(problems, "nil driver")
+	}
+	if isNil(cfg.Store) {
+		problems = append(problems, "nil store")
 	}
 	if err := cfg.Policy.Validate(); err != nil {
 		for _, p := range err.(*InvalidError).Problems {
@@ -120,72 +148,154 @@ func NewMachine(cfg Config) (*Machine, error) {
 	if cfg.Table != nil && len(cfg.Table.rows) == 0 {
 		problems = append(problems, "empty table (build tables with NewTable)")
 	}
+	if cfg.Clock != nil && isNil(cfg.Clock) {
+		problems = append(problems, "nil clock")
+	}
+	m := &Machine{cfg: cfg, rules: cfg.Policy.rules()}
+	m.drift, _ = cfg.Driver.(DriftDetector)
+	m.tester, _ = cfg.Driver.(Tester)
+	if cfg.Policy.Drift != DriftIgnore && m.drift == nil {
+		problems = append(problems, "policy drift "+string(cfg.Policy.Drift)+" needs a Driver that implements DriftDetector")
+	}
+	if cfg.Policy.Test.Enable && m.tester == nil {
+		problems = append(problems, "policy test needs a Driver that implements Tester")
+	}
 	if len(problems) > 0 {
 		return nil, invalid("config", problems...)
 	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
+	if m.cfg.Clock == nil {
+		m.cfg.Clock = clock.RealClock{}
 	}
-	if cfg.Jitter == nil {
-		cfg.Jitter = rand.Float64
+	if m.cfg.Jitter == nil {
+		m.cfg.Jitter = rand.Float64
 	}
-	if cfg.IsConflict == nil {
-		cfg.IsConflict = func(err error) bool { return errors.Is(err, ErrConflict) }
-	}
-	return &Machine{cfg: cfg}, nil
+	return m, nil
 }
 
-// Reconcile advances one add-on. It decides from spec and status, runs the
-// decided action (if any) through the Driver with the policy's
-// ActionTimeout, decides again from the outcome, and returns the new status.
-// A failed action is not an error: it is recorded in the status and the
-// events, and retried as the policy says. The error is for bad input, for a
-// status write that failed, or for an action cut short because ctx ended (the
-// returned status then keeps the action pending). With a conflict
-// (errors.Is(err, ErrConflict)) the returned status still holds what was
-// decided.
-func (m *Machine) Reconcile(ctx context.Context, spec Spec, status Status) (Status, Result, error) {
-	log := klog.FromContext(ctx).WithValues("addon", spec.Name)
-	in := Input{Spec: spec, Status: status, Policy: m.cfg.Policy, Table: m.cfg.Table, Now: m.cfg.Clock.Now(), Jitter: m.jitter()}
-	d, err := Decide(in)
-	if err != nil {
-		return status, Result{}, err
+// isNil reports a nil interface and one holding a nil pointer, func, map,
+// chan, slice or interface.
+func isNil(v any) bool {
+	if v == nil {
+		return true
 	}
-	events := d.Events
-	if d.Action == ActionNone {
-		logEvents(log, events)
-		if equality.Semantic.DeepEqual(d.Status, status) {
-			return d.Status, result(d, events, ActionNone), nil
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
+		return r.IsNil()
+	}
+	return false
+}
+
+// Reconcile advances one add-on. It decides from obj, writes the status
+// (with the claim of the action it decided, if any), runs that action
+// through the Driver with the policy's ActionTimeout, records the outcome
+// and writes the status again. A failed action is not an error: it is
+// recorded in the status and the events, and retried as the policy says.
+//
+// A conflict on any write makes it re-read the add-on (Store.Get) and
+// decide again: a look is made afresh, an outcome is recorded on the fresh
+// status. The error is for bad input, a failed read or write, conflicts that
+// went on past a few re-reads (matching ErrConflict), or an action cut
+// short because ctx ended (its claim then expires and it runs again). The
+// Result is returned beside an error too, with the events of what was
+// persisted.
+func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
+	log := klog.FromContext(ctx).WithValues("addon", obj.Spec.Name)
+	var res Result
+	for conflicts := 0; ; {
+		d, err := m.decide(obj, Observation{})
+		if err != nil {
+			return res, err
 		}
-		return d.Status, result(d, events, ActionNone), m.write(ctx, spec, d.Status)
+		if d.Action == ActionNone && reflect.DeepEqual(d.Status, obj.Status) {
+			return m.done(log, res, d), nil
+		}
+		if d.Action != ActionNone && !d.Action.mutates() {
+			// A read claims nothing: its outcome is written with the look.
+			look := obj
+			look.Status = d.Status
+			return m.record(ctx, log, look, m.run(ctx, obj, d), res, d.Events)
+		}
+		written, err := m.cfg.Store.UpdateStatus(ctx, obj, d.Status)
+		if err != nil {
+			if obj, err = m.reread(ctx, obj, err, &conflicts); err != nil {
+				return res, err
+			}
+			continue
+		}
+		if d.Action == ActionNone {
+			return m.done(log, res, d), nil
+		}
+		written.Host = obj.Host
+		res.Events = append(res.Events, d.Events...)
+		log.V(2).Info("Running action", "action", d.Action, "phase", d.Status.Phase)
+		obs := m.run(ctx, written, d)
+		if err := ctx.Err(); err != nil {
+			// Shutting down: the outcome says nothing about the add-on. The
+			// claim stays, expires, and the action runs again.
+			return res, fmt.Errorf("addon: %s interrupted: %w", d.Action, err)
+		}
+		if obs.Err != nil {
+			log.V(1).Info("Action failed", "action", d.Action, "err", m.redact(obs.Err.Error()))
+		}
+		return m.record(ctx, log, written, obs, res, nil)
 	}
-	if err := m.write(ctx, spec, d.Status); err != nil {
-		return d.Status, result(d, events, ActionNone), err
-	}
-	log.V(2).Info("Running action", "action", d.Action, "phase", d.Status.Phase)
-	obs := m.run(ctx, spec, d.Status, d.Action)
-	if err := ctx.Err(); err != nil {
-		// The host is shutting down: the action's outcome says nothing about
-		// the add-on. The status keeps it pending, so it runs again.
-		return d.Status, result(d, events, d.Action), fmt.Errorf("addon: %s interrupted: %w", d.Action, err)
-	}
-	if obs.Err != nil {
-		log.V(1).Info("Action failed", "action", d.Action, "err", obs.Err)
-	}
-	in.Status, in.Observation, in.Now, in.Jitter = d.Status, obs, m.cfg.Clock.Now(), m.jitter()
-	after, err := Decide(in)
-	if err != nil {
-		return d.Status, result(d, events, d.Action), err
-	}
-	events = append(events, after.Events...)
-	logEvents(log, events)
-	return after.Status, result(after, events, d.Action), m.write(ctx, spec, after.Status)
 }
 
-func logEvents(log klog.Logger, events []Record) {
-	for _, e := range events {
+// record writes the outcome obs onto obj, re-reading after a conflict.
+// The events of an unwritten look come first, unless a conflict replaced
+// that look's status with a fresh one.
+func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result, look []Event) (Result, error) {
+	for conflicts := 0; ; {
+		d, err := m.decide(obj, obs)
+		if err != nil {
+			return res, err
+		}
+		if _, err := m.cfg.Store.UpdateStatus(ctx, obj, d.Status); err != nil {
+			if obj, err = m.reread(ctx, obj, err, &conflicts); err != nil {
+				return res, err
+			}
+			look = nil
+			continue
+		}
+		res.Events = append(res.Events, look...)
+		return m.done(log, res, d), nil
+	}
+}
+
+// reread handles a failed write: after a conflict it reads the add-on
+// afresh, unless conflicts went on too long.
+func (m *Machine) reread(ctx context.Context, obj Object, err error, conflicts *int) (Object, error) {
+	if !isConflict(err) {
+		return Object{}, fmt.Errorf("addon: write status: %w", err)
+	}
+	*conflicts++
+	if *conflicts >= maxConflicts {
+		return Object{}, fmt.Errorf("%w: %d in a row: %w", ErrConflict, *conflicts, err)
+	}
+	fresh, err := m.cfg.Store.Get(ctx, obj.Spec.Name)
+	if err != nil {
+		return Object{}, fmt.Errorf("addon: read after conflict: %w", err)
+	}
+	if fresh.Host == nil {
+		fresh.Host = obj.Host
+	}
+	return fresh, nil
+}
+
+func (m *Machine) done(log klog.Logger, res Result, d Decision) Result {
+	res.Events = append(res.Events, d.Events...)
+	res.RequeueAfter, res.Deleted = d.RequeueAfter, d.Deleted
+	for _, e := range res.Events {
 		log.V(1).Info("Event", "type", e.Type, "reason", e.Reason, "message", e.Message)
 	}
+	return res
+}
+
+func (m *Machine) decide(obj Object, obs Observation) (Decision, error) {
+	return Decide(Input{
+		Spec: obj.Spec, Status: obj.Status, Observation: obs, Policy: m.cfg.Policy, Table: m.cfg.Table,
+		Now: m.cfg.Clock.Now(), Jitter: m.jitter(), Owner: m.cfg.Identity, Redact: m.cfg.Redact,
+	})
 }
 
 func (m *Machine) jitter() float64 {
@@ -196,41 +306,46 @@ func (m *Machine) jitter() float64 {
 	return j
 }
 
-func result(d Decision, events []Record, ran Action) Result {
-	return Result{Requeue: d.Requeue, RequeueAfter: d.RequeueAfter, Deleted: d.Deleted, Action: ran, Events: events}
+func (m *Machine) redact(s string) string {
+	if m.cfg.Redact != nil {
+		return m.cfg.Redact(s)
+	}
+	return DefaultRedact(s)
 }
 
-func (m *Machine) write(ctx context.Context, spec Spec, st Status) error {
-	if m.cfg.Writer == nil {
-		return nil
-	}
-	err := m.cfg.Writer.WriteStatus(ctx, spec, st)
-	switch {
-	case err == nil:
-		return nil
-	case m.cfg.IsConflict(err):
-		return &conflictError{err: err}
-	}
-	return fmt.Errorf("addon: write status: %w", err)
-}
-
-// run performs one action with the policy's action timeout.
-func (m *Machine) run(ctx context.Context, spec Spec, st Status, a Action) Observation {
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.Policy.withDefaults().ActionTimeout)
+// run performs the decided action with the policy's action timeout.
+func (m *Machine) run(ctx context.Context, obj Object, d Decision) Observation {
+	ctx, cancel := context.WithTimeout(ctx, m.rules.actionTimeout)
 	defer cancel()
+	st := &d.Status
+	req := Request{Spec: obj.Spec, Host: obj.Host, From: st.InstalledVersion, To: st.InstalledVersion}
+	if c := st.InFlight; c != nil {
+		req.From, req.To = c.From, c.To
+	}
+	obs := Observation{Action: d.Action, Claim: st.InFlight}
 	drv := m.cfg.Driver
-	obs := Observation{Action: a}
-	switch a {
+	switch d.Action {
 	case ActionInstall:
-		obs.Err = drv.Install(ctx, spec)
+		obs.Err = drv.Install(ctx, req)
 	case ActionUpgrade:
-		obs.Err = drv.Upgrade(ctx, spec, st.InstalledVersion, spec.Version)
+		obs.Err = drv.Upgrade(ctx, req)
 	case ActionRollback:
-		obs.Err = drv.Upgrade(ctx, spec, st.InstalledVersion, st.LastGoodVersion)
+		req.Rollback = true
+		obs.Err = drv.Upgrade(ctx, req)
 	case ActionUninstall:
-		obs.Err = drv.Uninstall(ctx, spec)
+		obs.Err = drv.Uninstall(ctx, req)
+	case ActionTest:
+		obs.Err = m.tester.Test(ctx, req)
 	case ActionCheckHealth:
-		obs.Health, obs.Err = drv.Health(ctx, spec)
+		obs.Health, obs.Err = drv.Health(ctx, req)
+		if obs.Err == nil && m.drift != nil && m.rules.drift != DriftIgnore && st.Phase == PhaseRunning {
+			var err error
+			if obs.Drifted, obs.DriftDetail, err = m.drift.Drift(ctx, req); err != nil {
+				// Drift that cannot be read is health that cannot be read.
+				obs.Drifted, obs.DriftDetail = false, ""
+				obs.Err, obs.Health = fmt.Errorf("drift: %w", err), HealthUnknown
+			}
+		}
 	}
 	return obs
 }

@@ -3,7 +3,6 @@ package addon_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,274 +11,250 @@ import (
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clocktesting "k8s.io/utils/clock/testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
 
-var meshSpec = addon.Spec{Name: "tke/mesh-manager", Generation: 1, Version: "v1"}
+// healthOnly is a Driver that is neither a DriftDetector nor a Tester.
+type healthOnly struct{}
 
-func newMachine(t *testing.T, cfg addon.Config) *addon.Machine {
-	t.Helper()
-	if cfg.Clock == nil {
-		cfg.Clock = clocktesting.NewFakeClock(t0)
-	}
-	if cfg.Jitter == nil {
-		cfg.Jitter = func() float64 { return 0 }
-	}
-	m, err := addon.NewMachine(cfg)
-	require.NoError(t, err)
-	return m
+func (healthOnly) Install(context.Context, addon.Request) error   { return nil }
+func (healthOnly) Upgrade(context.Context, addon.Request) error   { return nil }
+func (healthOnly) Uninstall(context.Context, addon.Request) error { return nil }
+func (healthOnly) Health(context.Context, addon.Request) (addon.Health, error) {
+	return addon.HealthHealthy, nil
 }
 
-func TestReconcileRunsAtMostOneActionPerCall(t *testing.T) {
-	drv := &fake.AddonDriver{}
-	m := newMachine(t, addon.Config{Driver: drv})
-	st, res, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
+// hookDriver runs before on every mutating call, then delegates.
+type hookDriver struct {
+	*fake.AddonDriver
+	before func(addon.Request)
+}
+
+func (d hookDriver) Install(ctx context.Context, req addon.Request) error {
+	d.before(req)
+	return d.AddonDriver.Install(ctx, req)
+}
+
+func (d hookDriver) Upgrade(ctx context.Context, req addon.Request) error {
+	d.before(req)
+	return d.AddonDriver.Upgrade(ctx, req)
+}
+
+func TestReconcileRunsOneActionPerCallToRunning(t *testing.T) {
+	h := newHarness(t, addon.Policy{})
+	h.reconcile()
+	assert.Equal(t, addon.PhaseChecking, h.status().Phase)
+	assert.Equal(t, addon.RequeueNow, h.last.RequeueAfter)
+	h.until(addon.PhaseRunning, 1)
+	assert.Equal(t, []fake.AddonCall{
+		{Method: fake.AddonInstall, Name: meshSpec.Name, To: "v1"},
+		{Method: fake.AddonHealth, Name: meshSpec.Name, From: "v1", To: "v1"},
+	}, h.driver.Recorded())
+	assert.Equal(t, []string{"Created", "InstallSucceeded", "Healthy"}, reasons(h.events))
+}
+
+func reasons(events []addon.Event) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+func TestReconcileHandsTheHostObjectToTheDriver(t *testing.T) {
+	h := newHarness(t, addon.Policy{})
+	var got []any
+	drv := hookDriver{AddonDriver: h.driver, before: func(r addon.Request) { got = append(got, r.Host) }}
+	m, err := addon.NewMachine(addon.Config{Driver: drv, Store: h.store, Clock: h.clock})
 	require.NoError(t, err)
-	assert.Equal(t, []fake.AddonCall{{Method: fake.AddonInstall, Name: meshSpec.Name, Version: "v1"}}, drv.Recorded())
-	assert.Equal(t, addon.ActionInstall, res.Action)
-	assert.True(t, res.Requeue, "the health check is due at once, in the next call")
-	assert.Equal(t, addon.PhaseChecking, st.Phase)
-	require.Len(t, res.Events, 2)
-	assert.Equal(t, "Created", res.Events[0].Reason)
-	assert.Equal(t, "InstallSucceeded", res.Events[1].Reason)
+	obj := h.obj()
+	obj.Host = "the host's object"
+	_, err = m.Reconcile(context.Background(), obj)
+	require.NoError(t, err)
+	assert.Equal(t, []any{"the host's object"}, got, "one Machine serves every add-on: the object comes with the request")
 }
 
 func TestReconcileHangingActionFailsAtItsTimeout(t *testing.T) {
-	drv := &fake.AddonDriver{}
-	drv.Push(fake.AddonInstall, fake.AddonOutcome{Hang: true})
-	m := newMachine(t, addon.Config{Driver: drv, Policy: addon.Policy{ActionTimeout: 5 * time.Millisecond}})
-	st, _, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
-	require.NoError(t, err, "a failed action is recorded, not returned")
-	assert.Equal(t, addon.PhaseReinitializing, st.Phase)
-	assert.Equal(t, 1, st.InstallFailures)
-	assert.Contains(t, st.Message, context.DeadlineExceeded.Error())
+	h := newHarness(t, addon.Policy{ActionTimeout: dur(time.Millisecond), InstallRemediation: addon.RemediationNone})
+	h.driver.Push(fake.AddonInstall, fake.AddonOutcome{Hang: true})
+	h.reconcile()
+	s := h.status()
+	assert.Equal(t, addon.PhaseReinitializing, s.Phase)
+	assert.Equal(t, int32(1), s.InstallFailures)
+	assert.Nil(t, s.InFlight)
+	assert.Contains(t, s.Message, "deadline exceeded")
 }
 
-func TestReconcileConflictBeforeTheActionRunsNothing(t *testing.T) {
-	drv := &fake.AddonDriver{}
-	store := &fake.AddonStatusStore{Conflicts: 1}
-	m := newMachine(t, addon.Config{Driver: drv, Writer: store})
-	st, res, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
+// TestRuleConflictsLoseNothing: a conflict on the outcome's write re-reads
+// and records the outcome on the fresh status: the counter, the backoff and
+// the events are kept, with the apiserver's 409 as with ErrConflict.
+func TestRuleConflictsLoseNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		conflict func(h *harness) func(addon.Request)
+	}{
+		{"a spec change during the action", func(h *harness) func(addon.Request) {
+			return func(addon.Request) { h.spec(func(s *addon.Spec) {}) }
+		}},
+		{"an injected conflict", func(h *harness) func(addon.Request) {
+			return func(addon.Request) { h.store.Conflicts = 1 }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, addon.Policy{InstallRemediation: addon.RemediationNone})
+			h.driver.Push(fake.AddonInstall, fake.AddonOutcome{Err: errBoom})
+			m, err := addon.NewMachine(addon.Config{Driver: hookDriver{AddonDriver: h.driver, before: tc.conflict(h)}, Store: h.store, Clock: h.clock, Identity: "m1", Policy: h.policy})
+			require.NoError(t, err)
+			res, err := m.Reconcile(context.Background(), h.obj())
+			require.NoError(t, err)
+			s := h.status()
+			assert.Equal(t, addon.PhaseReinitializing, s.Phase)
+			assert.Equal(t, int32(1), s.InstallFailures, "the failure is counted")
+			assert.Equal(t, int32(1), s.Failures)
+			assert.Nil(t, s.InFlight)
+			assert.GreaterOrEqual(t, res.RequeueAfter, addon.DefaultBackoffInitial, "a failing install backs off")
+			assert.Equal(t, []string{"Created", "InstallFailed"}, reasons(res.Events))
+			assert.Equal(t, 1, h.driver.Count(fake.AddonInstall))
+		})
+	}
+}
+
+// conflictStore answers every write with the apiserver's own 409.
+type conflictStore struct{ *fake.AddonStore }
+
+func (s conflictStore) UpdateStatus(context.Context, addon.Object, addon.Status) (addon.Object, error) {
+	return addon.Object{}, apierrors.NewConflict(schema.GroupResource{Group: "example.com", Resource: "addons"}, "mesh", errors.New("changed"))
+}
+
+func TestReconcileRecognisesTheAPIServerConflict(t *testing.T) {
+	h := newHarness(t, addon.Policy{})
+	m, err := addon.NewMachine(addon.Config{Driver: h.driver, Store: conflictStore{h.store}, Clock: h.clock})
+	require.NoError(t, err)
+	_, err = m.Reconcile(context.Background(), h.obj())
 	require.ErrorIs(t, err, addon.ErrConflict)
-	assert.Empty(t, drv.Recorded(), "another writer won: this one must not install too (seed bug 2)")
-	assert.Equal(t, addon.ActionNone, res.Action)
-	assert.Equal(t, addon.ActionInstall, st.PendingAction, "the decision is still returned")
-
-	st, _, err = m.Reconcile(context.Background(), meshSpec, addon.Status{})
-	require.NoError(t, err)
-	assert.Equal(t, addon.PhaseChecking, st.Phase)
-	stored, ok := store.Get(meshSpec.Name)
-	require.True(t, ok)
-	assert.Equal(t, st, stored)
-	assert.Equal(t, 2, store.Writes, "claimed before the action, recorded after it")
+	assert.True(t, apierrors.IsConflict(err), "the apiserver's error is kept")
+	assert.Zero(t, h.driver.Count(fake.AddonInstall), "nothing runs without its claim written")
 }
 
-func TestReconcileConflictAfterTheActionLosesNothing(t *testing.T) {
-	drv := &fake.AddonDriver{}
-	var writes int
-	var stored addon.Status
-	writer := addon.StatusWriterFunc(func(_ context.Context, _ addon.Spec, st addon.Status) error {
-		writes++
-		if writes == 2 {
-			return apierrors.NewConflict(schema.GroupResource{Group: "mesh.tkestack.io", Resource: "meshmanagers"}, "mesh-manager", errors.New("changed"))
-		}
-		stored = st
-		return nil
-	})
-	m := newMachine(t, addon.Config{Driver: drv, Writer: writer, IsConflict: apierrors.IsConflict})
-	st, _, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
-	require.ErrorIs(t, err, addon.ErrConflict, "seed bug 3: the conflict surfaces instead of being logged")
-	assert.True(t, apierrors.IsConflict(errors.Unwrap(err)))
-	assert.Equal(t, addon.PhaseChecking, st.Phase, "the outcome is in the returned status")
-
-	// The host retries with a fresh read (the claim written before the
-	// install): the idempotent install runs again and reaches the same place.
-	require.Equal(t, addon.ActionInstall, stored.PendingAction)
-	st2, _, err := m.Reconcile(context.Background(), meshSpec, stored)
-	require.NoError(t, err)
-	assert.Equal(t, st.Phase, st2.Phase)
-	assert.Equal(t, 2, drv.Count(fake.AddonInstall))
-}
-
-func TestReconcileWriteErrorIsWrapped(t *testing.T) {
-	boom := errors.New("etcd down")
-	m := newMachine(t, addon.Config{Driver: &fake.AddonDriver{}, Writer: addon.StatusWriterFunc(func(context.Context, addon.Spec, addon.Status) error { return boom })})
-	_, _, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
-	require.ErrorIs(t, err, boom)
-	assert.NotErrorIs(t, err, addon.ErrConflict)
-	assert.Contains(t, err.Error(), "addon: write status")
-}
-
-func TestReconcileBadInputIsAnErrorNotAPanic(t *testing.T) {
-	drv := &fake.AddonDriver{}
-	m := newMachine(t, addon.Config{Driver: drv})
-	_, _, err := m.Reconcile(context.Background(), addon.Spec{}, addon.Status{Phase: "Bogus"})
-	require.ErrorIs(t, err, addon.ErrInvalid)
-	assert.Empty(t, drv.Recorded())
-}
-
-func TestReconcileRestartMidActionRerunsIt(t *testing.T) {
-	drv := &fake.AddonDriver{}
-	store := &fake.AddonStatusStore{}
-	var claimed addon.Status
-	writer := addon.StatusWriterFunc(func(ctx context.Context, spec addon.Spec, st addon.Status) error {
-		if claimed.Phase == "" {
-			claimed = *st.DeepCopy() // the process dies after this write
-		}
-		return store.WriteStatus(ctx, spec, st)
-	})
-	m := newMachine(t, addon.Config{Driver: drv, Writer: writer})
-	_, _, err := m.Reconcile(context.Background(), meshSpec, addon.Status{})
-	require.NoError(t, err)
-	require.Equal(t, addon.ActionInstall, claimed.PendingAction, "the claim records the action before it runs")
-
-	restarted := newMachine(t, addon.Config{Driver: drv})
-	st, res, err := restarted.Reconcile(context.Background(), meshSpec, claimed)
-	require.NoError(t, err)
-	assert.Equal(t, addon.ActionInstall, res.Action, "the lost outcome is recovered by running the idempotent action again")
-	assert.Equal(t, addon.PhaseChecking, st.Phase)
-	assert.Equal(t, 2, drv.Count(fake.AddonInstall))
-}
-
-func TestDeletedAddonIsNeverReinstalled(t *testing.T) {
-	drv := &fake.AddonDriver{}
-	clk := clocktesting.NewFakeClock(t0)
-	m := newMachine(t, addon.Config{Driver: drv, Clock: clk})
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // no goroutine per object or phase
-	spec := meshSpec
-	st, _, err := m.Reconcile(context.Background(), spec, addon.Status{})
-	require.NoError(t, err)
-	spec.Deleting = true
-	st, res, err := m.Reconcile(context.Background(), spec, st)
-	require.NoError(t, err)
-	require.True(t, res.Deleted)
-	for range 10 {
-		clk.Step(time.Hour)
-		st, res, err = m.Reconcile(context.Background(), spec, st)
-		require.NoError(t, err)
-		assert.True(t, res.Deleted)
-		assert.Equal(t, addon.ActionNone, res.Action)
-	}
-	assert.Equal(t, 1, drv.Count(fake.AddonInstall), "seed bug 1: nothing left running re-installs a deleted add-on")
-}
-
-func TestReconcileCancelledContextIsNotAFailure(t *testing.T) {
-	drv := &fake.AddonDriver{}
-	drv.Push(fake.AddonInstall, fake.AddonOutcome{Hang: true})
-	m := newMachine(t, addon.Config{Driver: drv})
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	st, res, err := m.Reconcile(ctx, meshSpec, addon.Status{})
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, addon.ActionInstall, res.Action)
-	assert.Zero(t, st.InstallFailures, "shutting down says nothing about the add-on")
-	assert.Equal(t, addon.ActionInstall, st.PendingAction, "the install runs again next time")
-}
-
-func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
-	store := &fake.AddonStatusStore{}
-	clk := clocktesting.NewFakeClock(t0)
-	m := newMachine(t, addon.Config{Driver: &fake.AddonDriver{}, Writer: store, Clock: clk})
-	st := addon.Status{}
-	var err error
-	for range 2 { // install, then health: Running
-		st, _, err = m.Reconcile(context.Background(), meshSpec, st)
-		require.NoError(t, err)
-	}
-	require.Equal(t, addon.PhaseRunning, st.Phase)
-	writes := store.Writes
-	clk.Step(time.Minute) // the next health check is not due yet
-	again, res, err := m.Reconcile(context.Background(), meshSpec, st)
-	require.NoError(t, err)
-	assert.Equal(t, st, again)
-	assert.Equal(t, 4*time.Minute, res.RequeueAfter)
-	assert.Equal(t, writes, store.Writes, "a look that changes nothing writes nothing")
-}
-
-func TestNewMachineReportsPolicyProblems(t *testing.T) {
-	_, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Policy: addon.Policy{MaxRetries: -3}})
-	require.ErrorIs(t, err, addon.ErrInvalid)
-	assert.Equal(t, "addon: invalid config: policy: maxRetries -3 is below -1", err.Error())
-}
-
-// versionedStore persists one status with a version, like an object's
-// resourceVersion: a write from a reader of an older version conflicts.
-type versionedStore struct {
-	mu      sync.Mutex
-	version int
-	status  addon.Status
-}
-
-// reader returns a Writer for a reconcile that read the store at its
-// current version; each of its successful writes moves its version on.
-func (s *versionedStore) reader() (addon.Status, addon.StatusWriter) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	read, st := s.version, *s.status.DeepCopy()
-	return st, addon.StatusWriterFunc(func(_ context.Context, _ addon.Spec, st addon.Status) error {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.version != read {
-			return fmt.Errorf("store: version %d, written from %d: %w", s.version, read, addon.ErrConflict)
-		}
-		s.version++
-		read = s.version
-		s.status = *st.DeepCopy()
-		return nil
-	})
-}
-
-// blockingDriver holds Install until release is closed.
+// blockingDriver blocks Install until release is closed.
 type blockingDriver struct {
 	*fake.AddonDriver
 	started chan struct{}
 	release chan struct{}
 }
 
-func (d *blockingDriver) Install(ctx context.Context, spec addon.Spec) error {
+func (d blockingDriver) Install(ctx context.Context, req addon.Request) error {
 	close(d.started)
 	<-d.release
-	return d.AddonDriver.Install(ctx, spec)
+	return d.AddonDriver.Install(ctx, req)
 }
 
-// Seed bug 2 across workers: two Machines reconcile the same add-on from the
-// same read while the first one's install is in flight. The Writer's claim
-// makes the second one lose: the install runs once.
-func TestTwoMachinesRacingRunTheActionOnce(t *testing.T) {
-	store := &versionedStore{}
-	drv := &blockingDriver{AddonDriver: &fake.AddonDriver{}, started: make(chan struct{}), release: make(chan struct{})}
+// TestRuleOneActionInFlightAcrossDeletion: while one Machine's install runs,
+// a second Machine on the same add-on (deleted meanwhile) runs nothing; the
+// install's outcome is recorded, and only then the uninstall runs.
+func TestRuleOneActionInFlightAcrossDeletion(t *testing.T) {
+	h := newHarness(t, addon.Policy{})
+	drv := blockingDriver{AddonDriver: h.driver, started: make(chan struct{}), release: make(chan struct{})}
+	a, err := addon.NewMachine(addon.Config{Driver: drv, Store: h.store, Clock: h.clock, Identity: "a"})
+	require.NoError(t, err)
+	b, err := addon.NewMachine(addon.Config{Driver: h.driver, Store: h.store, Clock: h.clock, Identity: "b"})
+	require.NoError(t, err)
 
-	statusA, writerA := store.reader()
-	statusB, writerB := store.reader()
-	a := newMachine(t, addon.Config{Driver: drv, Writer: writerA})
-	b := newMachine(t, addon.Config{Driver: drv, Writer: writerB})
-
-	type outcome struct {
-		st  addon.Status
-		res addon.Result
-		err error
-	}
-	done := make(chan outcome)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var resA addon.Result
+	var errA error
 	go func() {
-		st, res, err := a.Reconcile(context.Background(), meshSpec, statusA)
-		done <- outcome{st, res, err}
+		defer wg.Done()
+		resA, errA = a.Reconcile(context.Background(), h.obj())
 	}()
-	<-drv.started // A has claimed the install and is running it
-
-	_, resB, errB := b.Reconcile(context.Background(), meshSpec, statusB)
+	<-drv.started
+	h.spec(func(s *addon.Spec) { s.Deleting = true })
+	resB, err := b.Reconcile(context.Background(), h.obj())
+	require.NoError(t, err)
+	assert.Greater(t, resB.RequeueAfter, addon.DefaultActionTimeout, "b waits for a's claim to be recorded or to expire")
+	assert.Zero(t, h.driver.Count(fake.AddonUninstall), "no uninstall while the install runs")
 	close(drv.release)
-	gotA := <-done
+	wg.Wait()
+	require.NoError(t, errA)
+	assert.Contains(t, reasons(resA.Events), "InstallSucceeded", "a's outcome is recorded despite the deletion's write")
 
-	require.NoError(t, gotA.err)
-	assert.Equal(t, addon.ActionInstall, gotA.res.Action)
-	assert.Equal(t, addon.PhaseChecking, gotA.st.Phase)
-	require.ErrorIs(t, errB, addon.ErrConflict, "the second claim is refused")
-	assert.Equal(t, addon.ActionNone, resB.Action, "the loser runs nothing")
-	assert.Equal(t, 1, drv.Count(fake.AddonInstall), "one install, not two")
-	assert.Equal(t, gotA.st, store.status, "the winner's outcome is stored")
+	h.until(addon.PhaseDeleted, 3)
+	assert.Equal(t, 1, h.driver.Count(fake.AddonInstall))
+	assert.Equal(t, 1, h.driver.Count(fake.AddonUninstall))
+}
+
+// TestRuleStaleSnapshotCannotReplay: a reconcile from a stale snapshot
+// neither replays a request already handled nor rolls back past the last
+// good version: its write conflicts and the fresh status decides.
+func TestRuleStaleSnapshotCannotReplay(t *testing.T) {
+	h := newHarness(t, addon.Policy{})
+	h.until(addon.PhaseRunning, 3)
+	h.spec(func(s *addon.Spec) { s.ForceToken = "f1" })
+	stale := h.obj()
+	h.until(addon.PhaseRunning, 3)
+	require.Equal(t, 1, h.driver.Count(fake.AddonUpgrade), "the force re-applied v1 once")
+
+	h.spec(func(s *addon.Spec) { s.Generation, s.Version = 2, "v2" })
+	beforeV2 := h.obj()
+	h.until(addon.PhaseRunning, 3)
+	require.Equal(t, "v2", h.status().LastGoodVersion)
+	upgrades := h.driver.Count(fake.AddonUpgrade)
+
+	for _, snap := range []addon.Object{stale, beforeV2} {
+		_, err := h.m.Reconcile(context.Background(), snap)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, upgrades, h.driver.Count(fake.AddonUpgrade), "no request replayed, no upgrade re-run")
+	s := h.status()
+	assert.Equal(t, "v2", s.InstalledVersion)
+	assert.Equal(t, "v2", s.LastGoodVersion, "never rolled back past the last good version")
+	assert.Equal(t, "f1", s.LastForceToken)
+}
+
+// TestRuleCrashBetweenClaimAndWrite: a claim whose outcome was never
+// written holds until it expires; then the attempt counts as lost and runs
+// again after the backoff.
+func TestRuleCrashBetweenClaimAndWrite(t *testing.T) {
+	h := newHarness(t, addon.Policy{InstallRemediation: addon.RemediationNone})
+	obj := h.obj()
+	d, err := addon.Decide(addon.Input{Spec: obj.Spec, Status: obj.Status, Now: h.clock.Now(), Owner: "crashed"})
+	require.NoError(t, err)
+	_, err = h.store.UpdateStatus(context.Background(), obj, d.Status)
+	require.NoError(t, err)
+
+	res := h.reconcile()
+	assert.Zero(t, h.driver.Count(fake.AddonInstall), "the claim holds")
+	h.clock.Step(res.RequeueAfter)
+	h.reconcile()
+	s := h.status()
+	assert.Equal(t, addon.OutcomeLost, s.History[0].Outcome)
+	assert.Equal(t, int32(1), s.InstallFailures)
+	h.until(addon.PhaseRunning, 4)
+	assert.Equal(t, 1, h.driver.Count(fake.AddonInstall))
+}
+
+func TestReconcileCancelledContextIsNotAFailure(t *testing.T) {
+	h := newHarness(t, addon.Policy{})
+	h.driver.Push(fake.AddonInstall, fake.AddonOutcome{Hang: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	drv := hookDriver{AddonDriver: h.driver, before: func(addon.Request) { cancel() }}
+	m, err := addon.NewMachine(addon.Config{Driver: drv, Store: h.store, Clock: h.clock})
+	require.NoError(t, err)
+	res, err := m.Reconcile(ctx, h.obj())
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []string{"Created"}, reasons(res.Events), "what was persisted is returned beside the error")
+	s := h.status()
+	assert.Zero(t, s.InstallFailures)
+	assert.NotNil(t, s.InFlight, "the claim stays and expires")
+}
+
+func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
+	h := newHarness(t, addon.Policy{})
+	h.until(addon.PhaseRunning, 3)
+	writes := h.store.Writes
+	h.reconcile()
+	assert.Equal(t, writes, h.store.Writes, "a look that changes nothing writes nothing")
 }

@@ -1,70 +1,98 @@
 package addon
 
+// +kubebuilder:object:generate=false
+
+// Object is one add-on as the host read it: what the Machine reconciles.
+type Object struct {
+	// Spec is what the add-on should be.
+	Spec Spec
+	// Status is the persisted status (zero for a new add-on).
+	Status Status
+	// ResourceVersion is the object's version for optimistic concurrency;
+	// the Store compares it when it writes.
+	ResourceVersion string
+	// Host is the host's own object (for example its
+	// *unstructured.Unstructured), handed to the Driver untouched so it can
+	// set owner references or read settings without a lookup.
+	Host any
+}
+
+// +kubebuilder:object:generate=false
+
+// Request is what the Driver gets for one call.
+type Request struct {
+	// Spec is the add-on's spec.
+	Spec Spec
+	// Host is Object.Host.
+	Host any
+	// From is the installed version ("" when nothing is installed).
+	From string
+	// To is the version to apply: the desired one for an install or
+	// upgrade, the last good one for a rollback ("" for an uninstall).
+	To string
+	// Rollback is true when an Upgrade call rolls back.
+	Rollback bool
+}
+
+// +kubebuilder:object:generate=false
+
 // Observation is what the Machine saw since the last decision: the outcome of
 // the action it just ran, or nothing (a fresh look, Action == ActionNone).
 type Observation struct {
-	// Action is the action just run; it must be the status's PendingAction.
+	// Action is the action just run.
 	Action Action
+	// Claim is the claim it ran under (Decision.Status.InFlight), for an
+	// action that mutates; the outcome is recorded only while the status
+	// still holds that claim, else it is discarded (fenced).
+	Claim *Claim
 	// Err is the action's error; for ActionCheckHealth, a failure to read the
 	// health, which counts as HealthUnknown.
 	Err error
 	// Health is the result of ActionCheckHealth.
 	Health Health
+	// Drifted and DriftDetail are the drift a DriftDetector reported with
+	// ActionCheckHealth.
+	Drifted     bool
+	DriftDetail string
 }
 
-// successEvent returns the event a successful action means.
-func successEvent(a Action) Event {
+// successTrigger returns the trigger a successful action means.
+func successTrigger(a Action) Trigger {
 	switch a {
 	case ActionInstall:
-		return EventInstallSucceeded
+		return TriggerInstallSucceeded
 	case ActionUpgrade:
-		return EventUpgradeSucceeded
+		return TriggerUpgradeSucceeded
 	case ActionRollback:
-		return EventRollbackSucceeded
+		return TriggerRollbackSucceeded
 	}
-	return EventUninstallSucceeded
+	return TriggerUninstallSucceeded
 }
 
-// failureEvent returns the event a failed action means.
-func failureEvent(a Action) Event {
+// failureTrigger returns the trigger a failed action means.
+func failureTrigger(a Action) Trigger {
 	switch a {
 	case ActionInstall:
-		return EventInstallFailed
+		return TriggerInstallFailed
 	case ActionUpgrade:
-		return EventUpgradeFailed
+		return TriggerUpgradeFailed
 	case ActionRollback:
-		return EventRollbackFailed
+		return TriggerRollbackFailed
 	case ActionUninstall:
-		return EventUninstallFailed
+		return TriggerUninstallFailed
 	}
-	return EventDeadlinePassed
+	return TriggerDeadlinePassed
 }
 
-// verifies returns what PhaseChecking verifies after event e.
-func verifies(e Event) Action {
-	switch e {
-	case EventInstallSucceeded:
+// verifies returns what PhaseChecking verifies after trigger t.
+func verifies(t Trigger) Action {
+	switch t {
+	case TriggerInstallSucceeded:
 		return ActionInstall
-	case EventUpgradeSucceeded:
+	case TriggerUpgradeSucceeded:
 		return ActionUpgrade
-	case EventRollbackSucceeded:
+	case TriggerRollbackSucceeded:
 		return ActionRollback
 	}
 	return ActionNone
-}
-
-// specEvents lists, in priority order, the events the spec raises against
-// the status. Decide fires the first that has a row in the current phase.
-func specEvents(spec Spec, st *Status) []Event {
-	var out []Event
-	if spec.RetryToken != "" && spec.RetryToken != st.LastRetryToken {
-		out = append(out, EventRetryRequested)
-	}
-	if st.InstalledVersion != "" && spec.Version != st.InstalledVersion && spec.Version != st.FailedVersion {
-		out = append(out, EventVersionChanged)
-	}
-	if spec.Generation != st.ObservedGeneration {
-		out = append(out, EventSpecChanged)
-	}
-	return out
 }

@@ -3,6 +3,8 @@ package addon
 import (
 	"fmt"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Remediation is what the engine does after an install or upgrade failed.
@@ -11,7 +13,7 @@ type Remediation string
 // The remediations.
 const (
 	// RemediationDefault is the zero value: Uninstall after a failed install
-	// (as the seed did), Rollback after a failed upgrade.
+	// (as the seed did), Rollback after a failed upgrade (as Flux does).
 	RemediationDefault Remediation = ""
 	// RemediationNone leaves the add-on as it is and retries the failed
 	// action after the backoff.
@@ -20,35 +22,69 @@ const (
 	RemediationUninstall Remediation = "Uninstall"
 	// RemediationRollback moves back to the last good version (upgrades only)
 	// and stays there: the failed version is not retried until the spec
-	// changes or a retry is requested.
+	// changes or a request arrives. A rollback target that is missing (no
+	// version was ever healthy) or unusable (it is the version that just
+	// failed) is never rolled back to blindly: the add-on stops in Failed,
+	// Stalled with reason RollbackTargetMissing or RollbackTargetUnusable.
 	RemediationRollback Remediation = "Rollback"
 )
 
+// DriftPolicy is what the engine does when the Driver reports drift.
+type DriftPolicy string
+
+// The drift policies.
+const (
+	// DriftIgnore (the zero value, as Flux's default) does not look for drift.
+	DriftIgnore DriftPolicy = ""
+	// DriftWarn reports drift (the Drifted condition, a Warning event) and
+	// changes nothing.
+	DriftWarn DriftPolicy = "Warn"
+	// DriftCorrect reports drift and re-applies the desired version
+	// (an upgrade onto the installed one), remediated like any upgrade.
+	DriftCorrect DriftPolicy = "Correct"
+)
+
+// TestPolicy configures the optional test step after an install or upgrade
+// (the Driver must implement Tester).
+type TestPolicy struct {
+	// Enable runs the tests once the installed or upgraded version is
+	// healthy, before Running.
+	// +optional
+	Enable bool `json:"enable,omitempty"`
+	// IgnoreFailures records a failed test (TestSuccess=False) without
+	// remediating it.
+	// +optional
+	IgnoreFailures bool `json:"ignoreFailures,omitempty"`
+}
+
 // Defaults used for zero Policy fields.
 const (
-	DefaultMaxRetries      = 5
-	DefaultBackoffBase     = 10 * time.Second
-	DefaultBackoffCap      = 5 * time.Minute
-	DefaultBackoffJitter   = 0.1
-	DefaultCheckInterval   = 5 * time.Second
-	DefaultRunningInterval = 5 * time.Minute
-	DefaultCheckTimeout    = 5 * time.Minute
-	DefaultActionTimeout   = 2 * time.Minute
+	// DefaultMaxRetries is the retries a nil Policy.MaxRetries allows.
+	DefaultMaxRetries       = 5
+	DefaultCheckInterval    = 5 * time.Second
+	DefaultRunningInterval  = 5 * time.Minute
+	DefaultCheckTimeout     = 5 * time.Minute
+	DefaultActionTimeout    = 2 * time.Minute
+	DefaultHealthUnknownFor = 5 * time.Minute
 	// DefaultInstallTimeout bounds Initializing and Reinitializing: long
 	// enough for the default five retries at the default backoff.
 	DefaultInstallTimeout     = 10 * time.Minute
 	DefaultUpgradeTimeout     = 10 * time.Minute
 	DefaultRemediationTimeout = 10 * time.Minute
 	DefaultDeleteTimeout      = 10 * time.Minute
+	DefaultHistoryLimit       = 5
+	// MaxHistoryLimit bounds Policy.HistoryLimit, so the history stays
+	// within 2 KiB.
+	MaxHistoryLimit = 10
 )
 
-// Policy holds the retry, remediation, deadline and polling rules. The zero
-// value is the conservative default; every zero field takes the Default…
-// constant above.
+// Policy holds the retry, remediation, deadline, drift, test and polling
+// rules; embed it in a CRD's spec. The zero value is the conservative
+// default; every zero field takes its Default… constant.
 //
-// Every phase that waits for something has a deadline, counted from the
-// status's LastTransitionTime (when the phase was entered, or restarted by
-// a spec change, a retry request or a resume) with the injected time:
+// Every phase that waits for something has a deadline (Status.Deadline),
+// set when the phase is entered (or restarted by a request, a deletion or a
+// passed deadline) and moved on by the time spent suspended:
 //
 //	phase           deadline            when it passes (default table)
 //	Initializing    InstallTimeout      DeadlinePassed: remediate, retry in Reinitializing
@@ -57,69 +93,107 @@ const (
 //	Upgrading       UpgradeTimeout      DeadlinePassed: the upgrade failed, remediate
 //	Remediating     RemediationTimeout  DeadlinePassed: Failed
 //	Deleting        DeleteTimeout       DeadlinePassed: uninstalls stop, Stalled, the
-//	                                    finalizer stays; a retry request starts again
+//	                                    finalizer stays; a reset or force starts again
 //
 // Running, Failed and Deleted wait for nothing and have no deadline. A
-// retry is never scheduled past the deadline: the engine looks again at the
-// deadline. Past it, a look fires DeadlinePassed instead of running the
-// pending action (Checking checks once more), and a failed action fires
-// DeadlinePassed instead of its failure event. MaxRetries bounds how many
+// retry is never scheduled past the deadline. MaxRetries bounds how many
 // times, the deadline how long: whichever comes first ends the phase.
 type Policy struct {
 	// MaxRetries is how many times a failed install (and, separately, a
-	// failed upgrade) is retried before RetriesExhausted: 0 means
-	// DefaultMaxRetries, -1 means unlimited.
-	MaxRetries int `json:"maxRetries,omitempty"`
+	// failed upgrade) is retried before RetriesExhausted: nil means
+	// DefaultMaxRetries (5), 0 no retries, -1 unlimited.
+	// +optional
+	MaxRetries *int32 `json:"maxRetries,omitempty"`
+	// RemediateLastFailure remediates the failure that exhausts the retries
+	// (uninstall or roll back on entering Failed); nil means true. False
+	// leaves the failed release in place to be inspected.
+	// +optional
+	RemediateLastFailure *bool `json:"remediateLastFailure,omitempty"`
 	// Backoff spaces retries.
+	// +optional
 	Backoff Backoff `json:"backoff,omitempty"`
 	// InstallRemediation is RemediationDefault (Uninstall), None or Uninstall.
+	// +optional
 	InstallRemediation Remediation `json:"installRemediation,omitempty"`
 	// UpgradeRemediation is RemediationDefault (Rollback), None, Uninstall or Rollback.
+	// +optional
 	UpgradeRemediation Remediation `json:"upgradeRemediation,omitempty"`
+	// Drift is what to do when the Driver (a DriftDetector) reports drift
+	// in Running.
+	// +optional
+	Drift DriftPolicy `json:"drift,omitempty"`
+	// Test configures the test step.
+	// +optional
+	Test TestPolicy `json:"test,omitempty"`
+	// HistoryLimit is how many attempts Status.History keeps: 0 means
+	// DefaultHistoryLimit, at most MaxHistoryLimit.
+	// +optional
+	HistoryLimit int32 `json:"historyLimit,omitempty"`
 	// CheckInterval is the poll interval in PhaseChecking.
-	CheckInterval time.Duration `json:"checkInterval,omitempty"`
+	// +optional
+	CheckInterval metav1.Duration `json:"checkInterval,omitempty"`
 	// RunningInterval is the poll interval in PhaseRunning.
-	RunningInterval time.Duration `json:"runningInterval,omitempty"`
-	// CheckTimeout is how long PhaseChecking waits for a healthy add-on,
-	// counted from the phase's LastTransitionTime.
-	CheckTimeout time.Duration `json:"checkTimeout,omitempty"`
-	// ActionTimeout bounds each Driver call the Machine makes.
-	ActionTimeout time.Duration `json:"actionTimeout,omitempty"`
+	// +optional
+	RunningInterval metav1.Duration `json:"runningInterval,omitempty"`
+	// CheckTimeout is how long PhaseChecking waits for a healthy add-on.
+	// +optional
+	CheckTimeout metav1.Duration `json:"checkTimeout,omitempty"`
+	// ActionTimeout bounds each Driver call the Machine makes; a claim
+	// expires ActionTimeout plus a grace after the action started.
+	// +optional
+	ActionTimeout metav1.Duration `json:"actionTimeout,omitempty"`
+	// HealthUnknownTimeout is how long the health may stay unreadable in
+	// Running before Ready turns Unknown and Degraded True.
+	// +optional
+	HealthUnknownTimeout metav1.Duration `json:"healthUnknownTimeout,omitempty"`
 	// InstallTimeout is how long PhaseInitializing and PhaseReinitializing
 	// may take, retries included.
-	InstallTimeout time.Duration `json:"installTimeout,omitempty"`
+	// +optional
+	InstallTimeout metav1.Duration `json:"installTimeout,omitempty"`
 	// UpgradeTimeout is how long PhaseUpgrading may take.
-	UpgradeTimeout time.Duration `json:"upgradeTimeout,omitempty"`
+	// +optional
+	UpgradeTimeout metav1.Duration `json:"upgradeTimeout,omitempty"`
 	// RemediationTimeout is how long PhaseRemediating may take, retries
 	// included.
-	RemediationTimeout time.Duration `json:"remediationTimeout,omitempty"`
+	// +optional
+	RemediationTimeout metav1.Duration `json:"remediationTimeout,omitempty"`
 	// DeleteTimeout is how long PhaseDeleting retries the uninstall.
-	DeleteTimeout time.Duration `json:"deleteTimeout,omitempty"`
+	// +optional
+	DeleteTimeout metav1.Duration `json:"deleteTimeout,omitempty"`
 }
 
-// Validate reports negative durations, MaxRetries below -1 and remediations
-// that do not apply. The error matches ErrInvalid.
+// Validate reports negative durations, MaxRetries below -1, a backoff
+// factor below 100 or jitter outside 0..100, a history limit outside
+// 0..MaxHistoryLimit and values that do not apply. The error matches
+// ErrInvalid.
 func (p Policy) Validate() error {
 	var problems []string
-	if p.MaxRetries < -1 {
-		problems = append(problems, fmt.Sprintf("maxRetries %d is below -1", p.MaxRetries))
+	if p.MaxRetries != nil && *p.MaxRetries < -1 {
+		problems = append(problems, fmt.Sprintf("maxRetries %d is below -1", *p.MaxRetries))
 	}
-	for _, d := range []struct {
+	for _, d := range [...]struct {
 		name string
 		v    time.Duration
 	}{
-		{"backoff.base", p.Backoff.Base}, {"backoff.cap", p.Backoff.Cap},
-		{"checkInterval", p.CheckInterval}, {"runningInterval", p.RunningInterval},
-		{"checkTimeout", p.CheckTimeout}, {"actionTimeout", p.ActionTimeout},
-		{"installTimeout", p.InstallTimeout}, {"upgradeTimeout", p.UpgradeTimeout},
-		{"remediationTimeout", p.RemediationTimeout}, {"deleteTimeout", p.DeleteTimeout},
+		{"backoff.initial", p.Backoff.Initial.Duration}, {"backoff.max", p.Backoff.Max.Duration},
+		{"checkInterval", p.CheckInterval.Duration}, {"runningInterval", p.RunningInterval.Duration},
+		{"checkTimeout", p.CheckTimeout.Duration}, {"actionTimeout", p.ActionTimeout.Duration},
+		{"healthUnknownTimeout", p.HealthUnknownTimeout.Duration},
+		{"installTimeout", p.InstallTimeout.Duration}, {"upgradeTimeout", p.UpgradeTimeout.Duration},
+		{"remediationTimeout", p.RemediationTimeout.Duration}, {"deleteTimeout", p.DeleteTimeout.Duration},
 	} {
 		if d.v < 0 {
 			problems = append(problems, fmt.Sprintf("%s %s is negative", d.name, d.v))
 		}
 	}
-	if p.Backoff.Jitter < 0 || p.Backoff.Jitter > 1 {
-		problems = append(problems, fmt.Sprintf("backoff.jitter %v is outside [0, 1]", p.Backoff.Jitter))
+	if f := p.Backoff.FactorPercent; f != 0 && f < 100 {
+		problems = append(problems, fmt.Sprintf("backoff.factorPercent %d is below 100", f))
+	}
+	if j := p.Backoff.JitterPercent; j < 0 || j > 100 {
+		problems = append(problems, fmt.Sprintf("backoff.jitterPercent %d is outside 0..100", j))
+	}
+	if p.HistoryLimit < 0 || p.HistoryLimit > MaxHistoryLimit {
+		problems = append(problems, fmt.Sprintf("historyLimit %d is outside 0..%d", p.HistoryLimit, MaxHistoryLimit))
 	}
 	switch p.InstallRemediation {
 	case RemediationDefault, RemediationNone, RemediationUninstall:
@@ -131,93 +205,130 @@ func (p Policy) Validate() error {
 	default:
 		problems = append(problems, fmt.Sprintf("upgradeRemediation %q is not Default, None, Uninstall or Rollback", p.UpgradeRemediation))
 	}
+	switch p.Drift {
+	case DriftIgnore, DriftWarn, DriftCorrect:
+	default:
+		problems = append(problems, fmt.Sprintf("drift %q is not Ignore (empty), Warn or Correct", p.Drift))
+	}
 	if len(problems) > 0 {
 		return invalid("policy", problems...)
 	}
 	return nil
 }
 
-// withDefaults returns p with every zero field replaced by its default.
-func (p Policy) withDefaults() Policy {
-	if p.MaxRetries == 0 {
-		p.MaxRetries = DefaultMaxRetries
+// +kubebuilder:object:generate=false
+
+// rules is a Policy with every default applied, in the units Decide uses.
+type rules struct {
+	maxRetries           int32
+	remediateLastFailure bool
+	backoff              Backoff
+	install, upgrade     Remediation
+	drift                DriftPolicy
+	test                 TestPolicy
+	historyLimit         int
+	checkInterval        time.Duration
+	runningInterval      time.Duration
+	checkTimeout         time.Duration
+	actionTimeout        time.Duration
+	healthUnknownTimeout time.Duration
+	installTimeout       time.Duration
+	upgradeTimeout       time.Duration
+	remediationTimeout   time.Duration
+	deleteTimeout        time.Duration
+}
+
+// rules applies the defaults.
+func (p *Policy) rules() rules {
+	r := rules{
+		maxRetries: DefaultMaxRetries, remediateLastFailure: true, backoff: p.Backoff.withDefaults(),
+		install: p.InstallRemediation, upgrade: p.UpgradeRemediation, drift: p.Drift, test: p.Test,
+		historyLimit:         int(p.HistoryLimit),
+		checkInterval:        orDefault(p.CheckInterval, DefaultCheckInterval),
+		runningInterval:      orDefault(p.RunningInterval, DefaultRunningInterval),
+		checkTimeout:         orDefault(p.CheckTimeout, DefaultCheckTimeout),
+		actionTimeout:        orDefault(p.ActionTimeout, DefaultActionTimeout),
+		healthUnknownTimeout: orDefault(p.HealthUnknownTimeout, DefaultHealthUnknownFor),
+		installTimeout:       orDefault(p.InstallTimeout, DefaultInstallTimeout),
+		upgradeTimeout:       orDefault(p.UpgradeTimeout, DefaultUpgradeTimeout),
+		remediationTimeout:   orDefault(p.RemediationTimeout, DefaultRemediationTimeout),
+		deleteTimeout:        orDefault(p.DeleteTimeout, DefaultDeleteTimeout),
 	}
-	p.Backoff = p.Backoff.withDefaults()
-	if p.InstallRemediation == RemediationDefault {
-		p.InstallRemediation = RemediationUninstall
+	if p.MaxRetries != nil {
+		r.maxRetries = *p.MaxRetries
 	}
-	if p.UpgradeRemediation == RemediationDefault {
-		p.UpgradeRemediation = RemediationRollback
+	if p.RemediateLastFailure != nil {
+		r.remediateLastFailure = *p.RemediateLastFailure
 	}
-	p.CheckInterval = orDefault(p.CheckInterval, DefaultCheckInterval)
-	p.RunningInterval = orDefault(p.RunningInterval, DefaultRunningInterval)
-	p.CheckTimeout = orDefault(p.CheckTimeout, DefaultCheckTimeout)
-	p.ActionTimeout = orDefault(p.ActionTimeout, DefaultActionTimeout)
-	p.InstallTimeout = orDefault(p.InstallTimeout, DefaultInstallTimeout)
-	p.UpgradeTimeout = orDefault(p.UpgradeTimeout, DefaultUpgradeTimeout)
-	p.RemediationTimeout = orDefault(p.RemediationTimeout, DefaultRemediationTimeout)
-	p.DeleteTimeout = orDefault(p.DeleteTimeout, DefaultDeleteTimeout)
-	return p
+	if r.install == RemediationDefault {
+		r.install = RemediationUninstall
+	}
+	if r.upgrade == RemediationDefault {
+		r.upgrade = RemediationRollback
+	}
+	if r.historyLimit == 0 {
+		r.historyLimit = DefaultHistoryLimit
+	}
+	return r
+}
+
+func orDefault(d metav1.Duration, def time.Duration) time.Duration {
+	if d.Duration <= 0 {
+		return def
+	}
+	return d.Duration
 }
 
 // Timeout returns how long phase p may last (defaults applied), and 0 for
 // the phases that wait for nothing: Running, Failed and Deleted.
 func (p Policy) Timeout(phase Phase) time.Duration {
-	p = p.withDefaults()
+	r := p.rules()
+	return r.timeout(phase)
+}
+
+func (r *rules) timeout(phase Phase) time.Duration {
 	switch phase {
 	case PhaseInitializing, PhaseReinitializing:
-		return p.InstallTimeout
+		return r.installTimeout
 	case PhaseChecking:
-		return p.CheckTimeout
+		return r.checkTimeout
 	case PhaseUpgrading:
-		return p.UpgradeTimeout
+		return r.upgradeTimeout
 	case PhaseRemediating:
-		return p.RemediationTimeout
+		return r.remediationTimeout
 	case PhaseDeleting:
-		return p.DeleteTimeout
+		return r.deleteTimeout
 	}
 	return 0
 }
 
-// Deadline returns when the phase of st passes its deadline: its
-// LastTransitionTime plus Timeout(st.Phase). It is false for a phase without
-// a deadline.
-func (p Policy) Deadline(st Status) (time.Time, bool) {
-	d := p.Timeout(st.Phase)
-	if d == 0 {
-		return time.Time{}, false
-	}
-	return st.LastTransitionTime.Add(d), true
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
-}
-
 // Exhausted reports whether failures (the count including the one just
 // recorded) exceed the retries the policy allows.
-func (p Policy) Exhausted(failures int) bool {
-	max := p.withDefaults().MaxRetries
-	return max >= 0 && failures > max
+func (p Policy) Exhausted(failures int32) bool {
+	r := p.rules()
+	return r.exhausted(failures)
+}
+
+func (r *rules) exhausted(failures int32) bool {
+	return r.maxRetries >= 0 && failures > r.maxRetries
 }
 
 // remediation resolves ActionRemediate for the action that failed, entering
 // phase to.
-func (p Policy) remediation(failed Action, to Phase) Action {
-	p = p.withDefaults()
-	var r Remediation
+func (r *rules) remediation(failed Action, to Phase, exhausted bool) Action {
+	var rem Remediation
 	switch failed {
 	case ActionInstall:
-		r = p.InstallRemediation
+		rem = r.install
 	case ActionUpgrade:
-		r = p.UpgradeRemediation
+		rem = r.upgrade
 	default:
 		return ActionNone
 	}
-	switch r {
+	if exhausted && !r.remediateLastFailure {
+		return ActionNone
+	}
+	switch rem {
 	case RemediationUninstall:
 		return ActionUninstall
 	case RemediationRollback:

@@ -6,87 +6,104 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/fake"
 )
 
 func TestPolicyExhausted(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		max      int
-		failures int
+		max      *int32
+		failures int32
 		want     bool
 	}{
-		{"zero value allows 5 retries", 0, 5, false},
-		{"zero value: the sixth failure exhausts", 0, 6, true},
-		{"unlimited", -1, 1 << 30, false},
-		{"one retry", 1, 1, false},
-		{"one retry: the second failure exhausts", 1, 2, true},
+		{"nil allows DefaultMaxRetries (5) retries", nil, 5, false},
+		{"nil: the sixth failure exhausts", nil, 6, true},
+		{"0 means no retries: the first failure exhausts", ptr[int32](0), 1, true},
+		{"-1 is unlimited", ptr[int32](-1), 1 << 30, false},
+		{"one retry", ptr[int32](1), 1, false},
+		{"one retry: the second failure exhausts", ptr[int32](1), 2, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, addon.Policy{MaxRetries: tc.max}.Exhausted(tc.failures))
+			p := addon.Policy{MaxRetries: tc.max}
+			assert.Equal(t, tc.want, p.Exhausted(tc.failures))
 		})
 	}
 }
 
 func TestPolicyValidate(t *testing.T) {
-	require.NoError(t, addon.Policy{}.Validate(), "the zero policy is the conservative default")
-	require.NoError(t, addon.Policy{MaxRetries: -1, UpgradeRemediation: addon.RemediationUninstall, InstallRemediation: addon.RemediationNone}.Validate())
-	err := addon.Policy{MaxRetries: -5, CheckTimeout: -1, UpgradeRemediation: "Pray", Backoff: addon.Backoff{Jitter: 2}}.Validate()
+	zero := addon.Policy{}
+	require.NoError(t, zero.Validate(), "the zero policy is the conservative default")
+	ok := addon.Policy{MaxRetries: ptr[int32](-1), UpgradeRemediation: addon.RemediationUninstall, InstallRemediation: addon.RemediationNone,
+		Drift: addon.DriftCorrect, HistoryLimit: addon.MaxHistoryLimit}
+	require.NoError(t, ok.Validate())
+	bad := addon.Policy{MaxRetries: ptr[int32](-5), CheckTimeout: dur(-1), UpgradeRemediation: "Pray",
+		Backoff: addon.Backoff{JitterPercent: 200, FactorPercent: 50}, Drift: "Shrug", HistoryLimit: 11}
+	err := bad.Validate()
 	var ie *addon.InvalidError
 	require.ErrorAs(t, err, &ie)
 	require.ErrorIs(t, err, addon.ErrInvalid)
-	assert.Len(t, ie.Problems, 4)
+	assert.Equal(t, []string{
+		"maxRetries -5 is below -1", "checkTimeout -1ns is negative", "backoff.factorPercent 50 is below 100",
+		"backoff.jitterPercent 200 is outside 0..100", "historyLimit 11 is outside 0..10",
+		`upgradeRemediation "Pray" is not Default, None, Uninstall or Rollback`, `drift "Shrug" is not Ignore (empty), Warn or Correct`,
+	}, ie.Problems)
 }
 
-func TestNewMachineRejectsBadConfig(t *testing.T) {
-	_, err := addon.NewMachine(addon.Config{})
-	require.ErrorIs(t, err, addon.ErrInvalid)
-	assert.Contains(t, err.Error(), "nil driver")
-}
-
-func TestPolicyDeadline(t *testing.T) {
-	entered := metav1.NewTime(t0)
-	custom := addon.Policy{InstallTimeout: time.Minute, CheckTimeout: 2 * time.Minute, UpgradeTimeout: 3 * time.Minute,
-		RemediationTimeout: 4 * time.Minute, DeleteTimeout: 5 * time.Minute}
+func TestPolicyTimeout(t *testing.T) {
+	custom := addon.Policy{InstallTimeout: dur(time.Minute), CheckTimeout: dur(2 * time.Minute), UpgradeTimeout: dur(3 * time.Minute),
+		RemediationTimeout: dur(4 * time.Minute), DeleteTimeout: dur(5 * time.Minute)}
 	for _, tc := range []struct {
-		phase   addon.Phase
-		policy  addon.Policy
-		want    time.Duration // 0: no deadline
-		comment string
+		phase  addon.Phase
+		policy addon.Policy
+		want   time.Duration // 0: no deadline
 	}{
-		{addon.PhaseInitializing, addon.Policy{}, addon.DefaultInstallTimeout, "zero policy: default"},
-		{addon.PhaseReinitializing, addon.Policy{}, addon.DefaultInstallTimeout, ""},
-		{addon.PhaseChecking, addon.Policy{}, addon.DefaultCheckTimeout, ""},
-		{addon.PhaseUpgrading, addon.Policy{}, addon.DefaultUpgradeTimeout, ""},
-		{addon.PhaseRemediating, addon.Policy{}, addon.DefaultRemediationTimeout, ""},
-		{addon.PhaseDeleting, addon.Policy{}, addon.DefaultDeleteTimeout, ""},
-		{addon.PhaseInitializing, custom, time.Minute, "set: used"},
-		{addon.PhaseReinitializing, custom, time.Minute, ""},
-		{addon.PhaseChecking, custom, 2 * time.Minute, ""},
-		{addon.PhaseUpgrading, custom, 3 * time.Minute, ""},
-		{addon.PhaseRemediating, custom, 4 * time.Minute, ""},
-		{addon.PhaseDeleting, custom, 5 * time.Minute, ""},
-		{addon.PhaseRunning, custom, 0, "waits for nothing"},
-		{addon.PhaseFailed, custom, 0, "waits for the spec"},
-		{addon.PhaseDeleted, custom, 0, "terminal"},
+		{addon.PhaseInitializing, addon.Policy{}, addon.DefaultInstallTimeout},
+		{addon.PhaseReinitializing, addon.Policy{}, addon.DefaultInstallTimeout},
+		{addon.PhaseChecking, addon.Policy{}, addon.DefaultCheckTimeout},
+		{addon.PhaseUpgrading, addon.Policy{}, addon.DefaultUpgradeTimeout},
+		{addon.PhaseRemediating, addon.Policy{}, addon.DefaultRemediationTimeout},
+		{addon.PhaseDeleting, addon.Policy{}, addon.DefaultDeleteTimeout},
+		{addon.PhaseInitializing, custom, time.Minute},
+		{addon.PhaseChecking, custom, 2 * time.Minute},
+		{addon.PhaseUpgrading, custom, 3 * time.Minute},
+		{addon.PhaseRemediating, custom, 4 * time.Minute},
+		{addon.PhaseDeleting, custom, 5 * time.Minute},
+		{addon.PhaseRunning, custom, 0},
+		{addon.PhaseFailed, custom, 0},
+		{addon.PhaseDeleted, custom, 0},
 	} {
-		t.Run(string(tc.phase)+" "+tc.comment, func(t *testing.T) {
+		t.Run(string(tc.phase), func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.policy.Timeout(tc.phase))
-			dl, ok := tc.policy.Deadline(addon.Status{Phase: tc.phase, LastTransitionTime: entered})
-			assert.Equal(t, tc.want != 0, ok)
-			if ok {
-				assert.Equal(t, t0.Add(tc.want), dl, "counted from LastTransitionTime")
-			}
 		})
 	}
 }
 
-func TestPolicyValidateRejectsNegativeTimeouts(t *testing.T) {
-	err := addon.Policy{InstallTimeout: -1, UpgradeTimeout: -1, RemediationTimeout: -1, DeleteTimeout: -1}.Validate()
-	var ie *addon.InvalidError
-	require.ErrorAs(t, err, &ie)
-	assert.Equal(t, []string{"installTimeout -1ns is negative", "upgradeTimeout -1ns is negative",
-		"remediationTimeout -1ns is negative", "deleteTimeout -1ns is negative"}, ie.Problems)
+func TestNewMachineRejectsBadConfig(t *testing.T) {
+	var nilDriver *fake.AddonDriver
+	var nilStore *fake.AddonStore
+	for _, tc := range []struct {
+		name string
+		cfg  addon.Config
+		want string
+	}{
+		{"nothing", addon.Config{}, "nil driver"},
+		{"typed-nil driver", addon.Config{Driver: nilDriver, Store: &fake.AddonStore{}}, "nil driver"},
+		{"typed-nil store", addon.Config{Driver: &fake.AddonDriver{}, Store: nilStore}, "nil store"},
+		{"bad policy", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Policy: addon.Policy{HistoryLimit: -1}}, "historyLimit"},
+		{"drift without a DriftDetector", addon.Config{Driver: healthOnly{}, Store: &fake.AddonStore{}, Policy: addon.Policy{Drift: addon.DriftWarn}}, "DriftDetector"},
+		{"tests without a Tester", addon.Config{Driver: healthOnly{}, Store: &fake.AddonStore{}, Policy: addon.Policy{Test: addon.TestPolicy{Enable: true}}}, "Tester"},
+		{"typed-nil clock", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Clock: (*clocktesting.FakeClock)(nil)}, "nil clock"},
+		{"empty table", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Table: &addon.Table{}}, "empty table"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := addon.NewMachine(tc.cfg)
+			require.ErrorIs(t, err, addon.ErrInvalid)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.Contains(t, err.Error(), "addon: ")
+		})
+	}
 }

@@ -1,103 +1,227 @@
 package addon
 
 import (
+	"fmt"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Status is everything the engine needs to continue, as plain data for the
-// host to persist in its object's status. A new Machine (after a restart)
-// continues from Status alone. The zero Status is an add-on never seen before.
+// host to persist in its object's status (embed it in a CRD). A new Machine
+// (after a restart) continues from Status alone. The zero Status is an
+// add-on never seen before.
 type Status struct {
 	// Phase is where the lifecycle is.
+	// +optional
 	Phase Phase `json:"phase,omitempty"`
-	// Reason is the event that caused the last transition (or why nothing
+	// Reason is the trigger that caused the last transition (or why nothing
 	// moves, such as "Suspended"); Message explains it.
-	Reason  string `json:"reason,omitempty"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
 	Message string `json:"message,omitempty"`
 	// PendingAction is the action to run when NextAttemptTime is reached.
+	// +optional
 	PendingAction Action `json:"pendingAction,omitempty"`
 	// NextAttemptTime is when PendingAction becomes due (nil: now).
+	// +optional
 	NextAttemptTime *metav1.Time `json:"nextAttemptTime,omitempty"`
+	// Deadline is when the phase gives up waiting (Policy.Timeout after it
+	// was entered, moved on by the time spent suspended). Every phase that
+	// waits has one; Running, Failed and Deleted have none.
+	// +optional
+	Deadline *metav1.Time `json:"deadline,omitempty"`
+	// InFlight is the claim of the action running now: only its owner may
+	// record the outcome, and nothing else runs until it is recorded or the
+	// claim expires (its outcome is then lost and counts as a failure).
+	// +optional
+	InFlight *Claim `json:"inFlight,omitempty"`
 	// Verifying is the action whose result PhaseChecking verifies: Install,
-	// Upgrade, Rollback, or none when a running add-on broke.
+	// Upgrade or Rollback.
+	// +optional
 	Verifying Action `json:"verifying,omitempty"`
 	// LastFailedAction is the action whose failure the counters count.
+	// +optional
 	LastFailedAction Action `json:"lastFailedAction,omitempty"`
 	// InstallFailures, UpgradeFailures and UninstallFailures count
-	// consecutive failures; they reset on success and on a spec change.
-	InstallFailures   int `json:"installFailures,omitempty"`
-	UpgradeFailures   int `json:"upgradeFailures,omitempty"`
-	UninstallFailures int `json:"uninstallFailures,omitempty"`
+	// consecutive failures against Policy.MaxRetries; they reset on success,
+	// on a spec change and on a reset request.
+	// +optional
+	InstallFailures int32 `json:"installFailures,omitempty"`
+	// +optional
+	UpgradeFailures int32 `json:"upgradeFailures,omitempty"`
+	// +optional
+	UninstallFailures int32 `json:"uninstallFailures,omitempty"`
+	// Failures counts consecutive failed attempts of any action since the
+	// add-on was last healthy or its spec changed: the backoff step. Reset
+	// and force requests do not clear it, so requests are rate-limited too.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
 	// LastTransitionTime is when Phase was last entered, or started over by
-	// a spec change, a retry request, a passed deadline or a resume; the
-	// phase deadline (Policy.Deadline) counts from it.
+	// a request, a deletion or a passed deadline.
+	// +optional
 	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
 	// LastAttemptTime is when an action last started.
+	// +optional
 	LastAttemptTime *metav1.Time `json:"lastAttemptTime,omitempty"`
 	// InstalledVersion is the version the last successful install, upgrade
-	// or rollback applied ("" after an uninstall).
+	// or rollback applied ("" after an uninstall, and before any install).
+	// +optional
 	InstalledVersion string `json:"installedVersion,omitempty"`
 	// LastGoodVersion is the last version seen healthy: the rollback target.
+	// +optional
 	LastGoodVersion string `json:"lastGoodVersion,omitempty"`
 	// FailedVersion is a desired version whose install or upgrade failed; it
-	// is not tried again until the spec changes or a retry is requested.
+	// is not tried again until the spec changes or a request arrives.
+	// +optional
 	FailedVersion string `json:"failedVersion,omitempty"`
-	// ObservedGeneration is the spec generation this status has taken into account.
+	// ObservedGeneration is the spec generation this status has taken into
+	// account; it only goes forward.
+	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// LastRetryToken is the last Spec.RetryToken handled.
-	LastRetryToken string `json:"lastRetryToken,omitempty"`
-	// Suspended is true while Spec.Suspended holds the engine still.
-	Suspended bool `json:"suspended,omitempty"`
-	// Conditions are Ready, Reconciling, Stalled (kstatus) and Degraded.
+	// LastResetToken and LastForceToken are the last Spec.ResetToken and
+	// Spec.ForceToken handled.
+	// +optional
+	LastResetToken string `json:"lastResetToken,omitempty"`
+	// +optional
+	LastForceToken string `json:"lastForceToken,omitempty"`
+	// SuspendedTime is when Spec.Suspended last held the engine still (nil
+	// while it runs). On resume the deadline moves on by the time suspended.
+	// +optional
+	SuspendedTime *metav1.Time `json:"suspendedTime,omitempty"`
+	// Health is the last health read.
+	// +optional
+	Health Health `json:"health,omitempty"`
+	// HealthUnknownSince is when the health became unreadable in Running
+	// (nil while it reads); after Policy.HealthUnknownTimeout Ready turns
+	// Unknown.
+	// +optional
+	HealthUnknownSince *metav1.Time `json:"healthUnknownSince,omitempty"`
+	// History holds the last Policy.HistoryLimit attempts, oldest first.
+	// +optional
+	// +listType=atomic
+	History []Attempt `json:"history,omitempty"`
+	// Conditions are Ready, Reconciling, Stalled (kstatus) and Degraded,
+	// with Released, Remediated, TestSuccess and Drifted as Flux reports them.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// DeepCopy returns a copy sharing no memory with s (nil for a nil s).
-func (s *Status) DeepCopy() *Status {
-	if s == nil {
+// Claim marks the action in flight: who runs it, on what, and until when.
+type Claim struct {
+	// Action is the claimed action.
+	Action Action `json:"action"`
+	// Owner identifies the Machine that runs it (Config.Identity).
+	Owner string `json:"owner"`
+	// From is the installed version when the action started; To is the
+	// version it applies (empty for an uninstall).
+	// +optional
+	From string `json:"from,omitempty"`
+	// +optional
+	To string `json:"to,omitempty"`
+	// Started is when the action started; with Owner and Action it names
+	// the attempt.
+	Started metav1.Time `json:"started"`
+	// Expires is when the claim lapses: Policy.ActionTimeout after Started,
+	// plus a grace for the outcome's write.
+	Expires metav1.Time `json:"expires"`
+}
+
+// same reports whether c and o name the same attempt.
+func (c *Claim) same(o *Claim) bool {
+	return c != nil && o != nil && c.Action == o.Action && c.Owner == o.Owner && c.Started.Equal(&o.Started)
+}
+
+// Attempt is one entry of Status.History.
+type Attempt struct {
+	// Action is what ran.
+	Action Action `json:"action"`
+	// Version is the version it applied (empty for an uninstall), cut to
+	// maxHistoryVersion bytes.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Outcome is how it ended.
+	Outcome Outcome `json:"outcome"`
+	// Started and Finished bound the attempt.
+	Started  metav1.Time `json:"started"`
+	Finished metav1.Time `json:"finished"`
+}
+
+// Validate reports what a Decide could not continue from: an unknown phase,
+// action or health, negative counters, a claim that is not of the pending
+// action, tests pending outside Checking, a Checking phase without the
+// action it verifies, a phase that waits without a deadline, and one that waits
+// with nothing to do (nothing pending and nothing in flight). A Deleting
+// phase may wait with nothing pending: a deletion stopped at its deadline.
+// The error matches ErrInvalid.
+func (s *Status) Validate() error {
+	if s.valid() {
 		return nil
 	}
-	out := new(Status)
-	s.DeepCopyInto(out)
-	return out
-}
-
-// DeepCopyInto copies s into out.
-func (s *Status) DeepCopyInto(out *Status) {
-	*out = *s
-	out.NextAttemptTime = s.NextAttemptTime.DeepCopy()
-	out.LastAttemptTime = s.LastAttemptTime.DeepCopy()
-	s.LastTransitionTime.DeepCopyInto(&out.LastTransitionTime)
-	if s.Conditions != nil {
-		out.Conditions = make([]metav1.Condition, len(s.Conditions))
-		for i := range s.Conditions {
-			s.Conditions[i].DeepCopyInto(&out.Conditions[i])
-		}
-	}
-}
-
-// Validate reports an unknown phase or action and negative counters. The
-// error matches ErrInvalid.
-func (s *Status) Validate() error {
 	var problems []string
 	if s.Phase != "" && !s.Phase.Known() {
 		problems = append(problems, "unknown phase "+quote(string(s.Phase)))
 	}
-	for _, a := range []Action{s.PendingAction, s.Verifying, s.LastFailedAction} {
+	for _, a := range [...]Action{s.PendingAction, s.Verifying, s.LastFailedAction} {
 		if !a.Known() || a == ActionRemediate {
 			problems = append(problems, "unknown action "+quote(string(a)))
 		}
 	}
-	if s.InstallFailures < 0 || s.UpgradeFailures < 0 || s.UninstallFailures < 0 {
+	if c := s.InFlight; c != nil && (!c.Action.mutates() || c.Owner == "" || c.Action != s.PendingAction) {
+		problems = append(problems, fmt.Sprintf("inFlight: action %q by owner %q, pending %q", c.Action, c.Owner, s.PendingAction))
+	}
+	if s.PendingAction == ActionTest && s.Phase != PhaseChecking {
+		problems = append(problems, fmt.Sprintf("phase %s runs tests", s.Phase))
+	}
+	switch s.Health {
+	case "", HealthUnknown, HealthHealthy, HealthUnhealthy:
+	default:
+		problems = append(problems, "unknown health "+quote(string(s.Health)))
+	}
+	if s.InstallFailures < 0 || s.UpgradeFailures < 0 || s.UninstallFailures < 0 || s.Failures < 0 {
 		problems = append(problems, "negative failure counter")
 	}
 	if s.ObservedGeneration < 0 {
 		problems = append(problems, "negative observedGeneration")
 	}
-	if len(problems) > 0 {
-		return invalid("status", problems...)
+	if s.Phase == PhaseChecking && s.Verifying != ActionInstall && s.Verifying != ActionUpgrade && s.Verifying != ActionRollback {
+		problems = append(problems, fmt.Sprintf("phase Checking verifies %q, not Install, Upgrade or Rollback", s.Verifying))
 	}
-	return nil
+	if s.Phase.waits() && s.Deadline == nil {
+		problems = append(problems, fmt.Sprintf("phase %s waits without a deadline", s.Phase))
+	}
+	if s.idle() {
+		problems = append(problems, fmt.Sprintf("phase %s waits with nothing pending and nothing in flight", s.Phase))
+	}
+	return invalid("status", problems...)
+}
+
+// valid is the allocation-free fast path of Validate.
+func (s *Status) valid() bool {
+	ok := (s.Phase == "" || s.Phase.Known()) &&
+		s.PendingAction.Known() && s.PendingAction != ActionRemediate &&
+		s.Verifying.Known() && s.Verifying != ActionRemediate &&
+		s.LastFailedAction.Known() && s.LastFailedAction != ActionRemediate &&
+		(s.InFlight == nil || (s.InFlight.Action.mutates() && s.InFlight.Owner != "" && s.InFlight.Action == s.PendingAction)) &&
+		(s.PendingAction != ActionTest || s.Phase == PhaseChecking) &&
+		(s.Health == "" || s.Health == HealthUnknown || s.Health == HealthHealthy || s.Health == HealthUnhealthy) &&
+		s.InstallFailures >= 0 && s.UpgradeFailures >= 0 && s.UninstallFailures >= 0 && s.Failures >= 0 &&
+		s.ObservedGeneration >= 0 &&
+		(s.Phase != PhaseChecking || s.Verifying == ActionInstall || s.Verifying == ActionUpgrade || s.Verifying == ActionRollback) &&
+		(!s.Phase.waits() || s.Deadline != nil)
+	return ok && !s.idle()
+}
+
+// idle reports a phase that would wait forever: not Failed, Deleting or
+// Deleted, with nothing pending and nothing in flight.
+func (s *Status) idle() bool {
+	switch s.Phase {
+	case "", PhaseFailed, PhaseDeleting, PhaseDeleted:
+		return false
+	}
+	return s.PendingAction == ActionNone && s.InFlight == nil
 }
 
 func quote(s string) string { return `"` + s + `"` }

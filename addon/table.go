@@ -6,13 +6,21 @@ import (
 	"strings"
 )
 
-// Row is one transition: in phase From, event Event moves the add-on to phase
-// To, and Action is what runs on entering To (ActionNone: nothing).
+// +kubebuilder:object:generate=false
+
+// Row is one transition: in phase From, trigger Trigger moves the add-on to
+// phase To, and Action is what runs on entering To (ActionNone: nothing).
+//
+// Decide resolves a row's ActionInstall and ActionUpgrade by what is
+// installed, so a re-apply is never a fresh install: with a version
+// installed, Install becomes Upgrade and a row entering Initializing or
+// Reinitializing enters Upgrading instead; with nothing installed, Upgrade
+// becomes Install and a row entering Upgrading enters Initializing.
 type Row struct {
 	// From is the phase the row applies in.
 	From Phase `json:"from"`
-	// Event is what happened.
-	Event Event `json:"event"`
+	// Trigger is what happened.
+	Trigger Trigger `json:"trigger"`
 	// To is the phase entered (may equal From).
 	To Phase `json:"to"`
 	// Action runs on entering To: at once, or after the backoff when it
@@ -21,10 +29,14 @@ type Row struct {
 	Action Action `json:"action,omitempty"`
 }
 
+// +kubebuilder:object:generate=false
+
 type rowKey struct {
-	from  Phase
-	event Event
+	from    Phase
+	trigger Trigger
 }
+
+// +kubebuilder:object:generate=false
 
 // Table is the add-on lifecycle as data: a list of rows. Build one with
 // NewTable (which validates it) or take DefaultTable. A Table is immutable
@@ -51,20 +63,20 @@ func indexRows(rows []Row) *Table {
 	t := &Table{rows: append([]Row(nil), rows...), index: make(map[rowKey]int, len(rows)), phases: map[Phase]bool{}}
 	for i, r := range t.rows {
 		t.phases[r.From], t.phases[r.To] = true, true
-		if _, dup := t.index[rowKey{r.From, r.Event}]; !dup {
-			t.index[rowKey{r.From, r.Event}] = i
+		if _, dup := t.index[rowKey{r.From, r.Trigger}]; !dup {
+			t.index[rowKey{r.From, r.Trigger}] = i
 		}
 	}
 	return t
 }
 
-// Next returns the row for (from, event), and false when the table has none:
-// the event is then ignored in that phase.
-func (t *Table) Next(from Phase, event Event) (Row, bool) {
+// Next returns the row for (from, trigger), and false when the table has
+// none: the trigger is then ignored in that phase.
+func (t *Table) Next(from Phase, trigger Trigger) (Row, bool) {
 	if t == nil {
 		return Row{}, false
 	}
-	i, ok := t.index[rowKey{from, event}]
+	i, ok := t.index[rowKey{from, trigger}]
 	if !ok {
 		return Row{}, false
 	}
@@ -84,36 +96,47 @@ func (t *Table) Rows() []Row {
 	return append([]Row(nil), t.rows...)
 }
 
-// outcomeEvents are the events an action's outcome can produce; a phase
+// handles reports whether phase p has rows for both outcomes of action a
+// (health checks and tests are handled by Decide itself).
+func (t *Table) handles(p Phase, a Action) bool {
+	for _, e := range outcomeTriggers(a) {
+		if _, ok := t.index[rowKey{p, e}]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// outcomeTriggers are the triggers an action's outcome can produce; a phase
 // entered with that action needs a row for each.
-func outcomeEvents(a Action) []Event {
+func outcomeTriggers(a Action) []Trigger {
 	switch a {
 	case ActionInstall:
-		return []Event{EventInstallSucceeded, EventInstallFailed}
+		return []Trigger{TriggerInstallSucceeded, TriggerInstallFailed}
 	case ActionUpgrade:
-		return []Event{EventUpgradeSucceeded, EventUpgradeFailed}
+		return []Trigger{TriggerUpgradeSucceeded, TriggerUpgradeFailed}
 	case ActionRollback:
-		return []Event{EventRollbackSucceeded, EventRollbackFailed}
+		return []Trigger{TriggerRollbackSucceeded, TriggerRollbackFailed}
 	case ActionUninstall:
-		return []Event{EventUninstallSucceeded, EventUninstallFailed}
+		return []Trigger{TriggerUninstallSucceeded, TriggerUninstallFailed}
 	}
 	return nil
 }
 
 // entryActions lists the actions a row can run on entering its To phase:
 // ActionRemediate stands for every action a Policy can resolve it to, for
-// the action whose failure the row's event reports.
+// the action whose failure the row's trigger reports.
 func (t *Table) entryActions(r Row) []Action {
 	if r.Action != ActionRemediate {
 		return []Action{r.Action}
 	}
 	var failed []Action
-	switch r.Event {
-	case EventInstallFailed:
+	switch r.Trigger {
+	case TriggerInstallFailed:
 		failed = []Action{ActionInstall}
-	case EventUpgradeFailed:
+	case TriggerUpgradeFailed:
 		failed = []Action{ActionUpgrade}
-	case EventDeadlinePassed:
+	case TriggerDeadlinePassed:
 		failed = t.awaited(r.From)
 	default:
 		return []Action{ActionRollback, ActionUninstall}
@@ -133,6 +156,41 @@ func (t *Table) entryActions(r Row) []Action {
 	return out
 }
 
+// +kubebuilder:object:generate=false
+
+type entry struct {
+	phase  Phase
+	action Action
+}
+
+// resolutions lists where a row entering phase to with action a can end up
+// once Decide resolves Install and Upgrade by what is installed (see Row).
+func resolutions(to Phase, a Action) []entry {
+	if a != ActionInstall && a != ActionUpgrade {
+		return []entry{{to, a}}
+	}
+	return []entry{resolve(to, a, false), resolve(to, a, true)}
+}
+
+// resolve maps a row's (phase, action) to what runs: with a version
+// installed an apply is an upgrade, in Upgrading; with nothing installed it
+// is an install, in Initializing.
+func resolve(to Phase, a Action, installed bool) entry {
+	switch {
+	case a == ActionInstall && installed:
+		a = ActionUpgrade
+		if to == PhaseInitializing || to == PhaseReinitializing {
+			to = PhaseUpgrading
+		}
+	case a == ActionUpgrade && !installed:
+		a = ActionInstall
+		if to == PhaseUpgrading {
+			to = PhaseInitializing
+		}
+	}
+	return entry{to, a}
+}
+
 // awaited returns the installs and upgrades phase p can be waiting for when
 // its deadline passes: those the rows entering p run, or retry after a
 // failure. Checking's deadline without a checked action counts as a failed
@@ -147,9 +205,9 @@ func (t *Table) awaited(p Phase) []Action {
 			continue
 		}
 		switch {
-		case r.Action == ActionInstall, r.Action == ActionRemediate && r.Event == EventInstallFailed:
+		case r.Action == ActionInstall, r.Action == ActionRemediate && r.Trigger == TriggerInstallFailed:
 			has[ActionInstall] = true
-		case r.Action == ActionUpgrade, r.Action == ActionRemediate && r.Event == EventUpgradeFailed:
+		case r.Action == ActionUpgrade, r.Action == ActionRemediate && r.Trigger == TriggerUpgradeFailed:
 			has[ActionUpgrade] = true
 		}
 	}
@@ -162,18 +220,22 @@ func (t *Table) awaited(p Phase) []Action {
 	return out
 }
 
-// Validate reports every problem of the table: unknown phases, events or
-// actions; duplicate (From, Event) rows; phases that cannot be reached from
+// Validate reports every problem of the table: unknown phases, triggers or
+// actions; duplicate (From, Trigger) rows; phases that cannot be reached from
 // PhaseInitializing or cannot be left (PhaseDeleted is the only terminal);
 // phases without a DeletionRequested row (PhaseDeleting and PhaseDeleted
 // excepted, and Deleting may have none); a phase with a failure row but no RetriesExhausted row
 // (Deleting excepted: uninstall failures never exhaust); a Deleting phase
 // that cannot reach PhaseDeleted, or that stops at its deadline (a
-// DeadlinePassed row that stays and runs nothing) without a RetryRequested
+// DeadlinePassed row that stays and runs nothing) without a ResetRequested
 // row that uninstalls again; no SpecChanged row out of PhaseFailed, or a
-// VersionChanged or RetryRequested row that stays in it (every spec request
-// leaves Failed); and a phase entered with an action that
-// has no row for that action's success or failure.
+// VersionChanged, ResetRequested or ForceRequested row that stays in it
+// (every spec request leaves Failed); a row that enters a waiting phase
+// other than Deleting with nothing to do; a row that runs ActionTest (only
+// Policy.Test runs it); remediating rows without PhaseFailed (where an
+// unusable rollback target stops); and a phase entered with an action that
+// has no row for that action's success or failure, with Install and Upgrade
+// resolved both ways (see Row).
 func (t *Table) Validate() error {
 	if t == nil || len(t.rows) == 0 {
 		return invalid("table", "no rows")
@@ -183,6 +245,7 @@ func (t *Table) Validate() error {
 	used := map[Phase]bool{PhaseInitializing: true}
 	leaves := map[Phase]bool{}
 	next := map[Phase][]Phase{}
+	remediates := false
 	for i, r := range t.rows {
 		if !r.From.Known() {
 			problems = append(problems, fmt.Sprintf("row %d: unknown phase %q", i, r.From))
@@ -190,8 +253,8 @@ func (t *Table) Validate() error {
 		if !r.To.Known() {
 			problems = append(problems, fmt.Sprintf("row %d: unknown phase %q", i, r.To))
 		}
-		if !r.Event.Known() {
-			problems = append(problems, fmt.Sprintf("row %d: unknown event %q", i, r.Event))
+		if !r.Trigger.Known() {
+			problems = append(problems, fmt.Sprintf("row %d: unknown trigger %q", i, r.Trigger))
 		}
 		if !r.Action.Known() {
 			problems = append(problems, fmt.Sprintf("row %d: unknown action %q", i, r.Action))
@@ -199,12 +262,12 @@ func (t *Table) Validate() error {
 		if r.From == PhaseDeleted {
 			problems = append(problems, fmt.Sprintf("row %d: %s is terminal", i, PhaseDeleted))
 		}
-		if r.From == PhaseDeleting && r.Event == EventDeletionRequested {
-			problems = append(problems, fmt.Sprintf("row %d: %s in %s: deletion is already requested", i, EventDeletionRequested, PhaseDeleting))
+		if r.From == PhaseDeleting && r.Trigger == TriggerDeletionRequested {
+			problems = append(problems, fmt.Sprintf("row %d: %s in %s: deletion is already requested", i, TriggerDeletionRequested, PhaseDeleting))
 		}
-		k := rowKey{r.From, r.Event}
+		k := rowKey{r.From, r.Trigger}
 		if seen[k] {
-			problems = append(problems, fmt.Sprintf("row %d: duplicate (%s, %s)", i, r.From, r.Event))
+			problems = append(problems, fmt.Sprintf("row %d: duplicate (%s, %s)", i, r.From, r.Trigger))
 		}
 		seen[k] = true
 		used[r.From], used[r.To] = true, true
@@ -212,13 +275,27 @@ func (t *Table) Validate() error {
 			leaves[r.From] = true
 			next[r.From] = append(next[r.From], r.To)
 		}
+		if r.Action == ActionTest {
+			problems = append(problems, fmt.Sprintf("row %d: %s runs only in %s, by Policy.Test", i, ActionTest, PhaseChecking))
+		}
+		if r.Action == ActionRemediate {
+			remediates = true
+		}
+		if r.Action == ActionNone && r.To.waits() && r.To != PhaseDeleting {
+			problems = append(problems, fmt.Sprintf("row %d: enters %s, which waits, with nothing to do", i, r.To))
+		}
 		for _, a := range t.entryActions(r) {
-			for _, e := range outcomeEvents(a) {
-				if _, ok := t.index[rowKey{r.To, e}]; !ok {
-					problems = append(problems, fmt.Sprintf("row %d: %s is entered with %s but has no %s row", i, r.To, a, e))
+			for _, to := range resolutions(r.To, a) {
+				for _, e := range outcomeTriggers(to.action) {
+					if _, ok := t.index[rowKey{to.phase, e}]; !ok {
+						problems = append(problems, fmt.Sprintf("row %d: %s is entered with %s but has no %s row", i, to.phase, to.action, e))
+					}
 				}
 			}
 		}
+	}
+	if remediates && !used[PhaseFailed] {
+		problems = append(problems, fmt.Sprintf("rows remediate but %s, where an unusable rollback target stops, is not in the table", PhaseFailed))
 	}
 	reached := map[Phase]bool{PhaseInitializing: true}
 	queue := []Phase{PhaseInitializing}
@@ -243,8 +320,8 @@ func (t *Table) Validate() error {
 			problems = append(problems, fmt.Sprintf("phase %s cannot be left", p))
 		}
 		if p != PhaseDeleting && p != PhaseDeleted {
-			if r, ok := t.Next(p, EventDeletionRequested); !ok || r.To != PhaseDeleting {
-				problems = append(problems, fmt.Sprintf("phase %s has no %s row to %s", p, EventDeletionRequested, PhaseDeleting))
+			if r, ok := t.Next(p, TriggerDeletionRequested); !ok || r.To != PhaseDeleting {
+				problems = append(problems, fmt.Sprintf("phase %s has no %s row to %s", p, TriggerDeletionRequested, PhaseDeleting))
 			}
 		}
 	}
@@ -252,28 +329,28 @@ func (t *Table) Validate() error {
 		if p == PhaseDeleting {
 			continue // uninstall failures never exhaust
 		}
-		for _, e := range []Event{EventInstallFailed, EventUpgradeFailed, EventDeadlinePassed} {
+		for _, e := range []Trigger{TriggerInstallFailed, TriggerUpgradeFailed, TriggerDeadlinePassed} {
 			if _, ok := t.Next(p, e); ok {
-				if _, ok := t.Next(p, EventRetriesExhausted); !ok {
-					problems = append(problems, fmt.Sprintf("phase %s can fail with %s but has no %s row", p, e, EventRetriesExhausted))
+				if _, ok := t.Next(p, TriggerRetriesExhausted); !ok {
+					problems = append(problems, fmt.Sprintf("phase %s can fail with %s but has no %s row", p, e, TriggerRetriesExhausted))
 					break
 				}
 			}
 		}
 	}
-	if r, ok := t.Next(PhaseDeleting, EventUninstallSucceeded); !ok || r.To != PhaseDeleted {
-		problems = append(problems, fmt.Sprintf("phase %s has no %s row to %s", PhaseDeleting, EventUninstallSucceeded, PhaseDeleted))
+	if r, ok := t.Next(PhaseDeleting, TriggerUninstallSucceeded); !ok || r.To != PhaseDeleted {
+		problems = append(problems, fmt.Sprintf("phase %s has no %s row to %s", PhaseDeleting, TriggerUninstallSucceeded, PhaseDeleted))
 	}
-	if r, ok := t.Next(PhaseDeleting, EventDeadlinePassed); ok && r.To == PhaseDeleting && r.Action == ActionNone {
-		if r, ok := t.Next(PhaseDeleting, EventRetryRequested); !ok || r.To != PhaseDeleting || r.Action != ActionUninstall {
-			problems = append(problems, fmt.Sprintf("phase %s stops at its deadline but has no %s row to %s / %s", PhaseDeleting, EventRetryRequested, PhaseDeleting, ActionUninstall))
+	if r, ok := t.Next(PhaseDeleting, TriggerDeadlinePassed); ok && r.To == PhaseDeleting && r.Action == ActionNone {
+		if r, ok := t.Next(PhaseDeleting, TriggerResetRequested); !ok || r.To != PhaseDeleting || r.Action != ActionUninstall {
+			problems = append(problems, fmt.Sprintf("phase %s stops at its deadline but has no %s row to %s / %s", PhaseDeleting, TriggerResetRequested, PhaseDeleting, ActionUninstall))
 		}
 	}
 	if used[PhaseFailed] {
-		if r, ok := t.Next(PhaseFailed, EventSpecChanged); !ok || r.To == PhaseFailed {
-			problems = append(problems, fmt.Sprintf("no way out of %s: no %s row to another phase", PhaseFailed, EventSpecChanged))
+		if r, ok := t.Next(PhaseFailed, TriggerSpecChanged); !ok || r.To == PhaseFailed {
+			problems = append(problems, fmt.Sprintf("no way out of %s: no %s row to another phase", PhaseFailed, TriggerSpecChanged))
 		}
-		for _, e := range []Event{EventVersionChanged, EventRetryRequested} {
+		for _, e := range []Trigger{TriggerVersionChanged, TriggerResetRequested, TriggerForceRequested} {
 			if r, ok := t.Next(PhaseFailed, e); ok && r.To == PhaseFailed {
 				problems = append(problems, fmt.Sprintf("no way out of %s: its %s row stays in %s", PhaseFailed, e, PhaseFailed))
 			}
@@ -288,7 +365,7 @@ func (t *Table) Validate() error {
 
 // Mermaid renders the table as a Mermaid state diagram: one edge per (From,
 // To) pair in the order of its first row, labelled with its rows'
-// "event / action", comma-separated.
+// "trigger / action", comma-separated.
 func (t *Table) Mermaid() string {
 	type edge struct{ from, to Phase }
 	var order []edge
@@ -298,7 +375,7 @@ func (t *Table) Mermaid() string {
 		if _, seen := labels[e]; !seen {
 			order = append(order, e)
 		}
-		label := string(r.Event)
+		label := string(r.Trigger)
 		if r.Action != ActionNone {
 			label += " / " + string(r.Action)
 		}

@@ -2,7 +2,6 @@ package addon_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -10,19 +9,24 @@ import (
 	"github.com/converge-dev/converge/addon"
 )
 
-// minimal is a small valid table: install, check, run, fail, delete.
+// minimal is a small valid table: install (an upgrade once something is
+// installed), check, run, fail, delete.
 func minimal() []addon.Row {
 	return []addon.Row{
-		{From: addon.PhaseInitializing, Event: addon.EventInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
-		{From: addon.PhaseInitializing, Event: addon.EventInstallFailed, To: addon.PhaseFailed},
-		{From: addon.PhaseInitializing, Event: addon.EventRetriesExhausted, To: addon.PhaseFailed},
-		{From: addon.PhaseInitializing, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
-		{From: addon.PhaseRunning, Event: addon.EventSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall},
-		{From: addon.PhaseRunning, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
-		{From: addon.PhaseFailed, Event: addon.EventSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall},
-		{From: addon.PhaseFailed, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
-		{From: addon.PhaseDeleting, Event: addon.EventUninstallSucceeded, To: addon.PhaseDeleted},
-		{From: addon.PhaseDeleting, Event: addon.EventUninstallFailed, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+		{From: addon.PhaseInitializing, Trigger: addon.TriggerInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
+		{From: addon.PhaseInitializing, Trigger: addon.TriggerInstallFailed, To: addon.PhaseFailed},
+		{From: addon.PhaseInitializing, Trigger: addon.TriggerRetriesExhausted, To: addon.PhaseFailed},
+		{From: addon.PhaseInitializing, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+		{From: addon.PhaseUpgrading, Trigger: addon.TriggerUpgradeSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
+		{From: addon.PhaseUpgrading, Trigger: addon.TriggerUpgradeFailed, To: addon.PhaseFailed},
+		{From: addon.PhaseUpgrading, Trigger: addon.TriggerRetriesExhausted, To: addon.PhaseFailed},
+		{From: addon.PhaseUpgrading, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+		{From: addon.PhaseRunning, Trigger: addon.TriggerSpecChanged, To: addon.PhaseUpgrading, Action: addon.ActionUpgrade},
+		{From: addon.PhaseRunning, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+		{From: addon.PhaseFailed, Trigger: addon.TriggerSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall},
+		{From: addon.PhaseFailed, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
+		{From: addon.PhaseDeleting, Trigger: addon.TriggerUninstallSucceeded, To: addon.PhaseDeleted},
+		{From: addon.PhaseDeleting, Trigger: addon.TriggerUninstallFailed, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
 	}
 }
 
@@ -35,85 +39,95 @@ func TestTableValidate(t *testing.T) {
 		{"minimal table is valid", func(r []addon.Row) []addon.Row { return r }, ""},
 		{"no rows", func([]addon.Row) []addon.Row { return nil }, "no rows"},
 		{"duplicate (from, event)", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseInitializing, Event: addon.EventInstallFailed, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
+			return append(r, addon.Row{From: addon.PhaseInitializing, Trigger: addon.TriggerInstallFailed, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
 		}, "duplicate (Initializing, InstallFailed)"},
 		{"unknown phase", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseRunning, Event: addon.EventUnhealthy, To: "Limbo"})
+			return append(r, addon.Row{From: addon.PhaseRunning, Trigger: addon.TriggerUnhealthy, To: "Limbo"})
 		}, `unknown phase "Limbo"`},
-		{"unknown event", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseRunning, Event: "Sneezed", To: addon.PhaseRunning})
-		}, `unknown event "Sneezed"`},
+		{"unknown trigger", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseRunning, Trigger: "Sneezed", To: addon.PhaseRunning})
+		}, `unknown trigger "Sneezed"`},
 		{"unknown action", func(r []addon.Row) []addon.Row {
 			r[1].Action = "Dance"
 			return r
 		}, `unknown action "Dance"`},
 		{"unreachable phase", func(r []addon.Row) []addon.Row {
 			return append(r,
-				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventUpgradeFailed, To: addon.PhaseFailed},
-				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
-		}, "phase Upgrading cannot be reached"},
+				addon.Row{From: addon.PhaseRemediating, Trigger: addon.TriggerUpgradeFailed, To: addon.PhaseFailed},
+				addon.Row{From: addon.PhaseRemediating, Trigger: addon.TriggerRetriesExhausted, To: addon.PhaseFailed},
+				addon.Row{From: addon.PhaseRemediating, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
+		}, "phase Remediating cannot be reached"},
 		{"phase that cannot be left", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseRunning, Event: addon.EventUnhealthy, To: addon.PhaseChecking})
+			return append(r, addon.Row{From: addon.PhaseRunning, Trigger: addon.TriggerUnhealthy, To: addon.PhaseChecking})
 		}, "phase Checking cannot be left"},
 		{"no way out of Failed", func(r []addon.Row) []addon.Row {
-			return without(r, addon.PhaseFailed, addon.EventSpecChanged)
+			return without(r, addon.PhaseFailed, addon.TriggerSpecChanged)
 		}, "no way out of Failed"},
 		{"Failed's spec change loops back to Failed", func(r []addon.Row) []addon.Row {
 			for i := range r {
-				if r[i].From == addon.PhaseFailed && r[i].Event == addon.EventSpecChanged {
+				if r[i].From == addon.PhaseFailed && r[i].Trigger == addon.TriggerSpecChanged {
 					r[i].To, r[i].Action = addon.PhaseFailed, addon.ActionNone
 				}
 			}
 			return r
 		}, "no way out of Failed"},
+		{"a row that runs the test step", func(r []addon.Row) []addon.Row {
+			r[0].Action = addon.ActionTest
+			return r
+		}, "Test runs only in Checking"},
+		{"remediation without Failed", func(r []addon.Row) []addon.Row {
+			var out []addon.Row
+			for _, row := range r {
+				if row.From != addon.PhaseFailed && row.To != addon.PhaseFailed {
+					out = append(out, row)
+				}
+			}
+			return append(out, addon.Row{From: addon.PhaseUpgrading, Trigger: addon.TriggerUpgradeFailed, To: addon.PhaseUpgrading, Action: addon.ActionRemediate},
+				addon.Row{From: addon.PhaseUpgrading, Trigger: addon.TriggerRollbackFailed, To: addon.PhaseUpgrading, Action: addon.ActionUpgrade})
+		}, "rows remediate but Failed"},
 		{"a deletion request in Deleting", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseDeleting, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting})
+			return append(r, addon.Row{From: addon.PhaseDeleting, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting})
 		}, "DeletionRequested in Deleting: deletion is already requested"},
 		{"Failed's version change loops back to Failed", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseFailed, Event: addon.EventVersionChanged, To: addon.PhaseFailed})
+			return append(r, addon.Row{From: addon.PhaseFailed, Trigger: addon.TriggerVersionChanged, To: addon.PhaseFailed})
 		}, "no way out of Failed: its VersionChanged row stays in Failed"},
-		{"Failed's retry request loops back to Failed", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseFailed, Event: addon.EventRetryRequested, To: addon.PhaseFailed})
-		}, "no way out of Failed: its RetryRequested row stays in Failed"},
+		{"Failed's reset request loops back to Failed", func(r []addon.Row) []addon.Row {
+			return append(r, addon.Row{From: addon.PhaseFailed, Trigger: addon.TriggerResetRequested, To: addon.PhaseFailed})
+		}, "no way out of Failed: its ResetRequested row stays in Failed"},
 		{"a failure row without a RetriesExhausted row", func(r []addon.Row) []addon.Row {
-			return without(r, addon.PhaseInitializing, addon.EventRetriesExhausted)
+			return without(r, addon.PhaseInitializing, addon.TriggerRetriesExhausted)
 		}, "phase Initializing can fail with InstallFailed but has no RetriesExhausted row"},
 		{"no deletion from a phase", func(r []addon.Row) []addon.Row {
-			return without(r, addon.PhaseRunning, addon.EventDeletionRequested)
+			return without(r, addon.PhaseRunning, addon.TriggerDeletionRequested)
 		}, "phase Running has no DeletionRequested row"},
 		{"Deleting never finishes", func(r []addon.Row) []addon.Row {
-			return without(r, addon.PhaseDeleting, addon.EventUninstallSucceeded)
+			return without(r, addon.PhaseDeleting, addon.TriggerUninstallSucceeded)
 		}, "phase Deleting has no UninstallSucceeded row to Deleted"},
 		{"Deleted is terminal", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseDeleted, Event: addon.EventSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall})
+			return append(r, addon.Row{From: addon.PhaseDeleted, Trigger: addon.TriggerSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall})
 		}, "Deleted is terminal"},
 		{"an entry action without its outcome rows", func(r []addon.Row) []addon.Row {
-			return without(r, addon.PhaseDeleting, addon.EventUninstallFailed)
+			return without(r, addon.PhaseDeleting, addon.TriggerUninstallFailed)
 		}, "Deleting is entered with Uninstall but has no UninstallFailed row"},
 		{"remediation into Reinitializing needs its outcome rows", func(r []addon.Row) []addon.Row {
-			r[1] = addon.Row{From: addon.PhaseInitializing, Event: addon.EventInstallFailed, To: addon.PhaseReinitializing, Action: addon.ActionRemediate}
+			r[1] = addon.Row{From: addon.PhaseInitializing, Trigger: addon.TriggerInstallFailed, To: addon.PhaseReinitializing, Action: addon.ActionRemediate}
 			return append(r,
-				addon.Row{From: addon.PhaseReinitializing, Event: addon.EventInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
-				addon.Row{From: addon.PhaseReinitializing, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
+				addon.Row{From: addon.PhaseReinitializing, Trigger: addon.TriggerInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
+				addon.Row{From: addon.PhaseReinitializing, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
 		}, "Reinitializing is entered with Uninstall but has no UninstallSucceeded row"},
 		{"a deadline in Deleting needs no RetriesExhausted row", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseDeleting, Event: addon.EventDeadlinePassed, To: addon.PhaseDeleting},
-				addon.Row{From: addon.PhaseDeleting, Event: addon.EventRetryRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
+			return append(r, addon.Row{From: addon.PhaseDeleting, Trigger: addon.TriggerDeadlinePassed, To: addon.PhaseDeleting},
+				addon.Row{From: addon.PhaseDeleting, Trigger: addon.TriggerResetRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall})
 		}, ""},
 		{"a deletion stopped at its deadline needs a retry row", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseDeleting, Event: addon.EventDeadlinePassed, To: addon.PhaseDeleting})
-		}, "phase Deleting stops at its deadline but has no RetryRequested row to Deleting / Uninstall"},
+			return append(r, addon.Row{From: addon.PhaseDeleting, Trigger: addon.TriggerDeadlinePassed, To: addon.PhaseDeleting})
+		}, "phase Deleting stops at its deadline but has no ResetRequested row to Deleting / Uninstall"},
 		{"an upgrade's deadline remediated into a phase without rollback rows", func(r []addon.Row) []addon.Row {
 			return append(r,
-				addon.Row{From: addon.PhaseRunning, Event: addon.EventVersionChanged, To: addon.PhaseUpgrading, Action: addon.ActionUpgrade},
-				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventUpgradeSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
-				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventUpgradeFailed, To: addon.PhaseFailed},
-				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventRetriesExhausted, To: addon.PhaseFailed},
-				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
-				addon.Row{From: addon.PhaseUpgrading, Event: addon.EventDeadlinePassed, To: addon.PhaseRunning, Action: addon.ActionRemediate})
+				addon.Row{From: addon.PhaseUpgrading, Trigger: addon.TriggerDeadlinePassed, To: addon.PhaseRunning, Action: addon.ActionRemediate})
 		}, "Running is entered with Rollback but has no RollbackFailed row"},
 		{"an install's deadline remediated into Failed needs its uninstall rows", func(r []addon.Row) []addon.Row {
-			return append(r, addon.Row{From: addon.PhaseInitializing, Event: addon.EventDeadlinePassed, To: addon.PhaseFailed, Action: addon.ActionRemediate})
+			return append(r, addon.Row{From: addon.PhaseInitializing, Trigger: addon.TriggerDeadlinePassed, To: addon.PhaseFailed, Action: addon.ActionRemediate})
 		}, "Failed is entered with Uninstall but has no UninstallFailed row"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,10 +144,10 @@ func TestTableValidate(t *testing.T) {
 	}
 }
 
-func without(rows []addon.Row, from addon.Phase, e addon.Event) []addon.Row {
+func without(rows []addon.Row, from addon.Phase, e addon.Trigger) []addon.Row {
 	var out []addon.Row
 	for _, r := range rows {
-		if r.From != from || r.Event != e {
+		if r.From != from || r.Trigger != e {
 			out = append(out, r)
 		}
 	}
@@ -141,7 +155,7 @@ func without(rows []addon.Row, from addon.Phase, e addon.Event) []addon.Row {
 }
 
 func TestTableValidateListsEveryProblemSorted(t *testing.T) {
-	rows := without(without(minimal(), addon.PhaseRunning, addon.EventDeletionRequested), addon.PhaseFailed, addon.EventSpecChanged)
+	rows := without(without(minimal(), addon.PhaseRunning, addon.TriggerDeletionRequested), addon.PhaseFailed, addon.TriggerSpecChanged)
 	_, err := addon.NewTable(rows)
 	var ie *addon.InvalidError
 	require.ErrorAs(t, err, &ie)
@@ -153,10 +167,32 @@ func TestTableValidateListsEveryProblemSorted(t *testing.T) {
 func TestCustomTableDrivesDecide(t *testing.T) {
 	tb, err := addon.NewTable(minimal())
 	require.NoError(t, err)
-	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v1"}, Table: tb, Now: tNow,
-		Status: st(addon.PhaseInitializing, addon.ActionInstall), Observation: ran(addon.ActionInstall, errBoom)})
+	s := st(addon.PhaseInitializing, addon.ActionInstall, func(s *addon.Status) { s.InstalledVersion, s.LastGoodVersion = "", "" }, claimed(addon.ActionInstall, "", "v1"))
+	d, err := addon.Decide(addon.Input{Spec: meshSpec, Table: tb, Now: tNow, Status: s, Observation: ran(s, errBoom)})
 	require.NoError(t, err)
 	assert.Equal(t, addon.PhaseFailed, d.Status.Phase, "the custom table sends a failed install straight to Failed")
+}
+
+// TestNewVersionWithoutAVersionChangedRowIsASpecChange was found by
+// TestExploreOtherPoliciesAndTables: Failed under the minimal table, which
+// has no VersionChanged row, stayed Failed on a new version.
+func TestNewVersionWithoutAVersionChangedRowIsASpecChange(t *testing.T) {
+	tb, err := addon.NewTable(minimal())
+	require.NoError(t, err)
+	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 2, Version: "v2"}, Table: tb, Now: tNow,
+		Status: st(addon.PhaseFailed, addon.ActionNone)})
+	require.NoError(t, err)
+	assert.Equal(t, addon.PhaseUpgrading, d.Status.Phase)
+	assert.Equal(t, addon.ActionUpgrade, d.Action, "SpecChanged's install row, resolved: v1 is installed")
+	assert.Equal(t, "SpecChanged", d.Status.Reason)
+}
+
+func TestTableValidateResolvesInstallBothWays(t *testing.T) {
+	rows := without(minimal(), addon.PhaseUpgrading, addon.TriggerUpgradeFailed)
+	_, err := addon.NewTable(rows)
+	require.ErrorIs(t, err, addon.ErrInvalid)
+	assert.Contains(t, err.Error(), "Upgrading is entered with Upgrade but has no UpgradeFailed row",
+		"an Install row re-applies as an upgrade once something is installed, so Upgrading needs its outcome rows")
 }
 
 func TestMermaid(t *testing.T) {
@@ -168,7 +204,10 @@ func TestMermaid(t *testing.T) {
     Initializing --> Running: InstallSucceeded / CheckHealth
     Initializing --> Failed: InstallFailed, RetriesExhausted
     Initializing --> Deleting: DeletionRequested / Uninstall
-    Running --> Initializing: SpecChanged / Install
+    Upgrading --> Running: UpgradeSucceeded / CheckHealth
+    Upgrading --> Failed: UpgradeFailed, RetriesExhausted
+    Upgrading --> Deleting: DeletionRequested / Uninstall
+    Running --> Upgrading: SpecChanged / Upgrade
     Running --> Deleting: DeletionRequested / Uninstall
     Failed --> Initializing: SpecChanged / Install
     Failed --> Deleting: DeletionRequested / Uninstall
@@ -179,36 +218,9 @@ func TestMermaid(t *testing.T) {
 	assert.Equal(t, want, got)
 	def := addon.DefaultTable().Mermaid()
 	for _, r := range addon.DefaultTable().Rows() {
-		assert.Contains(t, def, string(r.Event), "every row is drawn")
+		assert.Contains(t, def, string(r.Trigger), "every row is drawn")
 	}
 	assert.Contains(t, def, "    Failed --> Failed: UninstallSucceeded, UninstallFailed, RollbackSucceeded, RollbackFailed\n", "rows between the same phases share an edge")
-	assert.Contains(t, def, "    Deleting --> Deleting: UninstallFailed / Uninstall, DeadlinePassed, RetryRequested / Uninstall\n",
-		"a deletion stops at its deadline until a retry is requested")
-}
-
-func TestRetriesExhaustedWithoutARowStopsRetrying(t *testing.T) {
-	// A status in Running with an install pending (say, hand-edited) under the
-	// minimal table, which has no install-failure rows from Running.
-	tb, err := addon.NewTable(minimal())
-	require.NoError(t, err)
-	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v1"}, Table: tb, Now: tNow,
-		Status: st(addon.PhaseRunning, addon.ActionInstall, func(s *addon.Status) { s.InstallFailures = 5 }), Observation: ran(addon.ActionInstall, errBoom)})
-	require.NoError(t, err)
-	assert.Equal(t, addon.ActionNone, d.Status.PendingAction, "no sixth retry")
-	assert.Equal(t, "RetriesExhausted", d.Status.Reason)
-
-	d, err = addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v1"}, Table: tb, Now: tNow,
-		Status: st(addon.PhaseRunning, addon.ActionInstall, func(s *addon.Status) { s.InstallFailures = 1 }), Observation: ran(addon.ActionInstall, errBoom)})
-	require.NoError(t, err)
-	assert.Equal(t, addon.ActionInstall, d.Status.PendingAction, "retried after the backoff while retries remain")
-	assert.Equal(t, 20*time.Second, d.RequeueAfter)
-}
-
-func TestDeletingWithNothingPendingUnderATableThatNeverStops(t *testing.T) {
-	tb, err := addon.NewTable(minimal())
-	require.NoError(t, err)
-	d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v1", Deleting: true}, Table: tb, Now: tNow,
-		Status: st(addon.PhaseDeleting, addon.ActionNone)})
-	require.NoError(t, err)
-	assert.Equal(t, addon.ActionUninstall, d.Action, "without a deadline stop in the table, Deleting always uninstalls")
+	assert.Contains(t, def, "    Deleting --> Deleting: UninstallFailed / Uninstall, DeadlinePassed, ResetRequested / Uninstall, ForceRequested / Uninstall\n",
+		"a deletion stops at its deadline until a reset or force is requested")
 }

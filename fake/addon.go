@@ -3,20 +3,23 @@ package fake
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/converge-dev/converge/addon"
 )
 
-// AddonMethod names a method of addon.Driver.
+// AddonMethod names a method of addon.Driver, addon.DriftDetector or addon.Tester.
 type AddonMethod string
 
-// The addon.Driver methods.
+// The methods AddonDriver implements.
 const (
 	AddonInstall   AddonMethod = "Install"
 	AddonUpgrade   AddonMethod = "Upgrade"
 	AddonUninstall AddonMethod = "Uninstall"
 	AddonHealth    AddonMethod = "Health"
+	AddonDrift     AddonMethod = "Drift"
+	AddonTest      AddonMethod = "Test"
 )
 
 // AddonOutcome scripts one Driver call.
@@ -28,21 +31,25 @@ type AddonOutcome struct {
 	Hang bool
 	// Health is what a Health call reports; "" means addon.HealthHealthy.
 	Health addon.Health
+	// Drifted and Detail are what a Drift call reports.
+	Drifted bool
+	Detail  string
 }
 
 // AddonCall is one recorded Driver call.
 type AddonCall struct {
 	Method AddonMethod
-	// Name and Version are the spec's.
-	Name    string
-	Version string
-	// From and To are the versions of an Upgrade (a rollback too).
+	// Name is the spec's name.
+	Name string
+	// From and To are the request's versions; Rollback marks a rollback.
 	From, To string
+	Rollback bool
 }
 
-// AddonDriver is a scripted addon.Driver. Each method takes the next outcome
-// from its queue in Script; with an empty queue it succeeds (Health reports
-// healthy). Every call is recorded in Calls. Safe for concurrent use; read
+// AddonDriver is a scripted addon.Driver that is also an addon.DriftDetector
+// and an addon.Tester. Each method takes the next outcome from its queue in
+// Script; with an empty queue it succeeds (Health reports healthy, Drift
+// none). Every call is recorded in Calls. Safe for concurrent use; read
 // Calls with Recorded while calls may still run.
 type AddonDriver struct {
 	mu sync.Mutex
@@ -52,7 +59,11 @@ type AddonDriver struct {
 	Calls []AddonCall
 }
 
-var _ addon.Driver = (*AddonDriver)(nil)
+var (
+	_ addon.Driver        = (*AddonDriver)(nil)
+	_ addon.DriftDetector = (*AddonDriver)(nil)
+	_ addon.Tester        = (*AddonDriver)(nil)
+)
 
 // Push queues outcomes for method m.
 func (d *AddonDriver) Push(m AddonMethod, outcomes ...AddonOutcome) {
@@ -84,15 +95,15 @@ func (d *AddonDriver) Count(m AddonMethod) int {
 	return n
 }
 
-func (d *AddonDriver) take(c AddonCall) AddonOutcome {
+func (d *AddonDriver) take(m AddonMethod, req addon.Request) AddonOutcome {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.Calls = append(d.Calls, c)
-	q := d.Script[c.Method]
+	d.Calls = append(d.Calls, AddonCall{Method: m, Name: req.Spec.Name, From: req.From, To: req.To, Rollback: req.Rollback})
+	q := d.Script[m]
 	if len(q) == 0 {
 		return AddonOutcome{}
 	}
-	d.Script[c.Method] = q[1:]
+	d.Script[m] = q[1:]
 	return q[0]
 }
 
@@ -105,23 +116,23 @@ func (o AddonOutcome) result(ctx context.Context) error {
 }
 
 // Install records the call and returns the next scripted outcome.
-func (d *AddonDriver) Install(ctx context.Context, spec addon.Spec) error {
-	return d.take(AddonCall{Method: AddonInstall, Name: spec.Name, Version: spec.Version}).result(ctx)
+func (d *AddonDriver) Install(ctx context.Context, req addon.Request) error {
+	return d.take(AddonInstall, req).result(ctx)
 }
 
-// Upgrade records the call and returns the next scripted outcome.
-func (d *AddonDriver) Upgrade(ctx context.Context, spec addon.Spec, from, to string) error {
-	return d.take(AddonCall{Method: AddonUpgrade, Name: spec.Name, Version: spec.Version, From: from, To: to}).result(ctx)
+// Upgrade records the call (a rollback too) and returns the next scripted outcome.
+func (d *AddonDriver) Upgrade(ctx context.Context, req addon.Request) error {
+	return d.take(AddonUpgrade, req).result(ctx)
 }
 
 // Uninstall records the call and returns the next scripted outcome.
-func (d *AddonDriver) Uninstall(ctx context.Context, spec addon.Spec) error {
-	return d.take(AddonCall{Method: AddonUninstall, Name: spec.Name, Version: spec.Version}).result(ctx)
+func (d *AddonDriver) Uninstall(ctx context.Context, req addon.Request) error {
+	return d.take(AddonUninstall, req).result(ctx)
 }
 
 // Health records the call and returns the next scripted outcome.
-func (d *AddonDriver) Health(ctx context.Context, spec addon.Spec) (addon.Health, error) {
-	o := d.take(AddonCall{Method: AddonHealth, Name: spec.Name, Version: spec.Version})
+func (d *AddonDriver) Health(ctx context.Context, req addon.Request) (addon.Health, error) {
+	o := d.take(AddonHealth, req)
 	if err := o.result(ctx); err != nil {
 		return addon.HealthUnknown, err
 	}
@@ -131,41 +142,101 @@ func (d *AddonDriver) Health(ctx context.Context, spec addon.Spec) (addon.Health
 	return o.Health, nil
 }
 
-// AddonStatusStore is an addon.StatusWriter keeping the last status per
-// add-on name. Conflicts makes the next that many writes fail with an error
-// matching addon.ErrConflict, storing nothing. Safe for concurrent use.
-type AddonStatusStore struct {
+// Drift records the call and returns the next scripted outcome.
+func (d *AddonDriver) Drift(ctx context.Context, req addon.Request) (bool, string, error) {
+	o := d.take(AddonDrift, req)
+	if err := o.result(ctx); err != nil {
+		return false, "", err
+	}
+	return o.Drifted, o.Detail, nil
+}
+
+// Test records the call and returns the next scripted outcome.
+func (d *AddonDriver) Test(ctx context.Context, req addon.Request) error {
+	return d.take(AddonTest, req).result(ctx)
+}
+
+// AddonStore is an addon.Store keeping add-ons in memory with a resource
+// version per object, refusing a write from a stale read with an error
+// wrapping addon.ErrConflict, as the apiserver does. Conflicts makes the
+// next that many writes fail with a conflict as well, storing nothing.
+// Safe for concurrent use.
+type AddonStore struct {
 	mu sync.Mutex
-	// Statuses is the last status written per name.
-	Statuses map[string]addon.Status
-	// Writes counts successful writes.
+	// Objects holds the add-ons by name.
+	Objects map[string]addon.Object
+	// Writes counts successful status writes.
 	Writes int
 	// Conflicts is the number of coming writes to refuse with a conflict.
 	Conflicts int
+	version   int
 }
 
-var _ addon.StatusWriter = (*AddonStatusStore)(nil)
+var _ addon.Store = (*AddonStore)(nil)
 
-// WriteStatus stores a deep copy of status, or refuses it with a conflict.
-func (s *AddonStatusStore) WriteStatus(_ context.Context, spec addon.Spec, status addon.Status) error {
+// Put stores obj (a new add-on, or a new spec for one) under a new resource
+// version and returns it as stored.
+func (s *AddonStore) Put(obj addon.Object) addon.Object {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.Conflicts > 0 {
+	return s.put(obj)
+}
+
+func (s *AddonStore) put(obj addon.Object) addon.Object {
+	if s.Objects == nil {
+		s.Objects = map[string]addon.Object{}
+	}
+	s.version++
+	obj.ResourceVersion = strconv.Itoa(s.version)
+	obj.Status = *obj.Status.DeepCopy()
+	s.Objects[obj.Spec.Name] = obj
+	return s.copyOf(obj)
+}
+
+// Update changes the spec of the add-on named name with f, keeping its
+// status, and returns it as stored; false when there is none.
+func (s *AddonStore) Update(name string, f func(*addon.Spec)) (addon.Object, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.Objects[name]
+	if !ok {
+		return addon.Object{}, false
+	}
+	f(&obj.Spec)
+	return s.put(obj), true
+}
+
+func (s *AddonStore) copyOf(obj addon.Object) addon.Object {
+	obj.Status = *obj.Status.DeepCopy()
+	return obj
+}
+
+// Get returns a copy of the add-on named name.
+func (s *AddonStore) Get(_ context.Context, name string) (addon.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj, ok := s.Objects[name]
+	if !ok {
+		return addon.Object{}, fmt.Errorf("fake: add-on %s not found", name)
+	}
+	return s.copyOf(obj), nil
+}
+
+// UpdateStatus stores status if obj is at the stored resource version.
+func (s *AddonStore) UpdateStatus(_ context.Context, obj addon.Object, status addon.Status) (addon.Object, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.Objects[obj.Spec.Name]
+	switch {
+	case !ok:
+		return addon.Object{}, fmt.Errorf("fake: add-on %s not found", obj.Spec.Name)
+	case s.Conflicts > 0:
 		s.Conflicts--
-		return fmt.Errorf("fake: %s changed since read: %w", spec.Name, addon.ErrConflict)
+		return addon.Object{}, fmt.Errorf("fake: %s: injected conflict: %w", obj.Spec.Name, addon.ErrConflict)
+	case cur.ResourceVersion != obj.ResourceVersion:
+		return addon.Object{}, fmt.Errorf("fake: %s changed since read (version %s, now %s): %w", obj.Spec.Name, obj.ResourceVersion, cur.ResourceVersion, addon.ErrConflict)
 	}
-	if s.Statuses == nil {
-		s.Statuses = map[string]addon.Status{}
-	}
-	s.Statuses[spec.Name] = *status.DeepCopy()
+	cur.Status = status
 	s.Writes++
-	return nil
-}
-
-// Get returns a deep copy of the last status written for name.
-func (s *AddonStatusStore) Get(name string) (addon.Status, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, ok := s.Statuses[name]
-	return *st.DeepCopy(), ok
+	return s.put(cur), nil
 }

@@ -19,32 +19,41 @@ func TestAddonDriverScriptsOutcomesInOrder(t *testing.T) {
 	d := &fake.AddonDriver{}
 	d.Push(fake.AddonInstall, fake.AddonOutcome{Err: boom})
 	d.Push(fake.AddonHealth, fake.AddonOutcome{Health: addon.HealthUnhealthy}, fake.AddonOutcome{Err: boom})
+	d.Push(fake.AddonDrift, fake.AddonOutcome{Drifted: true, Detail: "replicas"})
 	ctx := context.Background()
-	spec := addon.Spec{Name: "mesh", Version: "v1"}
+	req := addon.Request{Spec: addon.Spec{Name: "mesh", Version: "v1"}, To: "v1"}
 
-	require.ErrorIs(t, d.Install(ctx, spec), boom)
-	require.NoError(t, d.Install(ctx, spec), "an empty queue succeeds")
+	require.ErrorIs(t, d.Install(ctx, req), boom)
+	require.NoError(t, d.Install(ctx, req), "an empty queue succeeds")
 
-	h, err := d.Health(ctx, spec)
+	h, err := d.Health(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, addon.HealthUnhealthy, h)
-	h, err = d.Health(ctx, spec)
+	h, err = d.Health(ctx, req)
 	require.ErrorIs(t, err, boom)
 	assert.Equal(t, addon.HealthUnknown, h)
-	h, err = d.Health(ctx, spec)
+	h, err = d.Health(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, addon.HealthHealthy, h)
 
-	require.NoError(t, d.Upgrade(ctx, spec, "v1", "v2"))
-	require.NoError(t, d.Uninstall(ctx, spec))
+	drifted, detail, err := d.Drift(ctx, req)
+	require.NoError(t, err)
+	assert.True(t, drifted)
+	assert.Equal(t, "replicas", detail)
+	require.NoError(t, d.Test(ctx, req))
+
+	require.NoError(t, d.Upgrade(ctx, addon.Request{Spec: req.Spec, From: "v1", To: "v2"}))
+	require.NoError(t, d.Uninstall(ctx, addon.Request{Spec: req.Spec, From: "v2"}))
 	assert.Equal(t, []fake.AddonCall{
-		{Method: fake.AddonInstall, Name: "mesh", Version: "v1"},
-		{Method: fake.AddonInstall, Name: "mesh", Version: "v1"},
-		{Method: fake.AddonHealth, Name: "mesh", Version: "v1"},
-		{Method: fake.AddonHealth, Name: "mesh", Version: "v1"},
-		{Method: fake.AddonHealth, Name: "mesh", Version: "v1"},
-		{Method: fake.AddonUpgrade, Name: "mesh", Version: "v1", From: "v1", To: "v2"},
-		{Method: fake.AddonUninstall, Name: "mesh", Version: "v1"},
+		{Method: fake.AddonInstall, Name: "mesh", To: "v1"},
+		{Method: fake.AddonInstall, Name: "mesh", To: "v1"},
+		{Method: fake.AddonHealth, Name: "mesh", To: "v1"},
+		{Method: fake.AddonHealth, Name: "mesh", To: "v1"},
+		{Method: fake.AddonHealth, Name: "mesh", To: "v1"},
+		{Method: fake.AddonDrift, Name: "mesh", To: "v1"},
+		{Method: fake.AddonTest, Name: "mesh", To: "v1"},
+		{Method: fake.AddonUpgrade, Name: "mesh", From: "v1", To: "v2"},
+		{Method: fake.AddonUninstall, Name: "mesh", From: "v2"},
 	}, d.Recorded())
 	assert.Equal(t, 3, d.Count(fake.AddonHealth))
 }
@@ -54,7 +63,7 @@ func TestAddonDriverHangReturnsWhenContextEnds(t *testing.T) {
 	d.Push(fake.AddonUpgrade, fake.AddonOutcome{Hang: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
-	err := d.Upgrade(ctx, addon.Spec{Name: "mesh", Version: "v2"}, "v1", "v2")
+	err := d.Upgrade(ctx, addon.Request{Spec: addon.Spec{Name: "mesh", Version: "v2"}, From: "v1", To: "v2"})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
@@ -65,7 +74,7 @@ func TestAddonDriverIsSafeForConcurrentUse(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = d.Health(context.Background(), addon.Spec{Name: "mesh", Version: "v1"})
+			_, _ = d.Health(context.Background(), addon.Request{Spec: addon.Spec{Name: "mesh", Version: "v1"}})
 			d.Push(fake.AddonInstall, fake.AddonOutcome{})
 		}()
 	}
@@ -73,19 +82,30 @@ func TestAddonDriverIsSafeForConcurrentUse(t *testing.T) {
 	assert.Equal(t, 8, d.Count(fake.AddonHealth))
 }
 
-func TestAddonStatusStoreConflictsThenStores(t *testing.T) {
-	s := &fake.AddonStatusStore{Conflicts: 1}
-	spec := addon.Spec{Name: "mesh", Version: "v1"}
-	st := addon.Status{Phase: addon.PhaseRunning}
+func TestAddonStoreRefusesStaleWritesAndInjectedConflicts(t *testing.T) {
+	ctx := context.Background()
+	s := &fake.AddonStore{Conflicts: 1}
+	obj := s.Put(addon.Object{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: "v1"}})
+	running := addon.Status{Phase: addon.PhaseRunning}
 
-	err := s.WriteStatus(context.Background(), spec, st)
-	require.ErrorIs(t, err, addon.ErrConflict)
-	_, ok := s.Get("mesh")
-	assert.False(t, ok, "a refused write stores nothing")
+	_, err := s.UpdateStatus(ctx, obj, running)
+	require.ErrorIs(t, err, addon.ErrConflict, "an injected conflict")
+	got, err := s.Get(ctx, "mesh")
+	require.NoError(t, err)
+	assert.Empty(t, got.Status.Phase, "a refused write stores nothing")
 
-	require.NoError(t, s.WriteStatus(context.Background(), spec, st))
-	got, ok := s.Get("mesh")
+	written, err := s.UpdateStatus(ctx, obj, running)
+	require.NoError(t, err)
+	assert.NotEqual(t, obj.ResourceVersion, written.ResourceVersion)
+	_, err = s.UpdateStatus(ctx, obj, addon.Status{Phase: addon.PhaseFailed})
+	require.ErrorIs(t, err, addon.ErrConflict, "a write from a stale read")
+
+	updated, ok := s.Update("mesh", func(spec *addon.Spec) { spec.Generation, spec.Version = 2, "v2" })
 	require.True(t, ok)
-	assert.Equal(t, addon.PhaseRunning, got.Phase)
+	assert.Equal(t, addon.PhaseRunning, updated.Status.Phase, "a spec update keeps the status")
+	_, err = s.UpdateStatus(ctx, written, running)
+	require.ErrorIs(t, err, addon.ErrConflict, "the spec changed since the read")
 	assert.Equal(t, 1, s.Writes)
+	_, err = s.Get(ctx, "other")
+	require.Error(t, err)
 }

@@ -26,12 +26,14 @@ type PayloadApply struct {
 	Ref string
 	// File is the manifest's file name.
 	File string
-	// State is the state the worker applied in.
+	// State is the state the worker applied in; empty for a deletion.
 	State payload.State
+	// Delete is true for a call of Delete.
+	Delete bool
 }
 
-// PayloadApplier is a scripted payload.Applier. A call takes the first outcome queued
-// for its manifest's Ref in Script; without one it succeeds. Every call is recorded in
+// PayloadApplier is a scripted payload.Applier and payload.Deleter. A call takes the
+// first outcome queued for its manifest's Ref in Script; without one it succeeds. Every call is recorded in
 // Calls, and MaxConcurrent is the highest number of calls it saw running at once. Safe
 // for concurrent use; read the fields with Recorded and Concurrency while calls may
 // still run.
@@ -49,7 +51,10 @@ type PayloadApplier struct {
 	running int
 }
 
-var _ payload.Applier = (*PayloadApplier)(nil)
+var (
+	_ payload.Applier = (*PayloadApplier)(nil)
+	_ payload.Deleter = (*PayloadApplier)(nil)
+)
 
 // Push queues outcomes for the manifest with reference ref.
 func (a *PayloadApplier) Push(ref string, outcomes ...PayloadOutcome) {
@@ -85,7 +90,15 @@ func (a *PayloadApplier) PanicWith(ref string, v any) {
 
 // Apply records the call and plays the scripted outcome.
 func (a *PayloadApplier) Apply(ctx context.Context, m *payload.Manifest, state payload.State) error {
-	call := PayloadApply{Ref: m.Ref(), File: m.File, State: state}
+	return a.play(ctx, PayloadApply{Ref: m.Ref(), File: m.File, State: state})
+}
+
+// Delete records the call and plays the scripted outcome.
+func (a *PayloadApplier) Delete(ctx context.Context, m *payload.Manifest) error {
+	return a.play(ctx, PayloadApply{Ref: m.Ref(), File: m.File, Delete: true})
+}
+
+func (a *PayloadApplier) play(ctx context.Context, call PayloadApply) error {
 	a.mu.Lock()
 	a.Calls = append(a.Calls, call)
 	a.running++
@@ -154,10 +167,10 @@ func (a *PayloadApplier) Concurrency() int {
 	return a.MaxConcurrent
 }
 
-// PayloadLoader is a payload.PayloadLoader (a payload retriever) serving payloads from a
-// map. A call first takes an error queued in Errs for the release, then returns the
-// release's payload from Payloads, or an error when there is none. Every call is
-// recorded in Calls. Safe for concurrent use.
+// PayloadLoader is a payload.Loader serving payloads from a map. A call first takes an
+// error queued in Errs for the release, then returns the release's payload from
+// Payloads, or an error when there is none. Every call is recorded in Calls. Safe for
+// concurrent use.
 type PayloadLoader struct {
 	mu sync.Mutex
 	// Payloads are the payloads by release.
@@ -168,7 +181,7 @@ type PayloadLoader struct {
 	Calls []payload.Release
 }
 
-var _ payload.PayloadLoader = (*PayloadLoader)(nil)
+var _ payload.Loader = (*PayloadLoader)(nil)
 
 // Add serves p for its release.
 func (l *PayloadLoader) Add(p *payload.Payload) {
@@ -177,7 +190,13 @@ func (l *PayloadLoader) Add(p *payload.Payload) {
 	if l.Payloads == nil {
 		l.Payloads = map[payload.Release]*payload.Payload{}
 	}
-	l.Payloads[p.Release] = p
+	l.Payloads[identity(p.Release)] = p
+}
+
+// identity is a release without its force flag, which is not part of its identity.
+func identity(r payload.Release) payload.Release {
+	r.Force = false
+	return r
 }
 
 // FailNext queues errs for the next loads of release.
@@ -190,8 +209,8 @@ func (l *PayloadLoader) FailNext(release payload.Release, errs ...error) {
 	l.Errs[release] = append(l.Errs[release], errs...)
 }
 
-// LoadPayload records the call and serves the payload.
-func (l *PayloadLoader) LoadPayload(_ context.Context, desired payload.Release) (*payload.Payload, error) {
+// Load records the call and serves the payload.
+func (l *PayloadLoader) Load(_ context.Context, desired payload.Release) (*payload.Payload, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.Calls = append(l.Calls, desired)
@@ -199,7 +218,7 @@ func (l *PayloadLoader) LoadPayload(_ context.Context, desired payload.Release) 
 		l.Errs[desired] = errs[1:]
 		return nil, errs[0]
 	}
-	p, ok := l.Payloads[desired]
+	p, ok := l.Payloads[identity(desired)]
 	if !ok {
 		return nil, fmt.Errorf("fake: no payload for %s", desired)
 	}
@@ -211,4 +230,82 @@ func (l *PayloadLoader) Recorded() []payload.Release {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]payload.Release(nil), l.Calls...)
+}
+
+// PayloadReadiness is a scripted payload.Readiness: a manifest is ready once the checks
+// queued for its Ref in NotReady have been answered, each with an error saying what it
+// waits on. Checks records every checked Ref. Safe for concurrent use.
+type PayloadReadiness struct {
+	mu sync.Mutex
+	// NotReady is how many more checks of a Ref answer "not ready".
+	NotReady map[string]int
+	// Checks records every checked Ref in order.
+	Checks []string
+}
+
+var _ payload.Readiness = (*PayloadReadiness)(nil)
+
+// NotReadyFor makes the next n checks of ref answer "not ready".
+func (r *PayloadReadiness) NotReadyFor(ref string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.NotReady == nil {
+		r.NotReady = map[string]int{}
+	}
+	r.NotReady[ref] += n
+}
+
+// Ready records the check and answers it.
+func (r *PayloadReadiness) Ready(_ context.Context, m *payload.Manifest) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ref := m.Ref()
+	r.Checks = append(r.Checks, ref)
+	if r.NotReady[ref] > 0 {
+		r.NotReady[ref]--
+		return fmt.Errorf("fake: %s is not ready yet", ref)
+	}
+	return nil
+}
+
+// Recorded returns a copy of Checks.
+func (r *PayloadReadiness) Recorded() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.Checks...)
+}
+
+// PayloadStatusStore is a payload.StatusWriter that keeps the last status written. A
+// write first takes an error queued in Errs. Safe for concurrent use.
+type PayloadStatusStore struct {
+	mu sync.Mutex
+	// Status is the last status written.
+	Status payload.Status
+	// Writes counts the successful writes.
+	Writes int
+	// Errs holds errors for the next writes, consumed in order.
+	Errs []error
+}
+
+var _ payload.StatusWriter = (*PayloadStatusStore)(nil)
+
+// WriteStatus stores s, or fails with the next queued error.
+func (s *PayloadStatusStore) WriteStatus(_ context.Context, status payload.Status) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.Errs) > 0 {
+		err := s.Errs[0]
+		s.Errs = s.Errs[1:]
+		return err
+	}
+	s.Status = *status.DeepCopy()
+	s.Writes++
+	return nil
+}
+
+// Current returns a copy of the last status written.
+func (s *PayloadStatusStore) Current() payload.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.Status.DeepCopy()
 }

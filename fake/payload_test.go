@@ -121,12 +121,40 @@ func TestPayloadLoader(t *testing.T) {
 	boom := errors.New("registry down")
 	l.FailNext(r1, boom)
 
-	_, err := l.LoadPayload(context.Background(), r1)
+	_, err := l.Load(context.Background(), r1)
 	require.ErrorIs(t, err, boom)
-	p, err := l.LoadPayload(context.Background(), r1)
+	p, err := l.Load(context.Background(), r1)
 	require.NoError(t, err)
 	assert.Equal(t, r1, p.Release)
-	_, err = l.LoadPayload(context.Background(), payload.Release{Version: "2.0.0"})
-	require.ErrorContains(t, err, `version="2.0.0"`)
+	_, err = l.Load(context.Background(), payload.Release{Version: "2.0.0"})
+	require.ErrorContains(t, err, "no payload for 2.0.0")
 	assert.Equal(t, []payload.Release{r1, r1, {Version: "2.0.0"}}, l.Recorded())
+}
+
+func TestPayloadApplierDeletes(t *testing.T) {
+	a := &PayloadApplier{}
+	m := configMap("old")
+	a.FailTimes(m.Ref(), 1, errors.New("busy"))
+	require.Error(t, a.Delete(context.Background(), m))
+	require.NoError(t, a.Delete(context.Background(), m))
+	assert.Equal(t, []PayloadApply{{Ref: "ConfigMap/ns/old", File: "old.yaml", Delete: true}, {Ref: "ConfigMap/ns/old", File: "old.yaml", Delete: true}}, a.Recorded())
+}
+
+func TestPayloadReadiness(t *testing.T) {
+	r := &PayloadReadiness{}
+	m := configMap("job")
+	r.NotReadyFor(m.Ref(), 2)
+	assert.ErrorContains(t, r.Ready(context.Background(), m), "not ready")
+	assert.Error(t, r.Ready(context.Background(), m))
+	assert.NoError(t, r.Ready(context.Background(), m))
+	assert.Equal(t, []string{"ConfigMap/ns/job", "ConfigMap/ns/job", "ConfigMap/ns/job"}, r.Recorded())
+}
+
+func TestPayloadStatusStore(t *testing.T) {
+	s := &PayloadStatusStore{Errs: []error{payload.ErrConflict}}
+	status := payload.Status{Done: 3, Total: 5}
+	require.ErrorIs(t, s.WriteStatus(context.Background(), status), payload.ErrConflict)
+	require.NoError(t, s.WriteStatus(context.Background(), status))
+	assert.Equal(t, status, s.Current())
+	assert.Equal(t, 1, s.Writes)
 }

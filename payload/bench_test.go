@@ -14,21 +14,33 @@ import (
 
 func noop(context.Context, []*Task) error { return nil }
 
-// independentGraph has n nodes of one task and no edges.
-func independentGraph(n int) *TaskGraph {
-	g := &TaskGraph{Nodes: make([]*TaskNode, n)}
-	for i := range g.Nodes {
-		g.Nodes[i] = &TaskNode{Tasks: pods("t"), RunLevel: -1}
+// independentGraph has n nodes of one task and no edges, sealed as BuildGraph seals.
+func independentGraph(n int) *Graph {
+	return sealed(nodesOfOneTask(n))
+}
+
+func nodesOfOneTask(n int) *Graph {
+	g := &Graph{nodes: make([]*taskNode, n)}
+	for i := range g.nodes {
+		g.nodes[i] = &taskNode{tasks: pods("t"), runLevel: -1}
 	}
 	return g
 }
 
 // chainGraph has n nodes of one task, each depending on the previous one.
-func chainGraph(n int) *TaskGraph {
-	g := independentGraph(n)
+func chainGraph(n int) *Graph {
+	g := nodesOfOneTask(n)
 	for i := 1; i < n; i++ {
-		g.Nodes[i-1].Out = []int{i}
-		g.Nodes[i].In = []int{i - 1}
+		g.nodes[i-1].out = []int{i}
+		g.nodes[i].in = []int{i - 1}
+	}
+	return sealed(g)
+}
+
+// sealed seals a graph assembled by hand, as BuildGraph seals what it builds.
+func sealed(g *Graph) *Graph {
+	if err := g.seal(); err != nil {
+		panic(err)
 	}
 	return g
 }
@@ -67,7 +79,7 @@ type graphShape struct {
 }
 
 // ocpGraph reads a recorded OpenShift 4.15 task-graph shape: one task per manifest.
-func ocpGraph(tb testing.TB, name string) *TaskGraph {
+func ocpGraph(tb testing.TB, name string) *Graph {
 	data, err := os.ReadFile(filepath.Join("testdata", "ocp-4.15-"+name+"-graph.json"))
 	if err != nil {
 		tb.Fatal(err)
@@ -76,22 +88,22 @@ func ocpGraph(tb testing.TB, name string) *TaskGraph {
 	if err := json.Unmarshal(data, &shape); err != nil {
 		tb.Fatal(err)
 	}
-	g := &TaskGraph{Nodes: make([]*TaskNode, len(shape.Nodes))}
+	g := &Graph{nodes: make([]*taskNode, len(shape.Nodes))}
 	for id, count := range shape.Nodes {
 		i, err := strconv.Atoi(id)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		g.Nodes[i] = &TaskNode{RunLevel: -1}
+		g.nodes[i] = &taskNode{runLevel: -1}
 		for k := range count {
-			g.Nodes[i].Tasks = append(g.Nodes[i].Tasks, pod(fmt.Sprintf("n%d-%d", i, k)))
+			g.nodes[i].tasks = append(g.nodes[i].tasks, pod(fmt.Sprintf("n%d-%d", i, k)))
 		}
 	}
 	for _, e := range shape.Edges {
-		g.Nodes[e[0]].Out = append(g.Nodes[e[0]].Out, e[1])
-		g.Nodes[e[1]].In = append(g.Nodes[e[1]].In, e[0])
+		g.nodes[e[0]].out = append(g.nodes[e[0]].out, e[1])
+		g.nodes[e[1]].in = append(g.nodes[e[1]].in, e[0])
 	}
-	if err := g.Validate(); err != nil {
+	if err := g.seal(); err != nil {
 		tb.Fatal(err)
 	}
 	return g
@@ -101,37 +113,39 @@ func TestOCPGraphShapes(t *testing.T) {
 	for _, name := range []string{"install", "update"} {
 		g := ocpGraph(t, name)
 		total := 0
-		for _, n := range g.Nodes {
-			total += len(n.Tasks)
+		for _, n := range g.nodes {
+			total += len(n.tasks)
 		}
 		if total != 862 {
 			t.Errorf("%s: %d manifests, want 862", name, total)
 		}
-		if errs := RunGraph(context.Background(), g, 8, noop); errs != nil {
+		if errs := RunGraph(context.Background(), g, RunOptions{Workers: 8}, noop); errs != nil {
 			t.Errorf("%s: %v", name, errs)
 		}
 	}
 }
 
 // criticalPath is the largest number of tasks on one path through the graph.
-func criticalPath(g *TaskGraph) int {
-	memo := make([]int, len(g.Nodes))
-	done := make([]bool, len(g.Nodes))
+func criticalPath(g *Graph) int {
+	memo := make([]int, len(g.nodes))
+	done := make([]bool, len(g.nodes))
 	var longest func(int) int
 	longest = func(i int) int {
 		if done[i] {
 			return memo[i]
 		}
 		best := 0
-		for _, o := range g.Nodes[i].Out {
+		for _, o := range g.nodes[i].out {
 			best = max(best, longest(o))
 		}
-		memo[i], done[i] = best+len(g.Nodes[i].Tasks), true
+		memo[i], done[i] = best+len(g.nodes[i].tasks), true
 		return memo[i]
 	}
 	path := 0
-	for _, r := range g.Roots() {
-		path = max(path, longest(r))
+	for i := range g.nodes {
+		if g.indegree[i] == 0 {
+			path = max(path, longest(i))
+		}
 	}
 	return path
 }
@@ -143,10 +157,11 @@ func reportPerNode(b *testing.B, nodes int) {
 func BenchmarkRunGraph(b *testing.B) {
 	cases := []struct {
 		name  string
-		graph *TaskGraph
+		graph *Graph
 	}{
 		{"independent-1000", independentGraph(1000)},
 		{"independent-10000", independentGraph(10000)},
+		{"independent-100000", independentGraph(100000)},
 		{"chain-10000", chainGraph(10000)},
 		{"ocp-4.15-update", ocpGraph(b, "update")},
 		{"ocp-4.15-install", ocpGraph(b, "install")},
@@ -156,11 +171,11 @@ func BenchmarkRunGraph(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/workers=%d", c.name, workers), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if errs := RunGraph(context.Background(), c.graph, workers, noop); errs != nil {
+					if errs := RunGraph(context.Background(), c.graph, RunOptions{Workers: workers}, noop); errs != nil {
 						b.Fatal(errs)
 					}
 				}
-				reportPerNode(b, len(c.graph.Nodes))
+				reportPerNode(b, len(c.graph.nodes))
 			})
 		}
 	}
@@ -175,12 +190,12 @@ func BenchmarkBuildAndRunPayload(b *testing.B) {
 			b.ReportAllocs()
 			nodes := 0
 			for b.Loop() {
-				g, err := BuildGraph(tasks, ByNumberAndComponent)
+				g, err := buildGraph(tasks, byNumberAndComponent)
 				if err != nil {
 					b.Fatal(err)
 				}
-				nodes = len(g.Nodes)
-				if errs := RunGraph(context.Background(), g, 8, noop); errs != nil {
+				nodes = len(g.nodes)
+				if errs := RunGraph(context.Background(), g, RunOptions{Workers: 8}, noop); errs != nil {
 					b.Fatal(errs)
 				}
 			}
@@ -220,7 +235,7 @@ func BenchmarkSleepingTasks(b *testing.B) {
 	}
 	cases := []struct {
 		name    string
-		graph   *TaskGraph
+		graph   *Graph
 		workers int
 	}{
 		{"independent-200", independentGraph(200), 16},
@@ -235,14 +250,14 @@ func BenchmarkSleepingTasks(b *testing.B) {
 			name := map[Priority]string{LowestIndexFirst: "lowest-index", CriticalPathFirst: "critical-path"}[priority]
 			b.Run(fmt.Sprintf("%s/workers=%d/%s", c.name, c.workers, name), func(b *testing.B) {
 				total := 0
-				for _, n := range c.graph.Nodes {
-					total += len(n.Tasks)
+				for _, n := range c.graph.nodes {
+					total += len(n.tasks)
 				}
 				bound := max(criticalPath(c.graph), (total+c.workers-1)/c.workers)
 				unit := sleepUnit(min(c.workers, total))
 				opts := RunOptions{Workers: c.workers, Priority: priority}
 				for b.Loop() {
-					if errs := RunGraphWith(context.Background(), c.graph, opts, sleepy); errs != nil {
+					if errs := RunGraph(context.Background(), c.graph, opts, sleepy); errs != nil {
 						b.Fatal(errs)
 					}
 				}

@@ -12,38 +12,60 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// ErrInvalid is wrapped by every error about bad input: a malformed manifest, a graph with a
-// cycle or an unknown dependency, a task without backoff steps, a nil host interface.
+// ErrInvalid is wrapped by every error about bad input: a malformed manifest, a payload
+// whose dependencies form a cycle or name an unknown manifest, a bad Config or Policy, a
+// nil host interface.
 var ErrInvalid = errors.New("payload: invalid input")
+
+// ErrConflict is what a StatusWriter returns, wrapped, when the status changed since the
+// worker last wrote it; the apiserver's own 409 (apierrors.IsConflict) is recognised
+// too. The worker owns its status, so it writes its latest status again.
+var ErrConflict = errors.New("payload: status conflict")
+
+// isConflict reports whether err is ErrConflict or an apiserver conflict.
+func isConflict(err error) bool {
+	return errors.Is(err, ErrConflict) || apierrors.IsConflict(err)
+}
 
 // Effect is how much an UpdateError weighs on the update; effects are ordered
 // Report < None < FailAfterInterval < Fail.
-type Effect int
+type Effect string
 
 const (
-	// EffectReport errors are reported but neither fail their task node nor the update.
-	EffectReport Effect = iota
-	// EffectNone errors fail their task node but are not an update failure.
-	EffectNone
-	// EffectFailAfterInterval errors fail the update once they persist for an interval.
-	EffectFailAfterInterval
-	// EffectFail errors fail the update. It is the effect of errors from Task.Run.
-	EffectFail
+	// EffectReport errors are reported in Status.Failure but neither stop their
+	// manifest's dependents nor fail the apply.
+	EffectReport Effect = "Report"
+	// EffectNone errors stop their manifest's dependents and the apply is retried, but
+	// the update is only waiting: the Failing condition stays False and Progressing
+	// says what the update waits on.
+	EffectNone Effect = "None"
+	// EffectFailAfterInterval errors are like EffectNone until the update has made no
+	// progress for Policy.Interval; then Failing is True.
+	EffectFailAfterInterval Effect = "FailAfterInterval"
+	// EffectFail errors fail the update at once (Failing is True). It is the effect of
+	// every error that is not an *UpdateError.
+	EffectFail Effect = "Fail"
 )
 
-// String returns the effect's name.
-func (e Effect) String() string {
+// rank orders effects; an unknown effect weighs as EffectFail.
+func (e Effect) rank() int {
 	switch e {
 	case EffectReport:
-		return "Report"
+		return 0
 	case EffectNone:
-		return "None"
+		return 1
 	case EffectFailAfterInterval:
-		return "FailAfterInterval"
-	case EffectFail:
-		return "Fail"
+		return 2
 	}
-	return fmt.Sprintf("Effect(%d)", int(e))
+	return 3
+}
+
+// stronger returns the effect of the two that weighs more.
+func stronger(a, b Effect) Effect {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
 }
 
 // ReasonMultipleErrors is the Reason of the error Summarize returns for several unrelated errors.
@@ -80,44 +102,44 @@ func (e *UpdateError) Error() string { return e.Message }
 // Unwrap returns Nested.
 func (e *UpdateError) Unwrap() error { return e.Nested }
 
-// ReasonForError classifies an apply error with a Reason and a short cause for messages.
-// NotFound has its own reason.
-func ReasonForError(err error) (reason, cause string) {
+// reasonForError classifies an apply error with a Reason, as the cluster-version
+// operator does.
+func reasonForError(err error) string {
 	switch {
 	case apierrors.IsNotFound(err):
-		return "UpdatePayloadResourceNotFound", "resource may have been deleted"
+		return "UpdatePayloadResourceNotFound"
 	case apierrors.IsAlreadyExists(err):
-		return "UpdatePayloadResourceAlreadyExists", "resource was created by someone else"
+		return "UpdatePayloadResourceAlreadyExists"
 	case apierrors.IsConflict(err):
-		return "UpdatePayloadResourceConflict", "someone else is updating this resource"
+		return "UpdatePayloadResourceConflict"
 	case apierrors.IsTimeout(err), apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
-		return "UpdatePayloadClusterDown", "the server is down or not responding"
+		return "UpdatePayloadClusterDown"
 	case apierrors.IsInternalError(err):
-		return "UpdatePayloadClusterError", "the server is reporting an internal error"
+		return "UpdatePayloadClusterError"
 	case apierrors.IsInvalid(err):
-		return "UpdatePayloadResourceInvalid", "the object is invalid, possibly due to local cluster configuration"
+		return "UpdatePayloadResourceInvalid"
 	case apierrors.IsUnauthorized(err):
-		return "UpdatePayloadClusterUnauthorized", "could not authenticate to the server"
+		return "UpdatePayloadClusterUnauthorized"
 	case apierrors.IsForbidden(err):
-		return "UpdatePayloadResourceForbidden", "the server has forbidden updates to this resource"
+		return "UpdatePayloadResourceForbidden"
 	case apierrors.IsServerTimeout(err), apierrors.IsTooManyRequests(err):
-		return "UpdatePayloadClusterOverloaded", "the server is overloaded and is not accepting updates"
+		return "UpdatePayloadClusterOverloaded"
 	case meta.IsNoMatchError(err):
-		return "UpdatePayloadResourceTypeMissing", "the server does not recognize this resource, check extension API servers"
-	case IsContextError(err):
-		return "UpdatePayloadInterrupted", "the apply was interrupted"
+		return "UpdatePayloadResourceTypeMissing"
+	case isContextError(err):
+		return "UpdatePayloadInterrupted"
 	}
-	return "UpdatePayloadFailed", ""
+	return "UpdatePayloadFailed"
 }
 
-// IsContextError reports whether err is, or wraps, context.Canceled or context.DeadlineExceeded.
-func IsContextError(err error) bool {
+// isContextError reports whether err is, or wraps, context.Canceled or context.DeadlineExceeded.
+func isContextError(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// EffectOf returns the effect of err: an *UpdateError's own effect, EffectFail for any
+// effectOf returns the effect of err: an *UpdateError's own effect, EffectFail for any
 // other error, EffectReport for nil.
-func EffectOf(err error) Effect {
+func effectOf(err error) Effect {
 	if err == nil {
 		return EffectReport
 	}
@@ -133,11 +155,12 @@ func EffectOf(err error) Effect {
 // the same Reason and a PluralMessageFormat are condensed into one error naming every
 // object, with the strongest Effect. One remaining error is returned as is; several
 // become an *UpdateError with Reason ReasonMultipleErrors, the strongest Effect and a
-// message of sorted, de-duplicated bullets.
+// message of sorted, de-duplicated bullets. Errors that all have the same text are one
+// error: the first of those with the strongest effect.
 func Summarize(errs []error) error {
 	kept := make([]error, 0, len(errs))
 	for _, err := range errs {
-		if err != nil && !IsContextError(err) {
+		if err != nil && !isContextError(err) {
 			kept = append(kept, err)
 		}
 	}
@@ -152,12 +175,12 @@ func Summarize(errs []error) error {
 	effect := EffectReport
 	for _, err := range kept {
 		messages = append(messages, err.Error())
-		effect = max(effect, EffectOf(err))
+		effect = stronger(effect, effectOf(err))
 	}
 	slices.Sort(messages)
 	messages = slices.Compact(messages)
 	if len(messages) == 1 {
-		return kept[0]
+		return strongest(kept)
 	}
 	return &UpdateError{
 		Nested:  errors.Join(kept...),
@@ -165,6 +188,17 @@ func Summarize(errs []error) error {
 		Reason:  ReasonMultipleErrors,
 		Message: "Multiple errors are preventing progress:\n* " + strings.Join(messages, "\n* "),
 	}
+}
+
+// strongest returns the first error of errs with the strongest effect.
+func strongest(errs []error) error {
+	best := errs[0]
+	for _, err := range errs[1:] {
+		if effectOf(err).rank() > effectOf(best).rank() {
+			best = err
+		}
+	}
+	return best
 }
 
 type condenseKey struct {
@@ -217,7 +251,7 @@ func condenseGroup(group []*UpdateError) *UpdateError {
 			name = e.Task.Manifest.Name()
 		}
 		names = append(names, name)
-		effect = max(effect, e.Effect)
+		effect = stronger(effect, e.Effect)
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -237,4 +271,13 @@ func condenseGroup(group []*UpdateError) *UpdateError {
 		Name:                name,
 		Names:               names,
 	}
+}
+
+// asUpdateError returns the *UpdateError in err's chain, nil when there is none.
+func asUpdateError(err error) *UpdateError {
+	var uErr *UpdateError
+	if errors.As(err, &uErr) {
+		return uErr
+	}
+	return nil
 }

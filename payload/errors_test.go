@@ -33,6 +33,7 @@ func TestSummarize(t *testing.T) {
 	other := &UpdateError{Reason: "UpdatePayloadFailed", Message: "Could not update pod \"x\" (1 of 2)", Effect: EffectNone}
 	notCO := coUpdating("etcd", EffectFail)
 	notCO.Task = newTask("0000_50_etcd_pod.yaml", podGVK)
+	sameFail := &UpdateError{Message: "same", Effect: EffectFail}
 
 	tests := []struct {
 		name       string
@@ -56,6 +57,11 @@ func TestSummarize(t *testing.T) {
 			wantNil: true,
 		},
 		{name: "one error is returned as is", errs: []error{context.Canceled, boom}, wantSame: boom},
+		{
+			name:     "errors with one text are one error, the one with the strongest effect",
+			errs:     []error{&UpdateError{Message: "same", Effect: EffectNone}, sameFail, &UpdateError{Message: "same", Effect: EffectReport}},
+			wantSame: sameFail,
+		},
 		{
 			name:       "same reason and kind condense, strongest effect",
 			errs:       []error{coUpdating("network", EffectNone), coUpdating("dns", EffectFailAfterInterval), coUpdating("auth", EffectReport)},
@@ -112,7 +118,7 @@ func TestSummarize(t *testing.T) {
 				assert.Equal(t, tt.wantNames, uErr.Names)
 			}
 			for _, e := range tt.errs {
-				if e != nil && !IsContextError(e) {
+				if e != nil && !isContextError(e) {
 					assert.ErrorIs(t, err, e, "the summary wraps every error it summarizes")
 				}
 			}
@@ -141,26 +147,28 @@ func TestReasonForError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason, func(t *testing.T) {
-			reason, _ := ReasonForError(tt.err)
-			assert.Equal(t, tt.reason, reason)
+			assert.Equal(t, tt.reason, reasonForError(tt.err))
 		})
 	}
 }
 
 func TestEffect(t *testing.T) {
-	assert.True(t, EffectReport < EffectNone && EffectNone < EffectFailAfterInterval && EffectFailAfterInterval < EffectFail)
-	for _, e := range []Effect{EffectReport, EffectNone, EffectFailAfterInterval, EffectFail} {
+	effects := []Effect{EffectReport, EffectNone, EffectFailAfterInterval, EffectFail}
+	for i := 1; i < len(effects); i++ {
+		assert.Less(t, effects[i-1].rank(), effects[i].rank(), "%s weighs less than %s", effects[i-1], effects[i])
+		assert.Equal(t, effects[i], stronger(effects[i-1], effects[i]))
+		assert.Equal(t, effects[i], stronger(effects[i], effects[i-1]))
+	}
+	for _, e := range effects {
 		b, err := json.Marshal(e)
 		require.NoError(t, err)
 		var back Effect
 		require.NoError(t, json.Unmarshal(b, &back))
 		assert.Equal(t, e, back)
 	}
-	assert.Equal(t, "Effect(9)", Effect(9).String())
-	var e Effect
-	require.ErrorIs(t, e.UnmarshalText([]byte("Sometimes")), ErrInvalid)
+	assert.Equal(t, EffectFail.rank(), Effect("Sometimes").rank(), "an unknown effect weighs as Fail")
 
-	assert.Equal(t, EffectReport, EffectOf(nil))
-	assert.Equal(t, EffectFail, EffectOf(errors.New("x")))
-	assert.Equal(t, EffectNone, EffectOf(fmt.Errorf("wrapped: %w", &UpdateError{Effect: EffectNone})))
+	assert.Equal(t, EffectReport, effectOf(nil))
+	assert.Equal(t, EffectFail, effectOf(errors.New("x")))
+	assert.Equal(t, EffectNone, effectOf(fmt.Errorf("wrapped: %w", &UpdateError{Effect: EffectNone})))
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing/fstest"
 	"time"
 
 	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -27,13 +28,12 @@ var exampleFS = fstest.MapFS{
 }
 
 func ExampleBuildGraph() {
-	manifests, err := payload.Load(exampleFS)
+	manifests, err := payload.Load(exampleFS, payload.LoadOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	tasks := payload.NewTasks(manifests, wait.Backoff{Steps: 3, Duration: time.Second, Factor: 2})
-	graph, err := payload.BuildGraph(tasks, payload.ByNumberAndComponent)
+	graph, err := payload.BuildGraph(payload.NewTasks(manifests), payload.OrderRunLevels)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -55,9 +55,9 @@ func ExampleBuildGraph() {
 }
 
 func ExampleRunGraph() {
-	manifests, _ := payload.Load(exampleFS)
-	graph, _ := payload.BuildGraph(payload.NewTasks(manifests, wait.Backoff{Steps: 1}), payload.ByNumberAndComponent)
-	errs := payload.RunGraph(context.Background(), graph, 1, func(ctx context.Context, tasks []*payload.Task) error {
+	manifests, _ := payload.Load(exampleFS, payload.LoadOptions{})
+	graph, _ := payload.BuildGraph(payload.NewTasks(manifests), payload.OrderRunLevels)
+	errs := payload.RunGraph(context.Background(), graph, payload.RunOptions{Workers: 1}, func(ctx context.Context, tasks []*payload.Task) error {
 		for _, t := range tasks {
 			if t.Manifest.Name() == "api" {
 				return errors.New("api is broken")
@@ -85,45 +85,104 @@ func ExampleSummarize() {
 			Task:                &payload.Task{Manifest: &payload.Manifest{GVK: schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterOperator"}}},
 		}
 	}
-	err := payload.Summarize([]error{operator("network"), context.Canceled, operator("dns"), errors.New("Could not update service \"a/b\" (7 of 9)")})
+	err := payload.Summarize([]error{operator("network"), context.Canceled, operator("dns"), errors.New(`Could not update service "a/b" (7 of 9): boom`)})
 	fmt.Println(err)
 	// Output:
 	// Multiple errors are preventing progress:
 	// * Cluster operators dns, network are updating versions
-	// * Could not update service "a/b" (7 of 9)
+	// * Could not update service "a/b" (7 of 9): boom
 }
 
-func ExampleNextStatus() {
+// Decide is the worker's loop as a pure function: here an update that has applied 512
+// of 862 manifests when it is stopped.
+func ExampleDecide() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	failed := payload.Status{Done: 60, Total: 100, Failure: &payload.Failure{Message: "boom"}, Actual: payload.Release{Version: "1.0.0"}}
-	retry := payload.Status{Done: 10, Total: 100, Actual: payload.Release{Version: "1.0.0"}}
-	_, ok := payload.NextStatus(failed, retry, now)
-	fmt.Println("a retry behind the failure is published:", ok)
-	retry.Done = 61
-	s, ok := payload.NextStatus(failed, retry, now)
-	fmt.Println("past the failure:", ok, s.LastProgress.UTC().Format(time.RFC3339))
+	from := payload.Release{Version: "1.0.0", Image: "example.com/release@sha256:aaa"}
+	to := payload.Release{Version: "1.1.0", Image: "example.com/release@sha256:bbb"}
+	d := payload.Decide(payload.Observation{
+		Desired: to, Generation: 2, Now: now,
+		Status: payload.Status{Release: from, State: payload.StateReconciling, Done: 862, Total: 862,
+			History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "1.0.0"}}},
+	}, payload.Policy{})
+	fmt.Println(d.Apply, d.Status.State, d.CheckPreconditions, d.Result.Events)
+
+	d = payload.Decide(payload.Observation{
+		Desired: to, Generation: 2, Now: now.Add(time.Minute), Status: d.Status,
+		Outcome: &payload.Outcome{Release: to, State: payload.StateUpdating, Done: 512, Total: 862, Interrupted: true},
+	}, payload.Policy{})
+	for _, c := range d.Status.Conditions {
+		fmt.Println(strings.TrimSpace(fmt.Sprintf("%s=%s %s", c.Type, c.Status, c.Message)))
+	}
+	fmt.Println("interrupted:", d.Status.Interrupted, "apply again at once:", d.Apply)
+	for _, h := range d.Status.History {
+		fmt.Println("history:", h.Version, h.State)
+	}
 	// Output:
-	// a retry behind the failure is published: false
-	// past the failure: true 2026-01-01T12:00:00Z
+	// true Updating true [{Normal UpdateStarted Updating from 1.0.0 to 1.1.0}]
+	// Available=True Done applying 1.0.0
+	// Progressing=True Working towards 1.1.0: 512 of 862 done (59% complete)
+	// Failing=False
+	// interrupted: true apply again at once: true
+	// history: 1.1.0 Partial
+	// history: 1.0.0 Completed
 }
 
-func ExampleWorker() {
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
-	manifests, _ := payload.Load(exampleFS)
-	release := payload.Release{Version: "1.0.0", Image: "example.com/payload:1"}
-	loader := &fake.PayloadLoader{}
-	loader.Add(&payload.Payload{Release: release, Manifests: manifests})
-	applier := &fake.PayloadApplier{}
-	applier.FailTimes("ConfigMap/config/web", 1, errors.New("webhook not ready"))
+// Two pull specs of one digest are one release: pulling it through a mirror starts no
+// update.
+func ExampleRelease_Same() {
+	const digest = "@sha256:5dd3c6bbd6a2ee5d7e7d1f0a1f2e4a0f5e6b7c8d9e0f1a2b3c4d5e6f7a8b9c0d"
+	upstream := payload.Release{Version: "4.15.1", Image: "quay.io/openshift-release-dev/ocp-release" + digest}
+	mirror := payload.Release{Image: "mirror.example.com:5000/ocp/release" + digest}
+	tag := payload.Release{Image: "quay.io/openshift-release-dev/ocp-release:4.15.1-x86_64"}
+	fmt.Println(upstream.Same(mirror), upstream.Same(tag))
+	// Output: true false
+}
 
-	results := make(chan payload.ApplyResult, 10)
-	w, err := payload.NewWorker(payload.WorkerConfig{
-		Loader: loader, Applier: applier, Clock: clk,
-		Interval:   3 * time.Minute,
-		Backoff:    wait.Backoff{Steps: 1},
-		Jitter:     func(d time.Duration) time.Duration { return d },
-		AfterApply: func(r payload.ApplyResult) { results <- r },
-	})
+// Inclusion ships the cluster-version operator's annotations; plug its Include into
+// Config.Include.
+func ExampleInclusion_Include() {
+	manifests, _ := payload.Load(fstest.MapFS{"0000_50_console_00_cm.yaml": {Data: []byte(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: console
+  namespace: openshift-console
+  annotations:
+    include.release.openshift.io/self-managed-high-availability: "true"
+    capability.openshift.io/name: Console
+    release.openshift.io/feature-set: Default,TechPreviewNoUpgrade
+`)}}, payload.LoadOptions{})
+	console := &manifests[0]
+	rules := payload.Inclusion{
+		Profile:             "self-managed-high-availability",
+		CheckFeatureSet:     true,
+		KnownCapabilities:   []string{"Console", "Insights"},
+		EnabledCapabilities: []string{"Console"},
+	}
+	fmt.Println(rules.Include(console))
+	rules.EnabledCapabilities = nil
+	fmt.Println(rules.Include(console))
+	rules = payload.Inclusion{Profile: "single-node-developer"}
+	fmt.Println(rules.Include(console))
+	// Output:
+	// <nil>
+	// disabled capabilities: Console
+	// include.release.openshift.io/single-node-developer unset
+}
+
+// runExample starts a worker on a fake clock, sets release, and prints every decision
+// that follows an apply until n applies have ended, stepping the clock in between.
+func runExample(cfg payload.Config, n int, releases ...payload.Release) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	results := make(chan payload.Result, 100)
+	cfg.Clock = clk
+	cfg.Jitter = func() float64 { return 0 }
+	cfg.OnResult = func(r payload.Result) {
+		for _, e := range r.Events { // OnResult runs before the worker acts again
+			fmt.Printf("event %s %s: %s\n", e.Type, e.Reason, e.Message)
+		}
+		results <- r
+	}
+	w, err := payload.NewWorker(cfg)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -131,19 +190,126 @@ func ExampleWorker() {
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
 	done := make(chan error)
 	go func() { done <- w.Start(ctx) }()
-
-	w.Update(1, release)
-	for range 3 {
-		r := <-results
-		s := w.Status()
-		fmt.Printf("%s: err=%v done=%d/%d reconciling=%t, next in %s\n", r.State, r.Err, s.Done, s.Total, s.Reconciling, r.RetryAfter)
-		clk.Step(r.RetryAfter)
+	for _, release := range releases {
+		w.Update(1, release)
+		for ended := 0; ended < n; {
+			r := <-results
+			if r.RequeueAfter == 0 {
+				continue
+			}
+			ended++
+			s := w.Status()
+			fmt.Printf("%s %s: %d/%d, next in %s\n", s.Release, s.State, s.Done, s.Total, r.RequeueAfter)
+			if ended < n || release != releases[len(releases)-1] {
+				clk.Step(r.RequeueAfter) // nothing more runs after the last apply printed
+			}
+		}
 	}
 	cancel()
-	fmt.Println(<-done)
+	if err := <-done; err != nil {
+		fmt.Println(err)
+	}
+}
+
+func ExampleWorker() {
+	manifests, _ := payload.Load(exampleFS, payload.LoadOptions{})
+	release := payload.Release{Version: "1.0.0", Image: "example.com/payload:1"}
+	loader := &fake.PayloadLoader{}
+	loader.Add(&payload.Payload{Release: release, Manifests: manifests})
+	applier := &fake.PayloadApplier{}
+	applier.FailTimes("ConfigMap/config/web", 1, errors.New("webhook not ready"))
+	runExample(payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{ManifestAttempts: 1}}, 3, release)
 	// Output:
-	// Initializing: err=Could not update configmap "config/web" (3 of 5) done=2/5 reconciling=false, next in 22.5s
-	// Initializing: err=<nil> done=5/5 reconciling=true, next in 3m0s
-	// Reconciling: err=<nil> done=5/5 reconciling=true, next in 3m0s
-	// <nil>
+	// event Normal InitializingStarted: Initializing 1.0.0
+	// event Warning UpdatePayloadFailed: Could not update configmap "config/web" (3 of 5): webhook not ready
+	// 1.0.0 Initializing: 2/5, next in 22s
+	// event Normal PayloadApplied: Applied 5 manifests of 1.0.0
+	// 1.0.0 Reconciling: 5/5, next in 3m0s
+	// 1.0.0 Reconciling: 5/5, next in 3m0s
+}
+
+// A manifest annotated release.openshift.io/delete: "true" is removed in graph order;
+// an object already gone is success.
+func ExampleDeleter() {
+	manifests, _ := payload.Load(fstest.MapFS{
+		"0000_10_a_00_cm.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: a\n")},
+		"0000_10_a_01_cm.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: a\n  annotations:\n    release.openshift.io/delete: \"true\"\n")},
+	}, payload.LoadOptions{})
+	release := payload.Release{Version: "1.0.0"}
+	loader := &fake.PayloadLoader{}
+	loader.Add(&payload.Payload{Release: release, Manifests: manifests})
+	cluster := &fake.PayloadApplier{}
+	deleter := payload.DeleterFunc(func(ctx context.Context, m *payload.Manifest) error {
+		fmt.Println("delete", m.Ref())
+		return cluster.Delete(ctx, m)
+	})
+	runExample(payload.Config{Loader: loader, Applier: cluster, Deleter: deleter}, 1, release)
+	// Output:
+	// event Normal InitializingStarted: Initializing 1.0.0
+	// delete ConfigMap/a/old
+	// event Normal ManifestsDeleted: Deleted 1 objects of 1.0.0: configmap "a/old"
+	// event Normal PayloadApplied: Applied 2 manifests of 1.0.0
+	// 1.0.0 Reconciling: 2/2, next in 3m0s
+}
+
+// An update waits for every manifest to be ready before the next run level; a
+// reconcile does not wait.
+func ExampleReadiness() {
+	manifests, _ := payload.Load(exampleFS, payload.LoadOptions{})
+	from := payload.Release{Version: "1.0.0"}
+	to := payload.Release{Version: "1.1.0"}
+	loader := &fake.PayloadLoader{}
+	loader.Add(&payload.Payload{Release: to, Manifests: manifests})
+	applier := payload.ApplierFunc(func(_ context.Context, m *payload.Manifest, s payload.State) error {
+		fmt.Println(s, "apply", m.Ref())
+		return nil
+	})
+	ready := payload.ReadinessFunc(func(_ context.Context, m *payload.Manifest) error {
+		fmt.Println("  ready?", m.Ref())
+		return nil
+	})
+	runExample(payload.Config{
+		Loader: loader, Applier: applier, Readiness: ready,
+		Policy: payload.Policy{Workers: 1, ReconcileWorkers: 1},
+		Status: payload.Status{Release: from, State: payload.StateReconciling},
+	}, 1, to)
+	// Output:
+	// event Normal UpdateStarted: Updating from 1.0.0 to 1.1.0
+	// Updating apply Namespace/config
+	//   ready? Namespace/config
+	// Updating apply ConfigMap/config/api
+	//   ready? ConfigMap/config/api
+	// Updating apply ConfigMap/config/web
+	//   ready? ConfigMap/config/web
+	// Updating apply Job/config/migrate
+	//   ready? Job/config/migrate
+	// Updating apply Service/config/web
+	//   ready? Service/config/web
+	// event Normal PayloadApplied: Applied 5 manifests of 1.1.0
+	// 1.1.0 Reconciling: 5/5, next in 3m0s
+}
+
+// Preconditions block an update, as Upgradeable=False does, until the desired release
+// is forced.
+func ExamplePreconditions() {
+	manifests, _ := payload.Load(exampleFS, payload.LoadOptions{})
+	from := payload.Release{Version: "1.0.0"}
+	to := payload.Release{Version: "1.1.0"}
+	loader := &fake.PayloadLoader{}
+	loader.Add(&payload.Payload{Release: to, Manifests: manifests})
+	forced := to
+	forced.Force = true
+	runExample(payload.Config{
+		Loader: loader, Applier: &fake.PayloadApplier{},
+		Preconditions: payload.PreconditionsFunc(func(context.Context, payload.Release, payload.Release) error {
+			return errors.New("Cluster operator network is not upgradeable")
+		}),
+		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: &metav1.Time{Time: time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)}},
+	}, 1, to, forced)
+	// Output:
+	// event Normal UpdateStarted: Updating from 1.0.0 to 1.1.0
+	// event Warning UpgradePreconditionCheckFailed: Preconditions failed for the update to 1.1.0: Cluster operator network is not upgradeable
+	// 1.1.0 Updating: 0/5, next in 22s
+	// event Normal PayloadApplied: Applied 5 manifests of 1.1.0
+	// 1.1.0 Reconciling: 5/5, next in 3m0s
 }

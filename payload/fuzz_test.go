@@ -2,26 +2,24 @@ package payload
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 )
 
 // randomDAG builds a graph of n nodes whose edges go from lower to higher positions of a
 // random permutation, so the node indexes are not a topological order.
-func randomDAG(r *rand.Rand, n int, density float64) *TaskGraph {
+func randomDAG(r *rand.Rand, n int, density float64) *Graph {
 	perm := r.Perm(n)
-	g := &TaskGraph{Nodes: make([]*TaskNode, n)}
-	for i := range g.Nodes {
-		g.Nodes[i] = &TaskNode{RunLevel: -1}
+	g := &Graph{nodes: make([]*taskNode, n)}
+	for i := range g.nodes {
+		g.nodes[i] = &taskNode{runLevel: -1}
 		if r.IntN(5) > 0 { // one node in five has no tasks
 			for k := range r.IntN(3) + 1 {
-				g.Nodes[i].Tasks = append(g.Nodes[i].Tasks, pod(fmt.Sprintf("n%d-t%d", i, k)))
+				g.nodes[i].tasks = append(g.nodes[i].tasks, pod(fmt.Sprintf("n%d-t%d", i, k)))
 			}
 		}
 	}
@@ -29,8 +27,8 @@ func randomDAG(r *rand.Rand, n int, density float64) *TaskGraph {
 		for b := a + 1; b < n; b++ {
 			if r.Float64() < density {
 				from, to := perm[a], perm[b]
-				g.Nodes[from].Out = append(g.Nodes[from].Out, to)
-				g.Nodes[to].In = append(g.Nodes[to].In, from)
+				g.nodes[from].out = append(g.nodes[from].out, to)
+				g.nodes[to].in = append(g.nodes[to].in, from)
 			}
 		}
 	}
@@ -49,8 +47,8 @@ func FuzzRunGraph(f *testing.F) {
 		g := randomDAG(r, int(size)%40+1, float64(density)/256)
 		failing := func(node int) bool { return failMask&(1<<(node%64)) != 0 }
 		nodeOf := map[*Task]int{}
-		for i, n := range g.Nodes {
-			for _, task := range n.Tasks {
+		for i, n := range g.nodes {
+			for _, task := range n.tasks {
 				nodeOf[task] = i
 			}
 		}
@@ -60,7 +58,7 @@ func FuzzRunGraph(f *testing.F) {
 		started := map[int]int{} // node -> sequence number of its start
 		ended := map[int]int{}   // node -> sequence number of its end
 		seq := 0
-		errs := RunGraph(context.Background(), g, int(workers)%8+1, func(_ context.Context, tasks []*Task) error {
+		errs := RunGraph(context.Background(), g, RunOptions{Workers: int(workers)%8 + 1}, func(_ context.Context, tasks []*Task) error {
 			node := nodeOf[tasks[0]]
 			mu.Lock()
 			seq++
@@ -81,20 +79,20 @@ func FuzzRunGraph(f *testing.F) {
 		})
 
 		// What must run: every node with tasks none of whose ancestors failed.
-		blocked := make([]bool, len(g.Nodes))
+		blocked := make([]bool, len(g.nodes))
 		order := topologicalOrder(t, g)
 		for _, i := range order {
-			for _, from := range g.Nodes[i].In {
-				if blocked[from] || (failing(from) && len(g.Nodes[from].Tasks) > 0) {
+			for _, from := range g.nodes[i].in {
+				if blocked[from] || (failing(from) && len(g.nodes[from].tasks) > 0) {
 					blocked[i] = true
 				}
 			}
 		}
 		wantErrs := 0
-		for i, n := range g.Nodes {
+		for i, n := range g.nodes {
 			_, ran := started[i]
 			switch {
-			case len(n.Tasks) == 0:
+			case len(n.tasks) == 0:
 				if ran {
 					t.Fatalf("task-less node %d was run", i)
 				}
@@ -106,8 +104,8 @@ func FuzzRunGraph(f *testing.F) {
 			if ran && failing(i) {
 				wantErrs++
 			}
-			for _, from := range n.In {
-				if !ran || len(g.Nodes[from].Tasks) == 0 {
+			for _, from := range n.in {
+				if !ran || len(g.nodes[from].tasks) == 0 {
 					continue
 				}
 				if end, ok := ended[from]; !ok || end > started[i] {
@@ -126,10 +124,10 @@ func FuzzRunGraph(f *testing.F) {
 	})
 }
 
-func topologicalOrder(t *testing.T, g *TaskGraph) []int {
-	indegree := make([]int, len(g.Nodes))
-	for _, n := range g.Nodes {
-		for _, o := range n.Out {
+func topologicalOrder(t *testing.T, g *Graph) []int {
+	indegree := make([]int, len(g.nodes))
+	for _, n := range g.nodes {
+		for _, o := range n.out {
 			indegree[o]++
 		}
 	}
@@ -143,13 +141,13 @@ func topologicalOrder(t *testing.T, g *TaskGraph) []int {
 		k := queue[0]
 		queue = queue[1:]
 		order = append(order, k)
-		for _, o := range g.Nodes[k].Out {
+		for _, o := range g.nodes[k].out {
 			if indegree[o]--; indegree[o] == 0 {
 				queue = append(queue, o)
 			}
 		}
 	}
-	if len(order) != len(g.Nodes) {
+	if len(order) != len(g.nodes) {
 		t.Fatalf("the generated graph has a cycle")
 	}
 	return order
@@ -177,17 +175,17 @@ func FuzzBuildGraph(f *testing.F) {
 				tasks[i] = pod(file)
 			}
 		}
-		for _, breakFn := range []BreakFunc{ByNumberAndComponent, FlattenByNumberAndComponent, ShiftOrder(PermuteOrder(FlattenByNumberAndComponent, r), int(seed%8), 8)} {
-			g, err := BuildGraph(tasks, breakFn)
+		for _, breakFn := range []breakFunc{byNumberAndComponent, flattenByNumberAndComponent, shiftOrder(permuteOrder(flattenByNumberAndComponent, r), int(seed%8), 8)} {
+			g, err := buildGraph(tasks, breakFn)
 			if err != nil {
 				t.Fatalf("BuildGraph: %v", err)
 			}
-			if err := g.Validate(); err != nil {
+			if err := g.check(); err != nil {
 				t.Fatalf("invalid graph: %v\n%s", err, g)
 			}
 			position := map[*Task][2]int{}
-			for i, n := range g.Nodes {
-				for k, task := range n.Tasks {
+			for i, n := range g.nodes {
+				for k, task := range n.tasks {
 					if _, dup := position[task]; dup {
 						t.Fatalf("task %s is in the graph twice", task.Manifest.File)
 					}
@@ -199,7 +197,7 @@ func FuzzBuildGraph(f *testing.F) {
 			}
 			// Jobs are barriers: every earlier task runs before, every later one after.
 			for j, task := range tasks {
-				if !SplitOnJobs(task) {
+				if !splitOnJobs(task) {
 					continue
 				}
 				jobNode := position[task][0]
@@ -213,43 +211,6 @@ func FuzzBuildGraph(f *testing.F) {
 					}
 				}
 			}
-		}
-	})
-}
-
-func FuzzNextStatus(f *testing.F) {
-	f.Add(3, 10, true, 2, 10, false, false, int64(0))
-	f.Add(0, 0, true, 0, 0, false, true, int64(5))
-	f.Add(5, 7, false, 9, 11, true, false, int64(-1))
-	f.Fuzz(func(t *testing.T, bDone, bTotal int, bFailed bool, nDone, nTotal int, nFailed, newRelease bool, gen int64) {
-		boom := NewFailure(errors.New("boom"))
-		baseline := Status{Generation: 3, Done: bDone, Total: bTotal, Actual: Release{Version: "1"}}
-		if bFailed {
-			baseline.Failure = boom
-		}
-		next := Status{Generation: gen, Done: nDone, Total: nTotal, Actual: baseline.Actual}
-		if nFailed {
-			next.Failure = boom
-		}
-		if newRelease {
-			next.Actual.Version = "2"
-		}
-		now := time.Date(2026, 1, 1, 0, 0, 0, 999, time.UTC)
-		got, ok := NextStatus(baseline, next, now)
-		if !ok {
-			if !bFailed || nFailed || newRelease || !lessProgress(next, baseline) {
-				t.Fatalf("dropped %+v after %+v", next, baseline)
-			}
-			return
-		}
-		if bFailed && !nFailed && !newRelease && lessProgress(got, baseline) {
-			t.Fatalf("progress went backwards after a failure: %+v after %+v", got, baseline)
-		}
-		if got.LastProgress.Nanosecond() != 0 {
-			t.Fatalf("LastProgress not truncated: %v", got.LastProgress)
-		}
-		if gen == 0 && got.Generation != baseline.Generation {
-			t.Fatalf("generation %d, want the baseline's", got.Generation)
 		}
 	})
 }

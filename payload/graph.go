@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,71 +10,166 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// TaskNode is a node of a TaskGraph: tasks applied one after the other, after every node
-// in In has succeeded. A node may have no tasks: it then only joins edges.
-type TaskNode struct {
-	// In are the indexes of the nodes that must succeed before this one starts.
-	In []int
-	// Tasks run in order.
-	Tasks []*Task
-	// Out are the indexes of the nodes that wait for this one.
-	Out []int
-	// RunLevel is the run level of the node's first task, -1 when it has none.
-	RunLevel int
-	// Component is the component of the node's first task, "" when it has none.
-	Component string
+// taskNode is a node of a Graph: tasks applied one after the other, after every node
+// in in has succeeded. A node may have no tasks: it then only joins edges.
+type taskNode struct {
+	// in are the indexes of the nodes that must succeed before this one starts.
+	in []int
+	// tasks run in order.
+	tasks []*Task
+	// out are the indexes of the nodes that wait for this one.
+	out []int
+	// runLevel is the run level of the node's first task, -1 when it has none.
+	runLevel int
+	// component is the component of the node's first task, "" when it has none.
+	component string
 }
 
 // label is the node's short description: "07-a, 2 manifests".
-func (n *TaskNode) label() string {
-	if n.Component != "" {
-		return fmt.Sprintf("%02d-%s, %d manifests", n.RunLevel, n.Component, len(n.Tasks))
+func (n *taskNode) label() string {
+	if n.component != "" {
+		return fmt.Sprintf("%02d-%s, %d manifests", n.runLevel, n.component, len(n.tasks))
 	}
-	return fmt.Sprintf("%d manifests", len(n.Tasks))
+	return fmt.Sprintf("%d manifests", len(n.tasks))
 }
 
-// TaskGraph is a directed acyclic graph of TaskNodes, built from a payload's tasks by
-// NewTaskGraph, Split, Parallelize and AddDependencies (or all at once by BuildGraph),
-// printed as a dry-run plan by String, Mermaid and DOT, and run by RunGraph. The zero
-// value is an empty graph. A graph is not safe for concurrent modification.
-type TaskGraph struct {
-	// Nodes are the graph's nodes; edges refer to them by index.
-	Nodes []*TaskNode
+// Graph is a directed acyclic graph of the tasks of a payload: groups of tasks applied
+// in order, each group after the groups it depends on. BuildGraph makes one, String,
+// Mermaid and DOT print it as a dry-run plan, RunGraph runs it. A Graph is immutable
+// once built, so several RunGraph calls may share it; the zero value is an empty graph.
+type Graph struct {
+	nodes []*taskNode
+	// indegree counts each node's predecessors and critical orders nodes by the
+	// number of tasks on their longest path; roots are the nodes without predecessors
+	// in index order, criticalRoots in critical order. All are set by seal, nil before.
+	indegree      []int32
+	critical      []int64
+	roots         []int32
+	criticalRoots []int32
 }
 
-// NewTaskGraph returns a graph with one node that runs tasks in order.
-func NewTaskGraph(tasks []*Task) *TaskGraph {
-	return &TaskGraph{Nodes: []*TaskNode{{Tasks: tasks, RunLevel: -1}}}
+// Len returns the number of groups (nodes) of the graph, task-less joins included.
+func (g *Graph) Len() int {
+	if g == nil {
+		return 0
+	}
+	return len(g.nodes)
 }
 
-// BuildGraph builds the graph of tasks: split around Jobs, parallelized by breakFn (nil
-// keeps every run of tasks serial), with the tasks' explicit dependencies added. A task
-// without a manifest, a cycle or an unknown dependency is an error wrapping ErrInvalid
-// (*CycleError, *UnknownDependencyError).
-func BuildGraph(tasks []*Task, breakFn BreakFunc) (*TaskGraph, error) {
-	g := NewTaskGraph(tasks)
-	if err := g.Split(SplitOnJobs); err != nil {
+// newGraph returns a graph with one node that runs tasks in order.
+func newGraph(tasks []*Task) *Graph {
+	return &Graph{nodes: []*taskNode{{tasks: tasks, runLevel: -1}}}
+}
+
+// Order is how BuildGraph arranges the tasks of a payload.
+type Order int
+
+const (
+	// OrderRunLevels applies run levels one after the other and the components of a
+	// level in parallel, files of a component in order (file names
+	// "0000_<level>_<component>_…", see ParseRunLevel); consecutive levels of a single
+	// component merge. It is how the Worker updates.
+	OrderRunLevels Order = iota
+	// OrderParallel applies every component at once, files of a component in order.
+	// It is how the Worker initializes and reconciles.
+	OrderParallel
+	// OrderSerial applies every task one after the other, in payload order.
+	OrderSerial
+)
+
+// String returns the order's name.
+func (o Order) String() string {
+	switch o {
+	case OrderRunLevels:
+		return "RunLevels"
+	case OrderParallel:
+		return "Parallel"
+	case OrderSerial:
+		return "Serial"
+	}
+	return fmt.Sprintf("Order(%d)", int(o))
+}
+
+func (o Order) breakFunc() (breakFunc, error) {
+	switch o {
+	case OrderRunLevels:
+		return byNumberAndComponent, nil
+	case OrderParallel:
+		return flattenByNumberAndComponent, nil
+	case OrderSerial:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("payload: unknown order %d: %w", int(o), ErrInvalid)
+}
+
+// BuildGraph arranges tasks in order: a Job (batch/v1) is a barrier that nothing before
+// it passes, and every explicit dependency (DependsOnAnnotation) is an edge. The
+// dependencies are checked against the run-level order whatever order is asked for, so
+// that a payload has the same verdict for every state of the Worker: a dependency on a
+// later run level, or one that closes a cycle, is a *CycleError; one on a manifest the
+// payload lacks is an *UnknownDependencyError; a nil task or a task without a manifest
+// is an error; all wrap ErrInvalid.
+func BuildGraph(tasks []*Task, order Order) (*Graph, error) {
+	breakFn, err := order.breakFunc()
+	if err != nil {
 		return nil, err
 	}
-	if breakFn != nil {
-		if err := g.Parallelize(breakFn); err != nil {
+	if order != OrderRunLevels && hasDependencies(tasks) {
+		if _, err := buildGraph(tasks, byNumberAndComponent); err != nil {
 			return nil, err
 		}
 	}
-	if err := g.AddDependencies(); err != nil {
+	return buildGraph(tasks, breakFn)
+}
+
+// buildGraph splits tasks around Jobs, parallelizes them by breakFn (nil keeps every run
+// of tasks serial), adds their explicit dependencies and seals the graph.
+func buildGraph(tasks []*Task, breakFn breakFunc) (*Graph, error) {
+	g := newGraph(tasks)
+	if err := g.split(splitOnJobs); err != nil {
+		return nil, err
+	}
+	if breakFn != nil {
+		if err := g.parallelize(breakFn); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.addDependencies(); err != nil {
+		return nil, err
+	}
+	if err := g.seal(); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-// checkShape is what Split and Parallelize need before they change a graph: Validate
-// holds and every task has a manifest.
-func (g *TaskGraph) checkShape() error {
-	if err := g.Validate(); err != nil {
+// seal validates the graph and records what RunGraph needs, so that a run neither
+// validates nor allocates in proportion to the edges.
+func (g *Graph) seal() error {
+	indegree := make([]int32, len(g.nodes))
+	order := make([]int32, 0, len(g.nodes))
+	if err := validate(g, indegree, make([]int32, 0, len(g.nodes)), &order); err != nil {
 		return err
 	}
-	for i, n := range g.Nodes {
-		for p, t := range n.Tasks {
+	g.indegree, g.critical = indegree, criticalPathKeys(g, order)
+	for i, d := range indegree {
+		if d == 0 {
+			g.roots = append(g.roots, int32(i))
+		}
+	}
+	g.criticalRoots = slices.Clone(g.roots)
+	slices.SortFunc(g.criticalRoots, func(a, b int32) int { return cmp.Compare(g.critical[a], g.critical[b]) })
+	return nil
+}
+
+// checkShape is what split and parallelize need before they change a graph: check
+// holds and every task has a manifest.
+func (g *Graph) checkShape() error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	for i, n := range g.nodes {
+		for p, t := range n.tasks {
 			if t == nil || t.Manifest == nil {
 				return fmt.Errorf("payload: graph node %d: task %d has no manifest: %w", i, p, ErrInvalid)
 			}
@@ -84,51 +180,51 @@ func (g *TaskGraph) checkShape() error {
 
 var jobGVK = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
 
-// SplitOnJobs is true for batch/v1 Jobs: a Job is a barrier, nothing before it runs after
+// splitOnJobs is true for batch/v1 Jobs: a Job is a barrier, nothing before it runs after
 // it or in parallel with it.
-func SplitOnJobs(t *Task) bool {
+func splitOnJobs(t *Task) bool {
 	return t != nil && t.Manifest != nil && t.Manifest.GVK == jobGVK
 }
 
-// Split breaks every node at the first task onFn is true for: a node [a b J c d] becomes
+// split breaks every node at the first task onFn is true for: a node [a b J c d] becomes
 // [a b] -> [J] -> [c d], keeping the node's index for [J] and appending the others. The
 // appended right-hand node is split again when it holds another such task. A nil onFn,
-// a graph that fails Validate or a task without a manifest is an error wrapping
+// a graph that fails check or a task without a manifest is an error wrapping
 // ErrInvalid, and the graph is left as it was.
-func (g *TaskGraph) Split(onFn func(*Task) bool) error {
+func (g *Graph) split(onFn func(*Task) bool) error {
 	if onFn == nil {
-		return fmt.Errorf("payload: Split needs a function: %w", ErrInvalid)
+		return fmt.Errorf("payload: split needs a function: %w", ErrInvalid)
 	}
 	if err := g.checkShape(); err != nil {
 		return err
 	}
-	for i := 0; i < len(g.Nodes); i++ {
-		node := g.Nodes[i]
-		if len(node.Tasks) <= 1 {
+	for i := 0; i < len(g.nodes); i++ {
+		node := g.nodes[i]
+		if len(node.tasks) <= 1 {
 			continue
 		}
-		j := slices.IndexFunc(node.Tasks, onFn)
+		j := slices.IndexFunc(node.tasks, onFn)
 		if j < 0 {
 			continue
 		}
-		tasks := node.Tasks
+		tasks := node.tasks
 		if j > 0 {
-			left := len(g.Nodes)
-			g.Nodes = append(g.Nodes, &TaskNode{In: node.In, Tasks: tasks[:j:j], Out: []int{i}, RunLevel: -1})
-			for _, from := range node.In {
-				replaceAll(g.Nodes[from].Out, i, left)
+			left := len(g.nodes)
+			g.nodes = append(g.nodes, &taskNode{in: node.in, tasks: tasks[:j:j], out: []int{i}, runLevel: -1})
+			for _, from := range node.in {
+				replaceAll(g.nodes[from].out, i, left)
 			}
-			node.In = []int{left}
+			node.in = []int{left}
 		}
 		if j < len(tasks)-1 {
-			right := len(g.Nodes)
-			g.Nodes = append(g.Nodes, &TaskNode{In: []int{i}, Tasks: tasks[j+1:], Out: node.Out, RunLevel: -1})
-			for _, to := range node.Out {
-				replaceAll(g.Nodes[to].In, i, right)
+			right := len(g.nodes)
+			g.nodes = append(g.nodes, &taskNode{in: []int{i}, tasks: tasks[j+1:], out: node.out, runLevel: -1})
+			for _, to := range node.out {
+				replaceAll(g.nodes[to].in, i, right)
 			}
-			node.Out = []int{right}
+			node.out = []int{right}
 		}
-		node.Tasks = tasks[j : j+1 : j+1]
+		node.tasks = tasks[j : j+1 : j+1]
 	}
 	return nil
 }
@@ -141,41 +237,41 @@ func replaceAll(s []int, old, new int) {
 	}
 }
 
-// Parallelize replaces every node whose tasks breakFn breaks into more than one node by
+// parallelize replaces every node whose tasks breakFn breaks into more than one node by
 // a chain of steps: the node (now task-less) fans out to the first step's nodes, which
 // join into the next step's nodes, and so on; a task-less spacer joins two steps of
 // several nodes each, and a task-less anchor joins the last step to the node's old
 // successors. A breakFn result of no steps, or of one step of one node, leaves the node
-// as it is. Nodes added by Parallelize are not broken again. A nil breakFn, a graph that
-// fails Validate, a task without a manifest or a nil node in breakFn's result is an
+// as it is. Nodes added by parallelize are not broken again. A nil breakFn, a graph that
+// fails check, a task without a manifest or a nil node in breakFn's result is an
 // error wrapping ErrInvalid, and the graph is left as it was.
-func (g *TaskGraph) Parallelize(breakFn BreakFunc) error {
+func (g *Graph) parallelize(breakFn breakFunc) error {
 	if breakFn == nil {
-		return fmt.Errorf("payload: Parallelize needs a BreakFunc: %w", ErrInvalid)
+		return fmt.Errorf("payload: parallelize needs a breakFunc: %w", ErrInvalid)
 	}
 	if err := g.checkShape(); err != nil {
 		return err
 	}
-	broken := make([][][]*TaskNode, len(g.Nodes))
-	for i, node := range g.Nodes {
-		broken[i] = breakFn(node.Tasks)
+	broken := make([][][]*taskNode, len(g.nodes))
+	for i, node := range g.nodes {
+		broken[i] = breakFn(node.tasks)
 		for s, step := range broken[i] {
 			if slices.Contains(step, nil) {
-				return fmt.Errorf("payload: Parallelize: the BreakFunc returned a nil node in step %d of node %d: %w", s, i, ErrInvalid)
+				return fmt.Errorf("payload: parallelize: the breakFunc returned a nil node in step %d of node %d: %w", s, i, ErrInvalid)
 			}
 		}
 	}
 	for i, steps := range broken {
-		node := g.Nodes[i]
+		node := g.nodes[i]
 		if len(steps) == 0 || (len(steps) == 1 && len(steps[0]) == 1) {
-			if len(node.Tasks) > 0 {
-				*node = *newNodeLike(node, runKeyOf(node.Tasks[0]))
+			if len(node.tasks) > 0 {
+				*node = *newNodeLike(node, runKeyOf(node.tasks[0]))
 			}
 			continue
 		}
-		node.Tasks = nil
-		out := node.Out
-		node.Out = nil
+		node.tasks = nil
+		out := node.out
+		node.out = nil
 
 		in := []int{i}
 		for _, step := range steps {
@@ -183,67 +279,51 @@ func (g *TaskGraph) Parallelize(breakFn BreakFunc) error {
 				continue
 			}
 			if len(in) > 1 && len(step) > 1 {
-				in = g.bulkAdd([]*TaskNode{{RunLevel: -1}}, in)
+				in = g.bulkAdd([]*taskNode{{runLevel: -1}}, in)
 			}
 			in = g.bulkAdd(step, in)
 		}
 		if len(out) == 0 {
 			continue
 		}
-		anchor := len(g.Nodes)
-		g.Nodes = append(g.Nodes, &TaskNode{Out: out, RunLevel: -1})
+		anchor := len(g.nodes)
+		g.nodes = append(g.nodes, &taskNode{out: out, runLevel: -1})
 		for _, to := range out {
-			replaceAll(g.Nodes[to].In, i, anchor)
+			replaceAll(g.nodes[to].in, i, anchor)
 		}
 		for _, from := range in {
-			g.Nodes[from].Out = []int{anchor}
-			g.Nodes[anchor].In = append(g.Nodes[anchor].In, from)
+			g.nodes[from].out = []int{anchor}
+			g.nodes[anchor].in = append(g.nodes[anchor].in, from)
 		}
 	}
 	return nil
 }
 
 // bulkAdd appends nodes, each depending on every node of in, and returns their indexes.
-func (g *TaskGraph) bulkAdd(nodes []*TaskNode, in []int) []int {
-	from := len(g.Nodes)
-	g.Nodes = append(g.Nodes, nodes...)
+func (g *Graph) bulkAdd(nodes []*taskNode, in []int) []int {
+	from := len(g.nodes)
+	g.nodes = append(g.nodes, nodes...)
 	added := make([]int, len(nodes))
 	for k := range nodes {
 		added[k] = from + k
-		g.Nodes[from+k].In = slices.Clone(in)
+		g.nodes[from+k].in = slices.Clone(in)
 	}
 	for _, k := range in {
-		g.Nodes[k].Out = append(g.Nodes[k].Out, added...) // new nodes: no duplicates possible
+		g.nodes[k].out = append(g.nodes[k].out, added...) // new nodes: no duplicates possible
 	}
 	return added
 }
 
-// Roots returns the indexes of the nodes without predecessors, in ascending order.
-func (g *TaskGraph) Roots() []int {
-	var roots []int
-	for i, n := range g.Nodes {
-		if len(n.In) == 0 {
-			roots = append(roots, i)
-		}
-	}
-	return roots
-}
-
-// CycleError reports a graph whose edges, or whose explicit dependencies together with
-// the order of tasks within a node, form a cycle.
+// CycleError reports a payload whose explicit dependencies, together with the order the
+// payload imposes (run levels, files of a component, Jobs as barriers), form a cycle.
 type CycleError struct {
-	// Nodes are the indexes of the nodes on the cycle, ascending.
-	Nodes []int
-	// Tasks names the tasks involved when the cycle comes from explicit dependencies.
+	// Tasks names the tasks on the cycle, e.g. `deployment "ns/a" (3 of 9)`.
 	Tasks []string
 }
 
 // Error implements error.
 func (e *CycleError) Error() string {
-	if len(e.Tasks) > 0 {
-		return fmt.Sprintf("payload: dependency cycle through nodes %v: %s", e.Nodes, strings.Join(e.Tasks, " -> "))
-	}
-	return fmt.Sprintf("payload: dependency cycle through nodes %v", e.Nodes)
+	return "payload: dependency cycle: " + strings.Join(e.Tasks, " -> ")
 }
 
 // Is reports ErrInvalid.
@@ -267,28 +347,28 @@ func (e *UnknownDependencyError) Is(target error) bool { return target == ErrInv
 
 type taskPos struct{ node, pos int }
 
-// AddDependencies adds an edge for every explicit dependency (Manifest.DependsOn) that
+// addDependencies adds an edge for every explicit dependency (Manifest.DependsOn) that
 // the graph does not already honour. A dependency on a later task of the same node, or
 // one that closes a cycle, is a *CycleError; a dependency on a reference no task has is
-// an *UnknownDependencyError. The graph is also checked by Validate.
-func (g *TaskGraph) AddDependencies() error {
-	if err := g.Validate(); err != nil {
+// an *UnknownDependencyError. The graph is also checked by check.
+func (g *Graph) addDependencies() error {
+	if err := g.check(); err != nil {
 		return err
 	}
 	if !g.hasDependencies() {
 		return nil
 	}
 	positions := map[string][]taskPos{}
-	for i, n := range g.Nodes {
-		for p, t := range n.Tasks {
+	for i, n := range g.nodes {
+		for p, t := range n.tasks {
 			if t != nil && t.Manifest != nil {
 				ref := t.Manifest.Ref()
 				positions[ref] = append(positions[ref], taskPos{i, p})
 			}
 		}
 	}
-	for i, n := range g.Nodes {
-		for p, t := range n.Tasks {
+	for i, n := range g.nodes {
+		for p, t := range n.tasks {
 			if t == nil || t.Manifest == nil {
 				continue
 			}
@@ -300,7 +380,7 @@ func (g *TaskGraph) AddDependencies() error {
 				for _, at := range targets {
 					if at.node == i {
 						if at.pos >= p {
-							return &CycleError{Nodes: []int{i}, Tasks: []string{t.String(), g.Nodes[i].Tasks[at.pos].String()}}
+							return &CycleError{Tasks: []string{t.String(), g.nodes[i].tasks[at.pos].String()}}
 						}
 						continue
 					}
@@ -308,10 +388,10 @@ func (g *TaskGraph) AddDependencies() error {
 						continue
 					}
 					if g.reaches(i, at.node) {
-						return &CycleError{Nodes: sortedPair(i, at.node), Tasks: []string{t.String(), g.Nodes[at.node].Tasks[at.pos].String()}}
+						return &CycleError{Tasks: []string{t.String(), g.nodes[at.node].tasks[at.pos].String()}}
 					}
-					g.Nodes[at.node].Out = append(g.Nodes[at.node].Out, i)
-					n.In = append(n.In, at.node)
+					g.nodes[at.node].out = append(g.nodes[at.node].out, i)
+					n.in = append(n.in, at.node)
 				}
 			}
 		}
@@ -319,24 +399,35 @@ func (g *TaskGraph) AddDependencies() error {
 	return nil
 }
 
-func (g *TaskGraph) hasDependencies() bool {
-	for _, n := range g.Nodes {
-		for _, t := range n.Tasks {
-			if t != nil && t.Manifest != nil && len(t.Manifest.DependsOn) > 0 {
-				return true
-			}
+func (g *Graph) hasDependencies() bool {
+	for _, n := range g.nodes {
+		if hasDependencies(n.tasks) {
+			return true
 		}
 	}
 	return false
 }
 
-func sortedPair(a, b int) []int {
-	return []int{min(a, b), max(a, b)}
+func hasDependencies(tasks []*Task) bool {
+	for _, t := range tasks {
+		if t != nil && t.Manifest != nil && len(t.Manifest.DependsOn) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// name names node i in errors: its first task, or its index when it has none.
+func (n *taskNode) name(i int) string {
+	if len(n.tasks) > 0 {
+		return n.tasks[0].String()
+	}
+	return fmt.Sprintf("node %d", i)
 }
 
 // reaches reports whether to can be reached from from along Out edges.
-func (g *TaskGraph) reaches(from, to int) bool {
-	seen := make([]bool, len(g.Nodes))
+func (g *Graph) reaches(from, to int) bool {
+	seen := make([]bool, len(g.nodes))
 	stack := []int{from}
 	seen[from] = true
 	for len(stack) > 0 {
@@ -345,7 +436,7 @@ func (g *TaskGraph) reaches(from, to int) bool {
 		if k == to {
 			return true
 		}
-		for _, o := range g.Nodes[k].Out {
+		for _, o := range g.nodes[k].out {
 			if !seen[o] {
 				seen[o] = true
 				stack = append(stack, o)
@@ -355,36 +446,36 @@ func (g *TaskGraph) reaches(from, to int) bool {
 	return false
 }
 
-// Validate checks that the graph has no nil node, that every edge points at a node, that
-// In and Out describe the same edges and that there is no cycle. Errors wrap ErrInvalid.
-func (g *TaskGraph) Validate() error {
+// check reports a nil node, an edge to a missing node, in and out edges that disagree
+// and a cycle. Errors wrap ErrInvalid.
+func (g *Graph) check() error {
 	if g == nil {
 		return fmt.Errorf("payload: nil graph: %w", ErrInvalid)
 	}
-	indegree := make([]int32, len(g.Nodes))
-	return validate(g, indegree, make([]int32, 0, len(g.Nodes)), nil)
+	indegree := make([]int32, len(g.nodes))
+	return validate(g, indegree, make([]int32, 0, len(g.nodes)), nil)
 }
 
-// validate does Validate's work in caller-provided scratch space: on success indegree
+// validate does check's work in caller-provided scratch space: on success indegree
 // holds each node's number of predecessors and, when order is not nil, *order is
 // appended a topological order of the nodes.
-func validate(g *TaskGraph, indegree, queue []int32, order *[]int32) error {
-	n := len(g.Nodes)
+func validate(g *Graph, indegree, queue []int32, order *[]int32) error {
+	n := len(g.nodes)
 	edges := 0
-	for i, node := range g.Nodes {
+	for i, node := range g.nodes {
 		if node == nil {
 			return fmt.Errorf("payload: graph node %d is nil: %w", i, ErrInvalid)
 		}
-		for _, o := range node.Out {
+		for _, o := range node.out {
 			if o < 0 || o >= n {
 				return fmt.Errorf("payload: graph node %d has an edge to missing node %d: %w", i, o, ErrInvalid)
 			}
 			indegree[o]++
 		}
-		edges += len(node.Out)
+		edges += len(node.out)
 	}
-	for i, node := range g.Nodes {
-		for _, from := range node.In {
+	for i, node := range g.nodes {
+		for _, from := range node.in {
 			if from < 0 || from >= n {
 				return fmt.Errorf("payload: graph node %d has an edge from missing node %d: %w", i, from, ErrInvalid)
 			}
@@ -407,7 +498,7 @@ func validate(g *TaskGraph, indegree, queue []int32, order *[]int32) error {
 		if order != nil {
 			*order = append(*order, k)
 		}
-		for _, o := range g.Nodes[k].Out {
+		for _, o := range g.nodes[k].out {
 			if remaining[o]--; remaining[o] == 0 {
 				queue = append(queue, int32(o))
 			}
@@ -416,21 +507,21 @@ func validate(g *TaskGraph, indegree, queue []int32, order *[]int32) error {
 	if visited == n {
 		return nil
 	}
-	var cyclic []int
+	cycle := &CycleError{}
 	for i, r := range remaining {
 		if r > 0 {
-			cyclic = append(cyclic, i)
+			cycle.Tasks = append(cycle.Tasks, g.nodes[i].name(i))
 		}
 	}
-	return &CycleError{Nodes: cyclic}
+	return cycle
 }
 
 // matchEdges checks that the In of every node holds exactly the nodes whose Out point at
 // it, as many times as they do; indegree counts those Out edges, edges is their total.
 // It groups the Out edges by target (ascending sources) and compares each group with
 // In by counting: O(nodes + edges), one allocation.
-func matchEdges(g *TaskGraph, indegree []int32, edges int) error {
-	n := len(g.Nodes)
+func matchEdges(g *Graph, indegree []int32, edges int) error {
+	n := len(g.nodes)
 	buf := make([]int32, 2*n+edges)
 	start, count, sources := buf[:n], buf[n:2*n], buf[2*n:]
 	var sum int32
@@ -439,19 +530,19 @@ func matchEdges(g *TaskGraph, indegree []int32, edges int) error {
 		start[i] = sum
 	}
 	for i := n - 1; i >= 0; i-- {
-		for _, o := range g.Nodes[i].Out {
+		for _, o := range g.nodes[i].out {
 			start[o]--
 			sources[start[o]] = int32(i)
 		}
 	}
-	for i, node := range g.Nodes {
+	for i, node := range g.nodes {
 		want := sources[start[i] : start[i]+indegree[i]]
-		ok := len(node.In) == len(want)
+		ok := len(node.in) == len(want)
 		if ok {
 			for _, from := range want {
 				count[from]++
 			}
-			for _, from := range node.In {
+			for _, from := range node.in {
 				if count[from] == 0 {
 					ok = false
 					break
@@ -460,7 +551,7 @@ func matchEdges(g *TaskGraph, indegree []int32, edges int) error {
 			}
 		}
 		if !ok {
-			return fmt.Errorf("payload: graph node %d: In %v does not match the nodes whose Out point at it %v: %w", i, node.In, want, ErrInvalid)
+			return fmt.Errorf("payload: graph node %d: In %v does not match the nodes whose Out point at it %v: %w", i, node.in, want, ErrInvalid)
 		}
 	}
 	return nil
@@ -469,16 +560,16 @@ func matchEdges(g *TaskGraph, indegree []int32, edges int) error {
 // String prints the graph as a text plan, nodes in the order a single worker would run
 // them: one line per node with its run level, component and predecessors, then one
 // indented line per task. An invalid graph prints its nodes in index order.
-func (g *TaskGraph) String() string {
+func (g *Graph) String() string {
 	var b strings.Builder
 	for _, i := range g.runOrder() {
-		n := g.Nodes[i]
+		n := g.nodes[i]
 		fmt.Fprintf(&b, "node %d: %s", i, n.label())
-		if len(n.In) > 0 {
-			fmt.Fprintf(&b, ", after %s", joinInts(sortedInts(n.In), ", "))
+		if len(n.in) > 0 {
+			fmt.Fprintf(&b, ", after %s", joinInts(sortedInts(n.in), ", "))
 		}
 		b.WriteByte('\n')
-		for _, t := range n.Tasks {
+		for _, t := range n.tasks {
 			fmt.Fprintf(&b, "  %s %s\n", t.file(), t)
 		}
 	}
@@ -487,16 +578,16 @@ func (g *TaskGraph) String() string {
 
 // runOrder returns the node indexes in the order RunGraph with one worker starts them,
 // or in index order when the graph is invalid.
-func (g *TaskGraph) runOrder() []int {
-	order := make([]int, 0, len(g.Nodes))
-	remaining := make([]int32, len(g.Nodes))
-	if validate(g, remaining, make([]int32, 0, len(g.Nodes)), nil) != nil {
-		for i := range g.Nodes {
+func (g *Graph) runOrder() []int {
+	order := make([]int, 0, len(g.nodes))
+	remaining := make([]int32, len(g.nodes))
+	if validate(g, remaining, make([]int32, 0, len(g.nodes)), nil) != nil {
+		for i := range g.nodes {
 			order = append(order, i)
 		}
 		return order
 	}
-	ready := readyHeap{ids: make([]int32, 0, len(g.Nodes))}
+	ready := readyHeap{ids: make([]int32, 0, len(g.nodes))}
 	for i, r := range remaining {
 		if r == 0 {
 			ready.push(int32(i))
@@ -505,7 +596,7 @@ func (g *TaskGraph) runOrder() []int {
 	for ready.len() > 0 {
 		k := ready.pop()
 		order = append(order, int(k))
-		for _, o := range g.Nodes[k].Out {
+		for _, o := range g.nodes[k].out {
 			if remaining[o]--; remaining[o] == 0 {
 				ready.push(int32(o))
 			}
@@ -515,10 +606,10 @@ func (g *TaskGraph) runOrder() []int {
 }
 
 // Mermaid prints the graph as a Mermaid flowchart, one box per node.
-func (g *TaskGraph) Mermaid() string {
+func (g *Graph) Mermaid() string {
 	var b strings.Builder
 	b.WriteString("flowchart TD\n")
-	for i, n := range g.Nodes {
+	for i, n := range g.nodes {
 		fmt.Fprintf(&b, "  n%d[\"%s\"]\n", i, n.label())
 	}
 	g.eachEdge(func(from, to int) { fmt.Fprintf(&b, "  n%d --> n%d\n", from, to) })
@@ -526,10 +617,10 @@ func (g *TaskGraph) Mermaid() string {
 }
 
 // DOT prints the graph in Graphviz DOT, one box per node.
-func (g *TaskGraph) DOT() string {
+func (g *Graph) DOT() string {
 	var b strings.Builder
 	b.WriteString("digraph tasks {\n  labelloc=t;\n  rankdir=TB;\n")
-	for i, n := range g.Nodes {
+	for i, n := range g.nodes {
 		fmt.Fprintf(&b, "  %d [ label=\"%s\" shape=\"box\" ];\n", i, n.label())
 	}
 	g.eachEdge(func(from, to int) { fmt.Fprintf(&b, "  %d -> %d;\n", from, to) })
@@ -537,9 +628,9 @@ func (g *TaskGraph) DOT() string {
 	return b.String()
 }
 
-func (g *TaskGraph) eachEdge(fn func(from, to int)) {
-	for i, n := range g.Nodes {
-		for _, to := range sortedInts(n.Out) {
+func (g *Graph) eachEdge(fn func(from, to int)) {
+	for i, n := range g.nodes {
+		for _, to := range sortedInts(n.out) {
 			fn(i, to)
 		}
 	}

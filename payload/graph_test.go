@@ -10,57 +10,57 @@ import (
 func TestSplit(t *testing.T) {
 	tests := []struct {
 		name  string
-		nodes []*TaskNode
+		nodes []*taskNode
 		want  []nodeView
 	}{
-		{name: "empty", nodes: []*TaskNode{}, want: []nodeView{}},
-		{name: "single", nodes: []*TaskNode{{Tasks: pods("p")}}, want: []nodeView{{Files: []string{"p"}}}},
+		{name: "empty", nodes: []*taskNode{}, want: []nodeView{}},
+		{name: "single", nodes: []*taskNode{{tasks: pods("p")}}, want: []nodeView{{Files: []string{"p"}}}},
 		{
 			name:  "job first",
-			nodes: []*TaskNode{{Tasks: []*Task{job("j"), pod("p")}}},
-			want:  []nodeView{{Files: []string{"j"}, Out: []int{1}}, {In: []int{0}, Files: []string{"p"}}},
+			nodes: []*taskNode{{tasks: []*Task{job("j"), pod("p")}}},
+			want:  []nodeView{{Files: []string{"j"}, out: []int{1}}, {in: []int{0}, Files: []string{"p"}}},
 		},
 		{
 			name:  "job last",
-			nodes: []*TaskNode{{Tasks: []*Task{pod("p"), job("j")}}},
-			want:  []nodeView{{In: []int{1}, Files: []string{"j"}}, {Files: []string{"p"}, Out: []int{0}}},
+			nodes: []*taskNode{{tasks: []*Task{pod("p"), job("j")}}},
+			want:  []nodeView{{in: []int{1}, Files: []string{"j"}}, {Files: []string{"p"}, out: []int{0}}},
 		},
 		{
 			name:  "interior",
-			nodes: []*TaskNode{{Tasks: []*Task{pod("p1"), pod("p2"), job("j"), pod("p3")}}},
+			nodes: []*taskNode{{tasks: []*Task{pod("p1"), pod("p2"), job("j"), pod("p3")}}},
 			want: []nodeView{
-				{In: []int{1}, Files: []string{"j"}, Out: []int{2}},
-				{Files: []string{"p1", "p2"}, Out: []int{0}},
-				{In: []int{0}, Files: []string{"p3"}},
+				{in: []int{1}, Files: []string{"j"}, out: []int{2}},
+				{Files: []string{"p1", "p2"}, out: []int{0}},
+				{in: []int{0}, Files: []string{"p3"}},
 			},
 		},
 		{
 			name:  "interspersed",
-			nodes: []*TaskNode{{Tasks: []*Task{pod("p1"), pod("p2"), job("j1"), pod("p3"), job("j2"), pod("p4")}}},
+			nodes: []*taskNode{{tasks: []*Task{pod("p1"), pod("p2"), job("j1"), pod("p3"), job("j2"), pod("p4")}}},
 			want: []nodeView{
-				{In: []int{1}, Files: []string{"j1"}, Out: []int{3}},
-				{Files: []string{"p1", "p2"}, Out: []int{0}},
-				{In: []int{3}, Files: []string{"j2"}, Out: []int{4}},
-				{In: []int{0}, Files: []string{"p3"}, Out: []int{2}},
-				{In: []int{2}, Files: []string{"p4"}},
+				{in: []int{1}, Files: []string{"j1"}, out: []int{3}},
+				{Files: []string{"p1", "p2"}, out: []int{0}},
+				{in: []int{3}, Files: []string{"j2"}, out: []int{4}},
+				{in: []int{0}, Files: []string{"p3"}, out: []int{2}},
+				{in: []int{2}, Files: []string{"p4"}},
 			},
 		},
 		{
 			name:  "both ends",
-			nodes: []*TaskNode{{Tasks: []*Task{job("j1"), pod("p1"), pod("p2"), job("j2")}}},
+			nodes: []*taskNode{{tasks: []*Task{job("j1"), pod("p1"), pod("p2"), job("j2")}}},
 			want: []nodeView{
-				{Files: []string{"j1"}, Out: []int{2}},
-				{In: []int{2}, Files: []string{"j2"}},
-				{In: []int{0}, Files: []string{"p1", "p2"}, Out: []int{1}},
+				{Files: []string{"j1"}, out: []int{2}},
+				{in: []int{2}, Files: []string{"j2"}},
+				{in: []int{0}, Files: []string{"p1", "p2"}, out: []int{1}},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &TaskGraph{Nodes: tt.nodes}
-			require.NoError(t, g.Split(SplitOnJobs))
-			assert.Equal(t, tt.want, view(g.Nodes))
-			require.NoError(t, g.Validate())
+			g := &Graph{nodes: tt.nodes}
+			require.NoError(t, g.split(splitOnJobs))
+			assert.Equal(t, tt.want, view(g.nodes))
+			require.NoError(t, g.check())
 		})
 	}
 }
@@ -76,38 +76,38 @@ func TestSplitAndParallelize(t *testing.T) {
 		{
 			name:  "job after an unnumbered pod",
 			tasks: []*Task{pod("a"), job("0000_50_a_0")},
-			want:  []nodeView{{In: []int{1}, Files: []string{"0000_50_a_0"}}, {Files: []string{"a"}, Out: []int{0}}},
+			want:  []nodeView{{in: []int{1}, Files: []string{"0000_50_a_0"}}, {Files: []string{"a"}, out: []int{0}}},
 		},
 		{
 			name:  "job then one component",
 			tasks: []*Task{pod("a"), job("0000_50_a_0"), pod("0000_50_a_1"), pod("0000_50_a_2")},
 			want: []nodeView{
-				{In: []int{1}, Files: []string{"0000_50_a_0"}, Out: []int{2}},
-				{Files: []string{"a"}, Out: []int{0}},
-				{In: []int{0}, Files: []string{"0000_50_a_1", "0000_50_a_2"}},
+				{in: []int{1}, Files: []string{"0000_50_a_0"}, out: []int{2}},
+				{Files: []string{"a"}, out: []int{0}},
+				{in: []int{0}, Files: []string{"0000_50_a_1", "0000_50_a_2"}},
 			},
 		},
 		{
 			name:  "job then several components in one level",
 			tasks: []*Task{job("a"), pod("0000_50_a_0"), pod("0000_50_b_0"), pod("0000_50_b_1")},
 			want: []nodeView{
-				{Files: []string{"a"}, Out: []int{1}},
-				{In: []int{0}, Out: []int{2, 3}},
-				{In: []int{1}, Files: []string{"0000_50_a_0"}},
-				{In: []int{1}, Files: []string{"0000_50_b_0", "0000_50_b_1"}},
+				{Files: []string{"a"}, out: []int{1}},
+				{in: []int{0}, out: []int{2, 3}},
+				{in: []int{1}, Files: []string{"0000_50_a_0"}},
+				{in: []int{1}, Files: []string{"0000_50_b_0", "0000_50_b_1"}},
 			},
 		},
 		{
 			name:  "jobs around a level: fan out, fan in to an anchor",
 			tasks: []*Task{job("a"), pod("0000_50_a_0"), pod("0000_50_b_0"), pod("0000_50_b_1"), pod("0000_50_c_0"), job("b")},
 			want: []nodeView{
-				{Files: []string{"a"}, Out: []int{2}},
-				{In: []int{6}, Files: []string{"b"}},
-				{In: []int{0}, Out: []int{3, 4, 5}},
-				{In: []int{2}, Files: []string{"0000_50_a_0"}, Out: []int{6}},
-				{In: []int{2}, Files: []string{"0000_50_b_0", "0000_50_b_1"}, Out: []int{6}},
-				{In: []int{2}, Files: []string{"0000_50_c_0"}, Out: []int{6}},
-				{In: []int{3, 4, 5}, Out: []int{1}},
+				{Files: []string{"a"}, out: []int{2}},
+				{in: []int{6}, Files: []string{"b"}},
+				{in: []int{0}, out: []int{3, 4, 5}},
+				{in: []int{2}, Files: []string{"0000_50_a_0"}, out: []int{6}},
+				{in: []int{2}, Files: []string{"0000_50_b_0", "0000_50_b_1"}, out: []int{6}},
+				{in: []int{2}, Files: []string{"0000_50_c_0"}, out: []int{6}},
+				{in: []int{3, 4, 5}, out: []int{1}},
 			},
 		},
 		{
@@ -115,31 +115,31 @@ func TestSplitAndParallelize(t *testing.T) {
 			tasks: pods("0000_07_a_0", "0000_08_a_0", "0000_09_a_0", "0000_09_a_1", "0000_09_b_0", "0000_09_b_1",
 				"0000_10_a_0", "0000_10_a_1", "0000_11_a_0", "0000_11_a_1"),
 			want: []nodeView{
-				{Out: []int{1}},
-				{In: []int{0}, Files: []string{"0000_07_a_0", "0000_08_a_0"}, Out: []int{2, 3}},
-				{In: []int{1}, Files: []string{"0000_09_a_0", "0000_09_a_1"}, Out: []int{4}},
-				{In: []int{1}, Files: []string{"0000_09_b_0", "0000_09_b_1"}, Out: []int{4}},
-				{In: []int{2, 3}, Files: []string{"0000_10_a_0", "0000_10_a_1", "0000_11_a_0", "0000_11_a_1"}},
+				{out: []int{1}},
+				{in: []int{0}, Files: []string{"0000_07_a_0", "0000_08_a_0"}, out: []int{2, 3}},
+				{in: []int{1}, Files: []string{"0000_09_a_0", "0000_09_a_1"}, out: []int{4}},
+				{in: []int{1}, Files: []string{"0000_09_b_0", "0000_09_b_1"}, out: []int{4}},
+				{in: []int{2, 3}, Files: []string{"0000_10_a_0", "0000_10_a_1", "0000_11_a_0", "0000_11_a_1"}},
 			},
 		},
 		{
 			name:  "two parallel levels in a row get a spacer",
 			tasks: pods("0000_10_a_0", "0000_10_b_0", "0000_20_a_0", "0000_20_b_0"),
 			want: []nodeView{
-				{Out: []int{1, 2}},
-				{In: []int{0}, Files: []string{"0000_10_a_0"}, Out: []int{3}},
-				{In: []int{0}, Files: []string{"0000_10_b_0"}, Out: []int{3}},
-				{In: []int{1, 2}, Out: []int{4, 5}},
-				{In: []int{3}, Files: []string{"0000_20_a_0"}},
-				{In: []int{3}, Files: []string{"0000_20_b_0"}},
+				{out: []int{1, 2}},
+				{in: []int{0}, Files: []string{"0000_10_a_0"}, out: []int{3}},
+				{in: []int{0}, Files: []string{"0000_10_b_0"}, out: []int{3}},
+				{in: []int{1, 2}, out: []int{4, 5}},
+				{in: []int{3}, Files: []string{"0000_20_a_0"}},
+				{in: []int{3}, Files: []string{"0000_20_b_0"}},
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := BuildGraph(tt.tasks, ByNumberAndComponent)
+			g, err := buildGraph(tt.tasks, byNumberAndComponent)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, view(g.Nodes))
+			assert.Equal(t, tt.want, view(g.nodes))
 		})
 	}
 }
@@ -151,70 +151,70 @@ func TestAddDependencies(t *testing.T) {
 	tests := []struct {
 		name    string
 		tasks   []*Task
-		breakFn BreakFunc
+		breakFn breakFunc
 		want    []nodeView
 		wantErr any // a pointer to the wanted error type
 	}{
 		{
 			name:    "a dependency across parallel nodes adds an edge",
 			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Pod/0000_10_b_0"), pod("0000_10_b_0")},
-			breakFn: ByNumberAndComponent,
+			breakFn: byNumberAndComponent,
 			want: []nodeView{
-				{Out: []int{1, 2}},
-				{In: []int{0, 2}, Files: []string{"0000_10_a_0"}},
-				{In: []int{0}, Files: []string{"0000_10_b_0"}, Out: []int{1}},
+				{out: []int{1, 2}},
+				{in: []int{0, 2}, Files: []string{"0000_10_a_0"}},
+				{in: []int{0}, Files: []string{"0000_10_b_0"}, out: []int{1}},
 			},
 		},
 		{
 			name:    "a dependency the run levels honour adds nothing",
 			tasks:   []*Task{ns, pod("0000_20_b_0"), newTask("0000_20_c_0", podGVK, "Namespace/0000_10_a_ns")},
-			breakFn: ByNumberAndComponent,
+			breakFn: byNumberAndComponent,
 			want: []nodeView{
-				{Out: []int{1}},
-				{In: []int{0}, Files: []string{"0000_10_a_ns"}, Out: []int{2, 3}},
-				{In: []int{1}, Files: []string{"0000_20_b_0"}},
-				{In: []int{1}, Files: []string{"0000_20_c_0"}},
+				{out: []int{1}},
+				{in: []int{0}, Files: []string{"0000_10_a_ns"}, out: []int{2, 3}},
+				{in: []int{1}, Files: []string{"0000_20_b_0"}},
+				{in: []int{1}, Files: []string{"0000_20_c_0"}},
 			},
 		},
 		{
 			name:    "unknown dependency",
 			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Pod/missing"), pod("0000_10_b_0")},
-			breakFn: ByNumberAndComponent,
+			breakFn: byNumberAndComponent,
 			wantErr: &unknown,
 		},
 		{
 			name:    "a dependency on a later task of the same node is a cycle",
 			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Pod/0000_10_a_1"), pod("0000_10_a_1")},
-			breakFn: ByNumberAndComponent,
+			breakFn: byNumberAndComponent,
 			wantErr: &cycle,
 		},
 		{
 			name:    "a dependency against the run-level order is a cycle",
 			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Namespace/0000_20_b_ns"), pod("0000_10_c_0"), newTask("0000_20_b_ns", nsGVKForTest)},
-			breakFn: ByNumberAndComponent,
+			breakFn: byNumberAndComponent,
 			wantErr: &cycle,
 		},
 		{
 			name:    "the same dependency is an edge when flattened",
 			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Namespace/0000_20_b_ns"), pod("0000_10_c_0"), newTask("0000_20_b_ns", nsGVKForTest)},
-			breakFn: FlattenByNumberAndComponent,
+			breakFn: flattenByNumberAndComponent,
 			want: []nodeView{
-				{Out: []int{1, 2, 3}},
-				{In: []int{0, 3}, Files: []string{"0000_10_a_0"}},
-				{In: []int{0}, Files: []string{"0000_10_c_0"}},
-				{In: []int{0}, Files: []string{"0000_20_b_ns"}, Out: []int{1}},
+				{out: []int{1, 2, 3}},
+				{in: []int{0, 3}, Files: []string{"0000_10_a_0"}},
+				{in: []int{0}, Files: []string{"0000_10_c_0"}},
+				{in: []int{0}, Files: []string{"0000_20_b_ns"}, out: []int{1}},
 			},
 		},
 		{
 			name:    "two tasks depending on each other",
 			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Pod/0000_10_b_0"), newTask("0000_10_b_0", podGVK, "Pod/0000_10_a_0")},
-			breakFn: FlattenByNumberAndComponent,
+			breakFn: flattenByNumberAndComponent,
 			wantErr: &cycle,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g, err := BuildGraph(tt.tasks, tt.breakFn)
+			g, err := buildGraph(tt.tasks, tt.breakFn)
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, ErrInvalid)
 				require.ErrorAs(t, err, tt.wantErr)
@@ -222,9 +222,9 @@ func TestAddDependencies(t *testing.T) {
 			}
 			require.NoError(t, err)
 			if tt.want != nil {
-				assert.Equal(t, tt.want, view(g.Nodes))
+				assert.Equal(t, tt.want, view(g.nodes))
 			}
-			require.NoError(t, g.Validate())
+			require.NoError(t, g.check())
 		})
 	}
 }
@@ -234,37 +234,37 @@ var nsGVKForTest = schemaGVK("", "v1", "Namespace")
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name  string
-		nodes []*TaskNode
+		nodes []*taskNode
 	}{
-		{name: "nil node", nodes: []*TaskNode{nil}},
-		{name: "edge to a missing node", nodes: []*TaskNode{{Out: []int{3}}}},
-		{name: "edge from a missing node", nodes: []*TaskNode{{In: []int{-1}}}},
-		{name: "In without Out", nodes: []*TaskNode{{}, {In: []int{0}}}},
-		{name: "In and Out disagree", nodes: []*TaskNode{{Out: []int{2}}, {}, {In: []int{1}}}},
-		{name: "cycle", nodes: []*TaskNode{{In: []int{1}, Out: []int{1}}, {In: []int{0}, Out: []int{0}}}},
+		{name: "nil node", nodes: []*taskNode{nil}},
+		{name: "edge to a missing node", nodes: []*taskNode{{out: []int{3}}}},
+		{name: "edge from a missing node", nodes: []*taskNode{{in: []int{-1}}}},
+		{name: "In without Out", nodes: []*taskNode{{}, {in: []int{0}}}},
+		{name: "In and Out disagree", nodes: []*taskNode{{out: []int{2}}, {}, {in: []int{1}}}},
+		{name: "cycle", nodes: []*taskNode{{in: []int{1}, out: []int{1}}, {in: []int{0}, out: []int{0}}}},
 		{
 			name:  "In names other predecessors with the same count and index sum",
-			nodes: []*TaskNode{{Out: []int{2}}, {}, {In: []int{1, 3}}, {}, {Out: []int{2}}},
+			nodes: []*taskNode{{out: []int{2}}, {}, {in: []int{1, 3}}, {}, {out: []int{2}}},
 		},
 		{
 			name:  "In repeats a predecessor another Out edge stands for",
-			nodes: []*TaskNode{{Out: []int{3, 3}}, {}, {Out: []int{3}}, {In: []int{1, 1, 0}}},
+			nodes: []*taskNode{{out: []int{3, 3}}, {}, {out: []int{3}}, {in: []int{1, 1, 0}}},
 		},
-		{name: "In misses a repeated Out edge", nodes: []*TaskNode{{Out: []int{1, 1}}, {In: []int{0}}}},
+		{name: "In misses a repeated Out edge", nodes: []*taskNode{{out: []int{1, 1}}, {in: []int{0}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.ErrorIs(t, (&TaskGraph{Nodes: tt.nodes}).Validate(), ErrInvalid)
+			require.ErrorIs(t, (&Graph{nodes: tt.nodes}).check(), ErrInvalid)
 		})
 	}
 	var cycle *CycleError
-	require.ErrorAs(t, (&TaskGraph{Nodes: []*TaskNode{{Out: []int{1}}, {In: []int{0, 2}, Out: []int{2}}, {In: []int{1}, Out: []int{1}}}}).Validate(), &cycle)
-	assert.Equal(t, []int{1, 2}, cycle.Nodes)
-	require.ErrorIs(t, (*TaskGraph)(nil).Validate(), ErrInvalid)
+	require.ErrorAs(t, (&Graph{nodes: []*taskNode{{out: []int{1}}, {in: []int{0, 2}, out: []int{2}}, {in: []int{1}, out: []int{1}}}}).check(), &cycle)
+	assert.Len(t, cycle.Tasks, 2, "the cycle names its two nodes")
+	require.ErrorIs(t, (*Graph)(nil).check(), ErrInvalid)
 }
 
 func TestValidateMismatchNamesTheRealPredecessors(t *testing.T) {
-	err := (&TaskGraph{Nodes: []*TaskNode{{Out: []int{2}}, {}, {In: []int{1, 3}}, {}, {Out: []int{2}}}}).Validate()
+	err := (&Graph{nodes: []*taskNode{{out: []int{2}}, {}, {in: []int{1, 3}}, {}, {out: []int{2}}}}).check()
 	require.ErrorIs(t, err, ErrInvalid)
 	assert.EqualError(t, err, "payload: graph node 2: In [1 3] does not match the nodes whose Out point at it [0 4]: payload: invalid input")
 }
@@ -272,16 +272,16 @@ func TestValidateMismatchNamesTheRealPredecessors(t *testing.T) {
 func TestValidateAcceptsMatchingEdges(t *testing.T) {
 	tests := []struct {
 		name  string
-		nodes []*TaskNode
+		nodes []*taskNode
 	}{
 		{name: "empty", nodes: nil},
-		{name: "In in another order than the Out edges", nodes: []*TaskNode{{Out: []int{3}}, {Out: []int{3}}, {Out: []int{3}}, {In: []int{2, 0, 1}}}},
-		{name: "a repeated edge on both sides", nodes: []*TaskNode{{Out: []int{2, 2}}, {Out: []int{2}}, {In: []int{0, 1, 0}}}},
-		{name: "diamond", nodes: []*TaskNode{{Out: []int{2, 1}}, {In: []int{0}, Out: []int{3}}, {In: []int{0}, Out: []int{3}}, {In: []int{2, 1}}}},
+		{name: "In in another order than the Out edges", nodes: []*taskNode{{out: []int{3}}, {out: []int{3}}, {out: []int{3}}, {in: []int{2, 0, 1}}}},
+		{name: "a repeated edge on both sides", nodes: []*taskNode{{out: []int{2, 2}}, {out: []int{2}}, {in: []int{0, 1, 0}}}},
+		{name: "diamond", nodes: []*taskNode{{out: []int{2, 1}}, {in: []int{0}, out: []int{3}}, {in: []int{0}, out: []int{3}}, {in: []int{2, 1}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.NoError(t, (&TaskGraph{Nodes: tt.nodes}).Validate())
+			require.NoError(t, (&Graph{nodes: tt.nodes}).check())
 		})
 	}
 }
@@ -289,49 +289,49 @@ func TestValidateAcceptsMatchingEdges(t *testing.T) {
 func TestSplitAndParallelizeRejectBadGraphs(t *testing.T) {
 	tests := []struct {
 		name  string
-		nodes []*TaskNode
+		nodes []*taskNode
 	}{
-		{name: "nil node", nodes: []*TaskNode{{Tasks: pods("0000_10_a_0")}, nil}},
-		{name: "nil task", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), nil, job("j"), pod("0000_10_b_0")}}}},
-		{name: "task without manifest", nodes: []*TaskNode{{Tasks: []*Task{job("j"), {}}}}},
-		{name: "edge to a missing node", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), job("j"), pod("0000_10_b_0")}, Out: []int{5}}}},
-		{name: "edge from a missing node", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), job("j"), pod("0000_10_b_0")}, In: []int{-2}}}},
-		{name: "In and Out disagree", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), job("j")}, Out: []int{1}}, {Tasks: pods("0000_10_b_0", "0000_10_c_0")}}},
-		{name: "cycle", nodes: []*TaskNode{{Tasks: []*Task{pod("0000_10_a_0"), job("j")}, In: []int{1}, Out: []int{1}}, {Tasks: pods("0000_10_b_0", "0000_10_c_0"), In: []int{0}, Out: []int{0}}}},
+		{name: "nil node", nodes: []*taskNode{{tasks: pods("0000_10_a_0")}, nil}},
+		{name: "nil task", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), nil, job("j"), pod("0000_10_b_0")}}}},
+		{name: "task without manifest", nodes: []*taskNode{{tasks: []*Task{job("j"), {}}}}},
+		{name: "edge to a missing node", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), job("j"), pod("0000_10_b_0")}, out: []int{5}}}},
+		{name: "edge from a missing node", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), job("j"), pod("0000_10_b_0")}, in: []int{-2}}}},
+		{name: "In and Out disagree", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), job("j")}, out: []int{1}}, {tasks: pods("0000_10_b_0", "0000_10_c_0")}}},
+		{name: "cycle", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), job("j")}, in: []int{1}, out: []int{1}}, {tasks: pods("0000_10_b_0", "0000_10_c_0"), in: []int{0}, out: []int{0}}}},
 	}
 	ops := []struct {
 		name string
-		run  func(*TaskGraph) error
+		run  func(*Graph) error
 	}{
-		{name: "Split", run: func(g *TaskGraph) error { return g.Split(SplitOnJobs) }},
-		{name: "Parallelize by number", run: func(g *TaskGraph) error { return g.Parallelize(ByNumberAndComponent) }},
-		{name: "Parallelize flattened", run: func(g *TaskGraph) error { return g.Parallelize(FlattenByNumberAndComponent) }},
+		{name: "Split", run: func(g *Graph) error { return g.split(splitOnJobs) }},
+		{name: "Parallelize by number", run: func(g *Graph) error { return g.parallelize(byNumberAndComponent) }},
+		{name: "Parallelize flattened", run: func(g *Graph) error { return g.parallelize(flattenByNumberAndComponent) }},
 	}
 	for _, tt := range tests {
 		for _, op := range ops {
 			t.Run(tt.name+"/"+op.name, func(t *testing.T) {
-				g := &TaskGraph{Nodes: tt.nodes}
-				before := len(g.Nodes)
+				g := &Graph{nodes: tt.nodes}
+				before := len(g.nodes)
 				require.NotPanics(t, func() { require.ErrorIs(t, op.run(g), ErrInvalid) })
-				assert.Len(t, g.Nodes, before, "the graph is left as it was")
+				assert.Len(t, g.nodes, before, "the graph is left as it was")
 			})
 		}
 	}
 }
 
 func TestSplitAndParallelizeRejectBadFunctions(t *testing.T) {
-	g := NewTaskGraph(pods("0000_10_a_0", "0000_10_b_0"))
-	require.ErrorIs(t, g.Split(nil), ErrInvalid)
-	require.ErrorIs(t, g.Parallelize(nil), ErrInvalid)
-	withNil := func(tasks []*Task) [][]*TaskNode {
-		return [][]*TaskNode{{{Tasks: tasks[:1]}, nil}, {{Tasks: tasks[1:]}}}
+	g := newGraph(pods("0000_10_a_0", "0000_10_b_0"))
+	require.ErrorIs(t, g.split(nil), ErrInvalid)
+	require.ErrorIs(t, g.parallelize(nil), ErrInvalid)
+	withNil := func(tasks []*Task) [][]*taskNode {
+		return [][]*taskNode{{{tasks: tasks[:1]}, nil}, {{tasks: tasks[1:]}}}
 	}
-	require.ErrorIs(t, g.Parallelize(withNil), ErrInvalid)
-	assert.Equal(t, []nodeView{{Files: []string{"0000_10_a_0", "0000_10_b_0"}}}, view(g.Nodes), "the graph is left as it was")
+	require.ErrorIs(t, g.parallelize(withNil), ErrInvalid)
+	assert.Equal(t, []nodeView{{Files: []string{"0000_10_a_0", "0000_10_b_0"}}}, view(g.nodes), "the graph is left as it was")
 }
 
 func TestBuildGraphRejectsTasksWithoutManifest(t *testing.T) {
-	_, err := BuildGraph([]*Task{pod("a"), {}}, ByNumberAndComponent)
+	_, err := buildGraph([]*Task{pod("a"), {}}, byNumberAndComponent)
 	require.ErrorIs(t, err, ErrInvalid)
 }
 
@@ -340,7 +340,7 @@ func TestPrinting(t *testing.T) {
 	for i, task := range tasks {
 		task.Index, task.Total = i+1, len(tasks)
 	}
-	g, err := BuildGraph(tasks, ByNumberAndComponent)
+	g, err := buildGraph(tasks, byNumberAndComponent)
 	require.NoError(t, err)
 
 	assert.Equal(t, `node 0: 0 manifests
@@ -376,5 +376,5 @@ node 3: 20-a, 1 manifests, after 1, 2
   2 -> 3;
 }
 `, g.DOT())
-	assert.Equal(t, []int{0}, g.Roots())
+	assert.Equal(t, 4, g.Len())
 }

@@ -31,15 +31,15 @@ func pods(files ...string) []*Task {
 
 // nodeView is a node reduced to what tests compare: edges and task files.
 type nodeView struct {
-	In    []int
+	in    []int
 	Files []string
-	Out   []int
+	out   []int
 }
 
-func view(nodes []*TaskNode) []nodeView {
+func view(nodes []*taskNode) []nodeView {
 	out := make([]nodeView, len(nodes))
 	for i, n := range nodes {
-		out[i] = nodeView{In: n.In, Out: n.Out, Files: filesOf(n.Tasks)}
+		out[i] = nodeView{in: n.in, out: n.out, Files: filesOf(n.tasks)}
 	}
 	return out
 }
@@ -52,15 +52,15 @@ func filesOf(tasks []*Task) []string {
 	return files
 }
 
-// stepsView reduces a BreakFunc result to the files of each node of each step.
-func stepsView(steps [][]*TaskNode) [][][]string {
+// stepsView reduces a breakFunc result to the files of each node of each step.
+func stepsView(steps [][]*taskNode) [][][]string {
 	if steps == nil {
 		return nil
 	}
 	out := make([][][]string, len(steps))
 	for i, step := range steps {
 		for _, n := range step {
-			out[i] = append(out[i], filesOf(n.Tasks))
+			out[i] = append(out[i], filesOf(n.tasks))
 		}
 	}
 	return out

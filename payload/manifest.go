@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -36,6 +36,26 @@ type Manifest struct {
 	Object *unstructured.Unstructured
 	// DependsOn lists the references (Ref) of manifests that must be applied first.
 	DependsOn []string
+	// Delete marks an object to remove instead of apply (DeleteAnnotation).
+	Delete bool
+}
+
+// DeleteAnnotation set to "true" marks a manifest whose object the Worker removes, in
+// graph order, instead of applying it (the cluster-version operator's annotation); Load
+// refuses any other value.
+const DeleteAnnotation = "release.openshift.io/delete"
+
+// defaultMaxManifestBytes is the size limit of one manifest when LoadOptions sets none:
+// 3 MiB, the largest request body kube-apiserver accepts, so a manifest Load accepts is
+// one the cluster could accept too.
+const defaultMaxManifestBytes = 3 << 20
+
+// LoadOptions configures Load; the zero value is the default.
+type LoadOptions struct {
+	// MaxManifestBytes bounds the size of one YAML or JSON document (default 3 MiB,
+	// the largest request body kube-apiserver accepts). A larger document is refused as soon as the limit is
+	// passed, without reading the rest of it.
+	MaxManifestBytes int64
 }
 
 // Namespace returns the object's namespace ("" when cluster scoped or when there is no object).
@@ -164,12 +184,20 @@ func (e *ManifestError) Unwrap() error { return e.Err }
 func (e *ManifestError) Is(target error) bool { return target == ErrInvalid }
 
 // Load reads every .yaml, .yml and .json file at the root of fsys, in CompareFiles order,
-// and returns one Manifest per non-empty document. A document that is not valid YAML or
-// lacks apiVersion, kind or metadata.name is a *ManifestError naming the file and the
-// document.
-func Load(fsys fs.FS) ([]Manifest, error) {
+// and returns one Manifest per non-empty document. A document that is not valid YAML,
+// lacks apiVersion, kind or metadata.name, has a DeleteAnnotation other than "true", or
+// is larger than opts.MaxManifestBytes is a *ManifestError naming the file and the
+// document. Files are streamed: no document larger than the limit is held in memory.
+func Load(fsys fs.FS, opts LoadOptions) ([]Manifest, error) {
 	if fsys == nil {
 		return nil, fmt.Errorf("payload: Load: nil fs.FS: %w", ErrInvalid)
+	}
+	if opts.MaxManifestBytes < 0 {
+		return nil, fmt.Errorf("payload: Load: negative MaxManifestBytes %d: %w", opts.MaxManifestBytes, ErrInvalid)
+	}
+	limit := opts.MaxManifestBytes
+	if limit == 0 {
+		limit = defaultMaxManifestBytes
 	}
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
@@ -189,11 +217,7 @@ func Load(fsys fs.FS) ([]Manifest, error) {
 
 	var manifests []Manifest
 	for _, file := range files {
-		data, err := fs.ReadFile(fsys, file)
-		if err != nil {
-			return nil, &ManifestError{File: file, Err: err}
-		}
-		manifests, err = appendDocuments(manifests, file, data)
+		manifests, err = loadFile(manifests, fsys, file, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -201,10 +225,15 @@ func Load(fsys fs.FS) ([]Manifest, error) {
 	return manifests, nil
 }
 
-func appendDocuments(manifests []Manifest, file string, data []byte) ([]Manifest, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+func loadFile(manifests []Manifest, fsys fs.FS, file string, limit int64) ([]Manifest, error) {
+	f, err := fsys.Open(file)
+	if err != nil {
+		return nil, &ManifestError{File: file, Err: err}
+	}
+	defer f.Close()
+	docs := documentReader{r: bufio.NewReader(f), limit: limit}
 	for doc := 1; ; doc++ {
-		raw, err := reader.Read()
+		raw, err := docs.next()
 		if errors.Is(err, io.EOF) {
 			return manifests, nil
 		}
@@ -223,6 +252,59 @@ func appendDocuments(manifests []Manifest, file string, data []byte) ([]Manifest
 	}
 }
 
+// documentReader splits a YAML stream into documents at "---" lines, refusing a
+// document larger than limit as soon as it passes the limit.
+type documentReader struct {
+	r     *bufio.Reader
+	limit int64
+	buf   []byte
+	eof   bool
+}
+
+// next returns the next document (possibly empty), or io.EOF after the last one.
+func (d *documentReader) next() ([]byte, error) {
+	if d.eof {
+		return nil, io.EOF
+	}
+	d.buf = d.buf[:0]
+	lineStart := 0
+	for {
+		chunk, err := d.r.ReadSlice('\n')
+		if int64(len(d.buf)+len(chunk)) > d.limit {
+			return nil, fmt.Errorf("the document is larger than the limit of %d bytes", d.limit)
+		}
+		d.buf = append(d.buf, chunk...)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue // the line goes on
+		case errors.Is(err, io.EOF):
+			d.eof = true
+			return d.buf, nil
+		case err != nil:
+			return nil, err
+		}
+		if isSeparator(d.buf[lineStart:]) {
+			if lineStart == 0 {
+				d.buf, lineStart = d.buf[:0], 0 // nothing before the separator: no document
+				continue
+			}
+			return d.buf[:lineStart], nil
+		}
+		lineStart = len(d.buf)
+	}
+}
+
+// isSeparator reports whether line is a YAML document separator: "---" followed by
+// nothing but spaces or a comment.
+func isSeparator(line []byte) bool {
+	rest, ok := bytes.CutPrefix(line, []byte("---"))
+	if !ok {
+		return false
+	}
+	rest = bytes.TrimSpace(rest)
+	return len(rest) == 0 || rest[0] == '#'
+}
+
 func decodeDocument(raw []byte) (m Manifest, empty bool, err error) {
 	js, err := yaml.YAMLToJSON(raw)
 	if err != nil {
@@ -232,20 +314,33 @@ func decodeDocument(raw []byte) (m Manifest, empty bool, err error) {
 	if len(js) == 0 || string(js) == "null" {
 		return Manifest{}, true, nil
 	}
-	obj := &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON(js); err != nil {
-		return Manifest{}, false, err
+	var object map[string]any
+	if err := utiljson.Unmarshal(js, &object); err != nil {
+		return Manifest{}, false, fmt.Errorf("the document is not an object: %w", err)
 	}
-	if obj.GetName() == "" {
+	obj := &unstructured.Unstructured{Object: object}
+	switch {
+	case obj.GetAPIVersion() == "":
+		return Manifest{}, false, errors.New("object has no apiVersion")
+	case obj.GetKind() == "":
+		return Manifest{}, false, errors.New("object has no kind")
+	case obj.GetName() == "":
 		return Manifest{}, false, errors.New("object has no metadata.name")
 	}
 	m = Manifest{GVK: obj.GroupVersionKind(), Object: obj}
-	if deps := obj.GetAnnotations()[DependsOnAnnotation]; deps != "" {
+	annotations := obj.GetAnnotations()
+	if deps := annotations[DependsOnAnnotation]; deps != "" {
 		for _, d := range strings.Split(deps, ",") {
 			if d = strings.TrimSpace(d); d != "" {
 				m.DependsOn = append(m.DependsOn, d)
 			}
 		}
+	}
+	if v, ok := annotations[DeleteAnnotation]; ok {
+		if v != "true" {
+			return Manifest{}, false, fmt.Errorf("annotation %s must be \"true\", got %q", DeleteAnnotation, v)
+		}
+		m.Delete = true
 	}
 	return m, false, nil
 }

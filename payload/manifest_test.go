@@ -1,6 +1,9 @@
 package payload
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"regexp"
 	"strconv"
 	"strings"
@@ -66,7 +69,7 @@ metadata:
 		"README.md":            {Data: []byte("not a manifest")},
 		"sub/0000_01_x_y.yaml": {Data: []byte("ignored: true")},
 	}
-	manifests, err := Load(fsys)
+	manifests, err := Load(fsys, LoadOptions{})
 	require.NoError(t, err)
 	require.Len(t, manifests, 3)
 
@@ -91,12 +94,16 @@ func TestLoadErrors(t *testing.T) {
 		contains string
 	}{
 		{name: "bad yaml", data: "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\nmetadata: [unclosed\n", document: 2},
-		{name: "no kind", data: "apiVersion: v1\nmetadata:\n  name: x\n", document: 1, contains: "Kind"},
+		{name: "no apiVersion", data: "kind: ConfigMap\nmetadata:\n  name: x\n", document: 1, contains: "no apiVersion"},
+		{name: "no kind", data: "apiVersion: v1\nmetadata:\n  name: x\n", document: 1, contains: "no kind"},
+		{name: "no kind in a later document", data: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nmetadata:\n  name: x\n", document: 2, contains: "no kind"},
 		{name: "no name", data: "apiVersion: v1\nkind: ConfigMap\n", document: 1, contains: "metadata.name"},
+		{name: "not an object", data: "- a\n- b\n", document: 1, contains: "not an object"},
+		{name: "delete annotation not true", data: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    release.openshift.io/delete: \"yes\"\n", document: 1, contains: "release.openshift.io/delete"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load(fstest.MapFS{"0000_10_a_x.yaml": {Data: []byte(tt.data)}})
+			_, err := Load(fstest.MapFS{"0000_10_a_x.yaml": {Data: []byte(tt.data)}}, LoadOptions{})
 			require.ErrorIs(t, err, ErrInvalid)
 			var mErr *ManifestError
 			require.ErrorAs(t, err, &mErr)
@@ -106,8 +113,67 @@ func TestLoadErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.contains)
 		})
 	}
-	_, err := Load(nil)
+	_, err := Load(nil, LoadOptions{})
 	require.ErrorIs(t, err, ErrInvalid)
+	_, err = Load(fstest.MapFS{}, LoadOptions{MaxManifestBytes: -1})
+	require.ErrorIs(t, err, ErrInvalid)
+}
+
+func TestLoadMarksManifestsForDeletion(t *testing.T) {
+	manifests, err := Load(fstest.MapFS{"0000_10_a_x.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: a\n  annotations:\n    release.openshift.io/delete: \"true\"\n")}}, LoadOptions{})
+	require.NoError(t, err)
+	require.Len(t, manifests, 1)
+	assert.True(t, manifests[0].Delete)
+}
+
+// endlessFile is a file whose one document never ends; it counts the bytes read.
+type endlessFile struct{ read *int64 }
+
+func (f endlessFile) Stat() (fs.FileInfo, error) { return nil, errors.New("no stat") }
+func (f endlessFile) Close() error               { return nil }
+func (f endlessFile) Read(p []byte) (int, error) {
+	const line = "key: value\n"
+	for i := range p {
+		p[i] = line[(int(*f.read)+i)%len(line)]
+	}
+	*f.read += int64(len(p))
+	return len(p), nil
+}
+
+type endlessFS struct{ read *int64 }
+
+func (e endlessFS) Open(name string) (fs.File, error) {
+	if name == "." {
+		return fstest.MapFS{"0000_10_a_big.yaml": {}}.Open(".")
+	}
+	return endlessFile(e), nil
+}
+
+func (e endlessFS) ReadDir(string) ([]fs.DirEntry, error) {
+	return fstest.MapFS{"0000_10_a_big.yaml": {}}.ReadDir(".")
+}
+
+func TestLoadRefusesAManifestOverTheLimitWithoutReadingItAll(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit int64
+		want  int64
+	}{
+		{name: "stated limit", limit: 64 << 10, want: 64 << 10},
+		{name: "default limit", limit: 0, want: defaultMaxManifestBytes},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var read int64
+			_, err := Load(endlessFS{read: &read}, LoadOptions{MaxManifestBytes: tt.limit})
+			var mErr *ManifestError
+			require.ErrorAs(t, err, &mErr)
+			assert.Equal(t, "0000_10_a_big.yaml", mErr.File)
+			assert.Equal(t, 1, mErr.Document)
+			assert.ErrorContains(t, err, fmt.Sprintf("larger than the limit of %d bytes", tt.want))
+			assert.LessOrEqual(t, read, tt.want+8192, "read no more than the limit and a buffer")
+		})
+	}
 }
 
 // cvoPattern is the cluster-version operator's expression that ParseRunLevel implements.

@@ -6,23 +6,27 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
 
-// IsEdge reports whether next must be notified at once after last: the generation, the
-// release, the reconciling flag or the presence of a failure changed.
-func IsEdge(last, next Status) bool {
-	return next.Generation != last.Generation || next.Actual != last.Actual ||
-		next.Reconciling != last.Reconciling || (next.Failure != nil) != (last.Failure != nil)
+// isEdge reports whether next must be written at once after last: the generation, the
+// release, the state, the interruption or the presence of a failure changed.
+func isEdge(last, next *Status) bool {
+	return next.ObservedGeneration != last.ObservedGeneration || next.Release != last.Release ||
+		next.State != last.State || next.Interrupted != last.Interrupted ||
+		(next.Failure != nil) != (last.Failure != nil)
 }
 
-// Notifier passes statuses to a function: edges (IsEdge) at once, other changes at most
-// burst at a time and then one per interval, coalesced so the function always sees the
-// latest status. Offer is safe for concurrent use and never blocks; Run delivers.
-type Notifier struct {
+// notifier writes statuses through a StatusWriter: edges (isEdge) at once, other
+// changes at most one per interval, coalesced so the writer always gets the latest
+// status. A write that fails is tried again with the latest status: at once after a
+// conflict (the worker owns its status), after the interval otherwise. offer is safe
+// for concurrent use and never blocks; run writes.
+type notifier struct {
 	limiter *rate.Limiter
-	clock   clock.Clock
-	notify  func(Status)
+	clock   clock.WithDelayedExecution
+	write   func(context.Context, Status) error
 	signal  chan struct{}
 
 	mu      sync.Mutex
@@ -32,80 +36,100 @@ type Notifier struct {
 	sent    bool
 }
 
-// NewNotifier returns a notifier calling notify. An interval of 0 means one second, a
-// burst below 1 means 1, a nil clk the real clock.
-func NewNotifier(interval time.Duration, burst int, clk clock.Clock, notify func(Status)) *Notifier {
-	if interval <= 0 {
-		interval = time.Second
-	}
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	return &Notifier{
-		limiter: rate.NewLimiter(rate.Every(interval), max(burst, 1)),
+func newNotifier(interval time.Duration, clk clock.WithDelayedExecution, write func(context.Context, Status) error) *notifier {
+	return &notifier{
+		limiter: rate.NewLimiter(rate.Every(interval), 1),
 		clock:   clk,
-		notify:  notify,
+		write:   write,
 		signal:  make(chan struct{}, 1),
 	}
 }
 
-// Offer records s as the latest status to deliver.
-func (n *Notifier) Offer(s Status) {
+// offer records s as the latest status to write.
+func (n *notifier) offer(s Status) {
 	n.mu.Lock()
 	n.pending, n.has = s, true
 	n.mu.Unlock()
+	n.poke()
+}
+
+func (n *notifier) poke() {
 	select {
 	case n.signal <- struct{}{}:
 	default:
 	}
 }
 
-// take returns the latest offered status, if any, and whether it is an edge.
-func (n *Notifier) take() (Status, bool, bool) {
+// take reports whether a status waits and whether it is an edge.
+func (n *notifier) take() (waiting, edge bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.has {
-		return Status{}, false, false
-	}
-	return n.pending, !n.sent || IsEdge(n.last, n.pending), true
+	return n.has, n.has && (!n.sent || isEdge(&n.last, &n.pending))
 }
 
-func (n *Notifier) deliver() {
+// deliver writes the latest offered status; it reports false when the write failed
+// and the status waits again.
+func (n *notifier) deliver(ctx context.Context) bool {
 	n.mu.Lock()
 	s, ok := n.pending, n.has
 	n.has = false
-	if ok {
-		n.last, n.sent = s, true
-	}
 	n.mu.Unlock()
-	if ok && n.notify != nil {
-		n.notify(s)
+	if !ok {
+		return true
+	}
+	for {
+		err := n.write(ctx, s)
+		if err == nil {
+			n.mu.Lock()
+			n.last, n.sent = s, true
+			n.mu.Unlock()
+			return true
+		}
+		klog.FromContext(ctx).V(2).Info("Writing the payload status failed", "err", err)
+		n.mu.Lock()
+		if !n.has {
+			n.pending, n.has = s, true
+		}
+		s = n.pending
+		retryNow := isConflict(err) && ctx.Err() == nil
+		if retryNow {
+			n.has = false
+		}
+		n.mu.Unlock()
+		if !retryNow {
+			return false
+		}
 	}
 }
 
-// Run delivers offered statuses until ctx ends. While a throttled status waits, a newer
-// offer replaces it, and an edge is delivered at once.
-func (n *Notifier) Run(ctx context.Context) {
+// run writes offered statuses until ctx ends. While a throttled status waits, a newer
+// offer replaces it, and an edge is written at once.
+func (n *notifier) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-n.signal:
 		}
-		_, edge, ok := n.take()
-		if !ok {
+		waiting, edge := n.take()
+		if !waiting {
 			continue
 		}
 		if !edge && !n.throttle(ctx) {
 			return
 		}
-		n.deliver()
+		if !n.deliver(ctx) && !n.throttle(ctx) {
+			return
+		}
+		if waiting, _ := n.take(); waiting {
+			n.poke()
+		}
 	}
 }
 
 // throttle waits for the limiter, or for an offer that is an edge; it returns false
 // when ctx ends first.
-func (n *Notifier) throttle(ctx context.Context) bool {
+func (n *notifier) throttle(ctx context.Context) bool {
 	now := n.clock.Now()
 	reservation := n.limiter.ReserveN(now, 1)
 	delay := reservation.DelayFrom(now)
@@ -121,7 +145,7 @@ func (n *Notifier) throttle(ctx context.Context) bool {
 		case <-timer.C():
 			return true
 		case <-n.signal:
-			if _, edge, _ := n.take(); edge {
+			if _, edge := n.take(); edge {
 				reservation.CancelAt(n.clock.Now())
 				return true
 			}

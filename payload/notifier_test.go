@@ -2,6 +2,8 @@ package payload
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -9,12 +11,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/utils/clock"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestIsEdge(t *testing.T) {
-	base := Status{Generation: 1, Done: 1, Total: 5, Actual: Release{Version: "1"}}
+	base := Status{ObservedGeneration: 1, Done: 1, Total: 5, Release: Release{Version: "1"}, State: StateUpdating}
 	failed := &Failure{Message: "x"}
 	tests := []struct {
 		name string
@@ -23,33 +26,35 @@ func TestIsEdge(t *testing.T) {
 	}{
 		{"progress only", func(s Status) Status { s.Done = 2; return s }, false},
 		{"completed count", func(s Status) Status { s.Completed = 3; return s }, false},
-		{"generation", func(s Status) Status { s.Generation = 2; return s }, true},
-		{"release", func(s Status) Status { s.Actual.Version = "2"; return s }, true},
-		{"reconciling", func(s Status) Status { s.Reconciling = true; return s }, true},
+		{"generation", func(s Status) Status { s.ObservedGeneration = 2; return s }, true},
+		{"release", func(s Status) Status { s.Release.Version = "2"; return s }, true},
+		{"state", func(s Status) Status { s.State = StateReconciling; return s }, true},
+		{"interrupted", func(s Status) Status { s.Interrupted = true; return s }, true},
 		{"failure appears", func(s Status) Status { s.Failure = failed; return s }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, IsEdge(base, tt.next(base)))
+			next := tt.next(base)
+			assert.Equal(t, tt.want, isEdge(&base, &next))
 		})
 	}
 	withFailure := base
 	withFailure.Failure = failed
 	other := withFailure
 	other.Failure = &Failure{Message: "y"}
-	assert.False(t, IsEdge(withFailure, other), "a different failure is not an edge")
+	assert.False(t, isEdge(&withFailure, &other), "a different failure is not an edge")
 }
 
 func TestNotifier(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	got := make(chan Status, 10)
-	n := NewNotifier(10*time.Second, 1, clk, func(s Status) { got <- s })
+	n := newNotifier(10*time.Second, clk, func(_ context.Context, s Status) error { got <- s; return nil })
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		n.Run(ctx)
+		n.run(ctx)
 	}()
 	defer func() {
 		cancel()
@@ -61,7 +66,7 @@ func TestNotifier(t *testing.T) {
 		select {
 		case s := <-got:
 			return s
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute): // a deadlock detector, not a timing
 			require.FailNow(t, "no notification")
 		}
 		return Status{}
@@ -72,69 +77,81 @@ func TestNotifier(t *testing.T) {
 			runtime.Gosched()
 		}
 	}
-	s := Status{Generation: 1, Total: 10}
+	s := Status{ObservedGeneration: 1, Total: 10}
 
-	n.Offer(s)
+	n.offer(s)
 	assert.Equal(t, s, receive(), "the first status passes at once")
 
 	s.Done = 1
-	n.Offer(s)
-	assert.Equal(t, 1, receive().Done, "the burst lets the first change through")
+	n.offer(s)
+	assert.Equal(t, int32(1), receive().Done, "the first change passes: the limiter starts full")
 
 	s.Done = 2
-	n.Offer(s)
+	n.offer(s)
 	waitForTimer()
 	s.Done = 3
-	n.Offer(s)
+	n.offer(s)
 	assert.Empty(t, got, "throttled")
 	clk.Step(10 * time.Second)
-	assert.Equal(t, 3, receive().Done, "after the interval the latest status is delivered")
+	assert.Equal(t, int32(3), receive().Done, "after the interval the latest status is delivered")
 
 	s.Done = 4
-	n.Offer(s)
+	n.offer(s)
 	waitForTimer()
 	s.Failure = &Failure{Message: "boom"}
-	n.Offer(s)
+	n.offer(s)
 	assert.Equal(t, s, receive(), "an edge passes at once, even while a throttled status waits")
 }
 
 func TestNotifierStopsWhileThrottled(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
-	n := NewNotifier(0, 0, clk, func(Status) {})
+	n := newNotifier(time.Second, clk, func(context.Context, Status) error { return nil })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		n.Run(ctx)
+		n.run(ctx)
 		close(done)
 	}()
-	n.Offer(Status{Done: 1})
-	n.Offer(Status{Done: 1})
+	n.offer(Status{Done: 1})
+	n.offer(Status{Done: 1})
 	cancel()
 	<-done
 }
 
-func TestWorkerNotifierUsesTheWorkerClock(t *testing.T) {
-	applier := ApplierFunc(func(context.Context, *Manifest, State) error { return nil })
-	loader := PayloadLoaderFunc(func(context.Context, Release) (*Payload, error) { return &Payload{}, nil })
-	onStatus := func(Status) {}
-	tests := []struct {
-		name  string
-		clock clock.WithDelayedExecution
-		want  clock.Clock
-	}{
-		{name: "configured", clock: clocktesting.NewFakeClock(t0)},
-		{name: "default", clock: nil, want: clock.RealClock{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w, err := NewWorker(WorkerConfig{Loader: loader, Applier: applier, Clock: tt.clock, OnStatus: onStatus})
-			require.NoError(t, err)
-			require.NotNil(t, w.notifier)
-			want := tt.want
-			if want == nil {
-				want = tt.clock
+func TestNotifierWritesAgainAfterAConflict(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	var writes []int32
+	conflicts := 2
+	n := newNotifier(time.Second, clk, func(_ context.Context, s Status) error {
+		writes = append(writes, s.Done)
+		if conflicts > 0 {
+			conflicts--
+			if conflicts == 0 {
+				return apierrors.NewConflict(schema.GroupResource{Resource: "things"}, "x", errors.New("changed"))
 			}
-			assert.Equal(t, want, w.notifier.clock, "OnStatus is throttled on the worker's clock")
-		})
-	}
+			return fmt.Errorf("wrapped: %w", ErrConflict)
+		}
+		return nil
+	})
+	n.offer(Status{Done: 7})
+	require.True(t, n.deliver(context.Background()), "written after two conflicts")
+	assert.Equal(t, []int32{7, 7, 7}, writes, "ErrConflict and the apiserver's 409 both make it write again at once")
+}
+
+func TestNotifierKeepsAStatusWhoseWriteFailed(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	fail := true
+	var written []int32
+	n := newNotifier(time.Second, clk, func(_ context.Context, s Status) error {
+		if fail {
+			return errors.New("apiserver down")
+		}
+		written = append(written, s.Done)
+		return nil
+	})
+	n.offer(Status{Done: 3})
+	assert.False(t, n.deliver(context.Background()))
+	fail = false
+	assert.True(t, n.deliver(context.Background()))
+	assert.Equal(t, []int32{3}, written, "the status is written once the writer recovers")
 }

@@ -2,10 +2,10 @@ package payload
 
 import "math/rand/v2"
 
-// BreakFunc breaks a serial run of tasks into steps: the steps run one after the other,
+// breakFunc breaks a serial run of tasks into steps: the steps run one after the other,
 // the nodes of a step run in parallel, the tasks of a node in order. An empty result
 // means the tasks cannot be broken up.
-type BreakFunc func(tasks []*Task) [][]*TaskNode
+type breakFunc func(tasks []*Task) [][]*taskNode
 
 type runKey struct {
 	level     int
@@ -18,38 +18,38 @@ func runKeyOf(t *Task) runKey {
 	return runKey{level: level, component: component, ok: ok}
 }
 
-func newNode(tasks []*Task, key runKey) *TaskNode {
+func newNode(tasks []*Task, key runKey) *taskNode {
 	if !key.ok {
-		return &TaskNode{Tasks: tasks, RunLevel: -1}
+		return &taskNode{tasks: tasks, runLevel: -1}
 	}
-	return &TaskNode{Tasks: tasks, RunLevel: key.level, Component: key.component}
+	return &taskNode{tasks: tasks, runLevel: key.level, component: key.component}
 }
 
 // newNodeLike returns a copy of n labelled with key's run level and component.
-func newNodeLike(n *TaskNode, key runKey) *TaskNode {
-	labelled := newNode(n.Tasks, key)
-	labelled.In, labelled.Out = n.In, n.Out
+func newNodeLike(n *taskNode, key runKey) *taskNode {
+	labelled := newNode(n.tasks, key)
+	labelled.in, labelled.out = n.in, n.out
 	return labelled
 }
 
-// ByNumberAndComponent makes one step per run level, with one node per component of the
+// byNumberAndComponent makes one step per run level, with one node per component of the
 // level (tasks of a component in input order, components in order of first appearance),
 // so that the components of a level run in parallel and levels run in order. A task
 // whose file name has no run level is a step of its own. Consecutive steps of a single
 // node are merged into one node. Fewer than two tasks cannot be broken up.
-func ByNumberAndComponent(tasks []*Task) [][]*TaskNode {
+func byNumberAndComponent(tasks []*Task) [][]*taskNode {
 	if len(tasks) <= 1 {
 		return nil
 	}
-	var steps [][]*TaskNode
+	var steps [][]*taskNode
 	for i := 0; i < len(tasks); {
 		key := runKeyOf(tasks[i])
 		if !key.ok {
-			steps = appendStep(steps, []*TaskNode{newNode(tasks[i:i+1:i+1], key)})
+			steps = appendStep(steps, []*taskNode{newNode(tasks[i:i+1:i+1], key)})
 			i++
 			continue
 		}
-		var step []*TaskNode
+		var step []*taskNode
 		j := i
 		for ; j < len(tasks); j++ {
 			next := runKeyOf(tasks[j])
@@ -65,10 +65,10 @@ func ByNumberAndComponent(tasks []*Task) [][]*TaskNode {
 }
 
 // addToComponent appends t to the node of its component in step, or to a new node.
-func addToComponent(step []*TaskNode, t *Task, key runKey) []*TaskNode {
+func addToComponent(step []*taskNode, t *Task, key runKey) []*taskNode {
 	for _, n := range step {
-		if n.Component == key.component {
-			n.Tasks = append(n.Tasks, t)
+		if n.component == key.component {
+			n.tasks = append(n.tasks, t)
 			return step
 		}
 	}
@@ -77,24 +77,24 @@ func addToComponent(step []*TaskNode, t *Task, key runKey) []*TaskNode {
 
 // appendStep appends step to steps, merging it into the previous step when both are a
 // single node.
-func appendStep(steps [][]*TaskNode, step []*TaskNode) [][]*TaskNode {
+func appendStep(steps [][]*taskNode, step []*taskNode) [][]*taskNode {
 	if len(step) == 1 && len(steps) > 0 && len(steps[len(steps)-1]) == 1 {
 		last := steps[len(steps)-1][0]
-		last.Tasks = append(last.Tasks[:len(last.Tasks):len(last.Tasks)], step[0].Tasks...)
+		last.tasks = append(last.tasks[:len(last.tasks):len(last.tasks)], step[0].tasks...)
 		return steps
 	}
 	return append(steps, step)
 }
 
-// FlattenByNumberAndComponent makes a single step in which every contiguous run of tasks
+// flattenByNumberAndComponent makes a single step in which every contiguous run of tasks
 // of the same run level and component is a node, and every task without a run level is
 // a node of its own: everything runs in parallel, files of one component in order. Fewer
 // than two tasks cannot be broken up.
-func FlattenByNumberAndComponent(tasks []*Task) [][]*TaskNode {
+func flattenByNumberAndComponent(tasks []*Task) [][]*taskNode {
 	if len(tasks) <= 1 {
 		return nil
 	}
-	var step []*TaskNode
+	var step []*taskNode
 	for i := 0; i < len(tasks); {
 		key := runKeyOf(tasks[i])
 		j := i + 1
@@ -104,16 +104,16 @@ func FlattenByNumberAndComponent(tasks []*Task) [][]*TaskNode {
 		step = append(step, newNode(tasks[i:j:j], key))
 		i = j
 	}
-	return [][]*TaskNode{step}
+	return [][]*taskNode{step}
 }
 
-// ShiftOrder rotates the nodes of every step of breakFn's result left by step positions
+// shiftOrder rotates the nodes of every step of breakFn's result left by step positions
 // when the step has fewer nodes than stride, and by step*len/stride positions otherwise,
 // so that successive attempts (step = 0, 1, … stride-1) start at different nodes. Empty
 // steps are left alone; a stride below 1 counts as 1.
-func ShiftOrder(breakFn BreakFunc, step, stride int) BreakFunc {
+func shiftOrder(breakFn breakFunc, step, stride int) breakFunc {
 	stride = max(stride, 1)
-	return func(tasks []*Task) [][]*TaskNode {
+	return func(tasks []*Task) [][]*taskNode {
 		steps := breakFn(tasks)
 		for i, nodes := range steps {
 			n := len(nodes)
@@ -125,7 +125,7 @@ func ShiftOrder(breakFn BreakFunc, step, stride int) BreakFunc {
 				shift = int(int64(step) * int64(n) / int64(stride))
 			}
 			shift = ((shift % n) + n) % n
-			rotated := make([]*TaskNode, 0, n)
+			rotated := make([]*taskNode, 0, n)
 			rotated = append(rotated, nodes[shift:]...)
 			steps[i] = append(rotated, nodes[:shift]...)
 		}
@@ -133,10 +133,10 @@ func ShiftOrder(breakFn BreakFunc, step, stride int) BreakFunc {
 	}
 }
 
-// PermuteOrder shuffles the nodes of every step of breakFn's result with r, so that a
+// permuteOrder shuffles the nodes of every step of breakFn's result with r, so that a
 // seeded r gives the same order every time. A nil r leaves the order alone.
-func PermuteOrder(breakFn BreakFunc, r *rand.Rand) BreakFunc {
-	return func(tasks []*Task) [][]*TaskNode {
+func permuteOrder(breakFn breakFunc, r *rand.Rand) breakFunc {
+	return func(tasks []*Task) [][]*taskNode {
 		steps := breakFn(tasks)
 		if r == nil {
 			return steps

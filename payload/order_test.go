@@ -59,17 +59,17 @@ func TestByNumberAndComponent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, stepsView(ByNumberAndComponent(pods(tt.files...))))
+			assert.Equal(t, tt.want, stepsView(byNumberAndComponent(pods(tt.files...))))
 		})
 	}
 }
 
 func TestByNumberAndComponentLabelsNodes(t *testing.T) {
-	steps := ByNumberAndComponent(pods("0000_05_a_0", "0000_05_b_0", "x"))
-	assert.Equal(t, 5, steps[0][1].RunLevel)
-	assert.Equal(t, "b", steps[0][1].Component)
-	assert.Equal(t, -1, steps[1][0].RunLevel)
-	assert.Equal(t, "", steps[1][0].Component)
+	steps := byNumberAndComponent(pods("0000_05_a_0", "0000_05_b_0", "x"))
+	assert.Equal(t, 5, steps[0][1].runLevel)
+	assert.Equal(t, "b", steps[0][1].component)
+	assert.Equal(t, -1, steps[1][0].runLevel)
+	assert.Equal(t, "", steps[1][0].component)
 }
 
 func TestFlattenByNumberAndComponent(t *testing.T) {
@@ -108,19 +108,19 @@ func TestFlattenByNumberAndComponent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, stepsView(FlattenByNumberAndComponent(pods(tt.files...))))
+			assert.Equal(t, tt.want, stepsView(flattenByNumberAndComponent(pods(tt.files...))))
 		})
 	}
 }
 
-// fixedSteps is a BreakFunc returning one step per size, of single-task nodes named n0, n1, …
-func fixedSteps(sizes ...int) BreakFunc {
-	return func([]*Task) [][]*TaskNode {
-		steps := make([][]*TaskNode, len(sizes))
+// fixedSteps is a breakFunc returning one step per size, of single-task nodes named n0, n1, …
+func fixedSteps(sizes ...int) breakFunc {
+	return func([]*Task) [][]*taskNode {
+		steps := make([][]*taskNode, len(sizes))
 		for i, size := range sizes {
-			steps[i] = []*TaskNode{}
+			steps[i] = []*taskNode{}
 			for k := range size {
-				steps[i] = append(steps[i], &TaskNode{Tasks: pods(fmt.Sprintf("n%d", k))})
+				steps[i] = append(steps[i], &taskNode{tasks: pods(fmt.Sprintf("n%d", k))})
 			}
 		}
 		return steps
@@ -152,17 +152,17 @@ func TestShiftOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, stepsView(ShiftOrder(fixedSteps(tt.sizes...), tt.step, tt.stride)(nil)))
+			assert.Equal(t, tt.want, stepsView(shiftOrder(fixedSteps(tt.sizes...), tt.step, tt.stride)(nil)))
 		})
 	}
 }
 
 func TestPermuteOrder(t *testing.T) {
 	permute := func(seed uint64) [][][]string {
-		return stepsView(PermuteOrder(fixedSteps(6, 1, 0), rand.New(rand.NewPCG(seed, 0)))(nil))
+		return stepsView(permuteOrder(fixedSteps(6, 1, 0), rand.New(rand.NewPCG(seed, 0)))(nil))
 	}
 	assert.Equal(t, [][][]string{names(6, 1, 5, 4, 2, 0, 3), names(1, 0), nil}, permute(1))
 	assert.Equal(t, permute(1), permute(1), "the same seed gives the same order")
 	assert.NotEqual(t, permute(1), permute(2))
-	assert.Equal(t, [][][]string{names(6, 0, 1, 2, 3, 4, 5), names(1, 0), nil}, stepsView(PermuteOrder(fixedSteps(6, 1, 0), nil)(nil)))
+	assert.Equal(t, [][][]string{names(6, 0, 1, 2, 3, 4, 5), names(1, 0), nil}, stepsView(permuteOrder(fixedSteps(6, 1, 0), nil)(nil)))
 }

@@ -2,8 +2,10 @@ package payload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 
 	"k8s.io/klog/v2"
@@ -22,11 +24,12 @@ func (e *IncompleteError) Error() string {
 	return fmt.Sprintf("payload: %d incomplete task nodes, beginning with %s", e.Count, e.First)
 }
 
-// PanicError is the error of a task node whose function panicked.
+// PanicError is the error of a task node whose function panicked or called
+// runtime.Goexit (what t.FailNow does): the run goes on without that node.
 type PanicError struct {
-	// Node is the index of the node.
-	Node int
-	// Value is what the function panicked with.
+	// Task is the first task of the node.
+	Task *Task
+	// Value is what the function panicked with; errGoexit for runtime.Goexit.
 	Value any
 	// Stack is the stack of the panicking goroutine.
 	Stack []byte
@@ -34,24 +37,29 @@ type PanicError struct {
 
 // Error implements error.
 func (e *PanicError) Error() string {
-	return fmt.Sprintf("payload: task node %d panicked: %v", e.Node, e.Value)
+	if e.Value == errGoexit {
+		return fmt.Sprintf("payload: applying %s called runtime.Goexit", e.Task)
+	}
+	return fmt.Sprintf("payload: applying %s panicked: %v", e.Task, e.Value)
 }
+
+// errGoexit is the Value of a PanicError about runtime.Goexit.
+var errGoexit = errors.New("runtime.Goexit")
 
 // Priority decides which of several ready nodes runs first.
 type Priority int
 
 const (
-	// LowestIndexFirst runs the ready node with the lowest index first, as the
-	// cluster-version operator does; ShiftOrder and PermuteOrder rely on it to vary the
-	// order of nodes.
+	// LowestIndexFirst runs the ready node that comes first in the payload first, as
+	// the cluster-version operator does.
 	LowestIndexFirst Priority = iota
 	// CriticalPathFirst runs the ready node with the most tasks left on its longest path
-	// first (lowest index on ties), which keeps the wall time near the critical path
+	// first (payload order on ties), which keeps the wall time near the critical path
 	// when the pool is smaller than the graph is wide.
 	CriticalPathFirst
 )
 
-// RunOptions configures RunGraphWith.
+// RunOptions configures RunGraph.
 type RunOptions struct {
 	// Workers is the number of goroutines; fewer than 1 means 1.
 	Workers int
@@ -59,65 +67,51 @@ type RunOptions struct {
 	Priority Priority
 }
 
-// RunGraph runs the nodes of graph with exactly workers goroutines (fewer than 1 means
-// 1), calling fn with the tasks of every node that has tasks once all the node's
-// predecessors have succeeded; task-less nodes only join edges. When fn fails (or
-// panics: the panic becomes a *PanicError), the node's dependents never run while
-// independent nodes go on. When several nodes are ready the lowest index runs first.
+// RunGraph runs graph with exactly opts.Workers goroutines, calling fn with the tasks of
+// every group once all the groups it depends on have succeeded. When fn fails, panics
+// or calls runtime.Goexit (a *PanicError), the group's dependents never run while
+// independent groups go on.
 //
-// RunGraph returns the errors of the failed nodes in node order. When ctx ended before
-// the run was over and nodes with tasks did not run, these are followed by an
-// *IncompleteError ("N incomplete task nodes, beginning with …", counting every node
-// that did not run) and ctx's error, also when nodes failed (in-flight tasks usually
-// fail on a cancel). A run that is over, every node having run or waiting on a failed
-// one, returns only the node errors, as in the cluster-version operator. An invalid
-// graph (see TaskGraph.Validate) or a nil fn is a single error and nothing runs.
-// RunGraph returns only after every goroutine it started has returned; in-flight nodes
-// are waited for, without spinning, after ctx ends.
+// RunGraph returns the errors of the failed groups in payload order. When ctx ended
+// before the run was over and groups did not run, these are followed by an
+// *IncompleteError ("N incomplete task nodes, beginning with …") and ctx's error, also
+// when groups failed (in-flight tasks usually fail on a cancel). A run that is over,
+// every group having run or waiting on a failed one, returns only the group errors, as
+// in the cluster-version operator. A nil ctx, graph or fn is a single error wrapping
+// ErrInvalid and nothing runs. RunGraph returns only after every goroutine it started
+// has returned; in-flight groups are waited for, without spinning, after ctx ends.
 //
-// Scheduling is a ready queue: the cost is O(nodes + edges) plus a heap operation per
-// node, with a constant number of allocations per run.
-func RunGraph(ctx context.Context, graph *TaskGraph, workers int, fn func(ctx context.Context, tasks []*Task) error) []error {
-	return RunGraphWith(ctx, graph, RunOptions{Workers: workers}, fn)
-}
-
-// RunGraphWith is RunGraph with a choice of priority among ready nodes.
-func RunGraphWith(ctx context.Context, graph *TaskGraph, opts RunOptions, fn func(ctx context.Context, tasks []*Task) error) []error {
-	if graph == nil || fn == nil {
-		return []error{fmt.Errorf("payload: RunGraph needs a graph and a function: %w", ErrInvalid)}
+// Scheduling is a ready queue over the graph BuildGraph validated: the cost is a heap
+// operation per group plus its edges, with a constant number of allocations per run.
+func RunGraph(ctx context.Context, graph *Graph, opts RunOptions, fn func(ctx context.Context, tasks []*Task) error) []error {
+	if ctx == nil || graph == nil || fn == nil {
+		return []error{fmt.Errorf("payload: RunGraph needs a context, a graph and a function: %w", ErrInvalid)}
 	}
-	n := len(graph.Nodes)
+	n := len(graph.nodes)
 	if n == 0 {
 		return nil
 	}
-	r := &graphRun{
-		graph:     graph,
-		fn:        fn,
-		remaining: make([]int32, n),
-		errs:      make([]error, n),
-		ran:       make([]bool, n),
-		finished:  make(chan struct{}),
-	}
-	r.ready.ids = make([]int32, 0, n)
-	order := make([]int32, 0, n)
-	if err := validate(graph, r.remaining, r.ready.ids, &order); err != nil {
-		return []error{err}
-	}
-	if opts.Priority == CriticalPathFirst {
-		r.ready.key = criticalPathKeys(graph, order)
-	}
-	for i, k := range r.remaining {
-		if k == 0 {
-			r.ready.push(int32(i))
+	r := &graphRun{graph: graph, fn: fn, finished: make(chan struct{})}
+	if graph.indegree == nil {
+		// A graph assembled by hand (in this package's tests) is checked on every run.
+		sealed := &Graph{nodes: graph.nodes}
+		if err := sealed.seal(); err != nil {
+			return []error{err}
 		}
+		graph = sealed
+	}
+	r.remaining = slices.Clone(graph.indegree)
+	r.ready.ids = make([]int32, 0, n)
+	r.ready.roots = graph.roots
+	if opts.Priority == CriticalPathFirst {
+		r.ready.key, r.ready.roots = graph.critical, graph.criticalRoots
 	}
 	r.cond.L = &r.mu
 
 	workers := max(opts.Workers, 1)
-	var wg sync.WaitGroup
-	wg.Add(workers)
+	r.wg.Add(workers)
 	for range workers {
-		go r.work(ctx, &wg)
+		go r.work(ctx)
 	}
 	select {
 	case <-ctx.Done():
@@ -127,22 +121,22 @@ func RunGraphWith(ctx context.Context, graph *TaskGraph, opts RunOptions, fn fun
 		r.mu.Unlock()
 	case <-r.finished:
 	}
-	wg.Wait()
+	r.wg.Wait()
 	klog.FromContext(ctx).V(4).Info("Task graph finished", "nodes", n, "workers", workers)
 	return r.result(ctx)
 }
 
 // criticalPathKeys gives every node a heap key that sorts by the number of tasks on
 // its longest path to a leaf, descending, then by index; order is topological.
-func criticalPathKeys(g *TaskGraph, order []int32) []int64 {
-	key := make([]int64, len(g.Nodes))
+func criticalPathKeys(g *Graph, order []int32) []int64 {
+	key := make([]int64, len(g.nodes))
 	for k := len(order) - 1; k >= 0; k-- {
 		i := order[k]
 		longest := int64(0)
-		for _, o := range g.Nodes[i].Out {
+		for _, o := range g.nodes[i].out {
 			longest = max(longest, key[o])
 		}
-		key[i] = longest + int64(len(g.Nodes[i].Tasks))
+		key[i] = longest + int64(len(g.nodes[i].tasks))
 	}
 	for i := range key {
 		key[i] = -key[i]<<32 | int64(i)
@@ -150,17 +144,24 @@ func criticalPathKeys(g *TaskGraph, order []int32) []int64 {
 	return key
 }
 
+// nodeError is the error of the node at index node.
+type nodeError struct {
+	node int32
+	err  error
+}
+
 // graphRun is the shared state of one RunGraph call, guarded by mu.
 type graphRun struct {
-	graph *TaskGraph
+	graph *Graph
 	fn    func(ctx context.Context, tasks []*Task) error
+	wg    sync.WaitGroup
 
-	mu        sync.Mutex
-	cond      sync.Cond
-	remaining []int32 // unfinished predecessors per node
+	mu   sync.Mutex
+	cond sync.Cond
+	// remaining counts the unfinished predecessors of a node; -1 once the node ran.
+	remaining []int32
 	ready     readyHeap
-	errs      []error
-	ran       []bool
+	errs      []nodeError
 	inflight  int
 	idle      int
 	stopped   bool // ctx ended: start nothing new
@@ -168,22 +169,22 @@ type graphRun struct {
 	finished  chan struct{}
 }
 
-func (r *graphRun) work(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+// work runs ready nodes until the run is stopped or done.
+func (r *graphRun) work(ctx context.Context) {
+	defer r.wg.Done()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for !r.stopped && !r.done {
 		if ctx.Err() != nil {
 			r.stopped = true
 			r.cond.Broadcast()
-			return
+			break
 		}
 		if r.ready.len() == 0 {
 			if r.inflight == 0 {
 				r.done = true
 				close(r.finished)
 				r.cond.Broadcast()
-				return
+				break
 			}
 			r.idle++
 			r.cond.Wait()
@@ -191,58 +192,85 @@ func (r *graphRun) work(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		k := r.ready.pop()
-		node := r.graph.Nodes[k]
+		r.remaining[k] = -1
 		var err error
-		if len(node.Tasks) > 0 {
+		if tasks := r.graph.nodes[k].tasks; len(tasks) > 0 {
 			r.inflight++
 			r.mu.Unlock()
-			err = r.runNode(ctx, int(k), node.Tasks)
+			var exited bool
+			err, exited = r.runNode(ctx, k, tasks)
+			if exited {
+				return
+			}
 			r.mu.Lock()
 			r.inflight--
 		}
-		r.ran[k] = true
-		if err != nil {
-			r.errs[k] = err
-			continue
+		r.finish(k, err)
+	}
+	r.mu.Unlock()
+}
+
+// finish records the end of node k and makes its dependents ready; the caller holds mu.
+func (r *graphRun) finish(k int32, err error) {
+	if err != nil {
+		r.errs = append(r.errs, nodeError{node: k, err: err})
+		return
+	}
+	for _, o := range r.graph.nodes[k].out {
+		if r.remaining[o]--; r.remaining[o] == 0 {
+			r.ready.push(int32(o))
 		}
-		for _, o := range node.Out {
-			if r.remaining[o]--; r.remaining[o] == 0 {
-				r.ready.push(int32(o))
-			}
-		}
-		// This worker takes one ready node itself; wake idle workers for the others.
-		for extra := min(r.ready.len()-1, r.idle); extra > 0; extra-- {
-			r.cond.Signal()
-		}
+	}
+	// The calling worker takes one ready node itself; wake idle workers for the others.
+	for extra := min(r.ready.len()-1, r.idle); extra > 0; extra-- {
+		r.cond.Signal()
 	}
 }
 
-func (r *graphRun) runNode(ctx context.Context, k int, tasks []*Task) (err error) {
+// runNode calls fn with the node's tasks. A panic becomes a *PanicError. A call of
+// runtime.Goexit cannot be stopped: the node is finished with a *PanicError, a new
+// worker takes the place of this one, and exited is true while the goroutine ends.
+func (r *graphRun) runNode(ctx context.Context, k int32, tasks []*Task) (err error, exited bool) {
+	returned := false
 	defer func() {
-		if p := recover(); p != nil {
-			err = &PanicError{Node: k, Value: p, Stack: debug.Stack()}
+		if returned {
+			return
 		}
+		if p := recover(); p != nil {
+			err = &PanicError{Task: tasks[0], Value: p, Stack: debug.Stack()}
+			return
+		}
+		r.mu.Lock()
+		r.inflight--
+		r.finish(k, &PanicError{Task: tasks[0], Value: errGoexit, Stack: debug.Stack()})
+		r.wg.Add(1)
+		go r.work(ctx)
+		r.mu.Unlock()
 	}()
-	return r.fn(ctx, tasks)
+	err = r.fn(ctx, tasks)
+	returned = true
+	return err, false
 }
 
 func (r *graphRun) result(ctx context.Context) []error {
 	var errs []error
-	for _, err := range r.errs {
-		if err != nil {
-			errs = append(errs, err)
+	if len(r.errs) > 0 {
+		slices.SortFunc(r.errs, func(a, b nodeError) int { return int(a.node - b.node) })
+		errs = make([]error, len(r.errs))
+		for i, e := range r.errs {
+			errs[i] = e.err
+		}
+		if r.done {
+			return errs // nodes left are dependents of failures, as the errors say
 		}
 	}
-	if len(errs) > 0 && r.done {
-		return errs // nodes left are dependents of failures, as the errors say
-	}
 	incomplete := &IncompleteError{}
-	for i, ran := range r.ran {
-		if ran {
+	for i, left := range r.remaining {
+		if left < 0 {
 			continue
 		}
 		incomplete.Count++
-		if tasks := r.graph.Nodes[i].Tasks; incomplete.First == nil && len(tasks) > 0 {
+		if tasks := r.graph.nodes[i].tasks; incomplete.First == nil && len(tasks) > 0 {
 			incomplete.First = tasks[0]
 		}
 	}
@@ -256,13 +284,16 @@ func (r *graphRun) result(ctx context.Context) []error {
 	return errs
 }
 
-// readyHeap is a min-heap of node indexes, ordered by key when key is set.
+// readyHeap is a min-heap of node indexes, ordered by key when key is set, in front of
+// which the roots wait in order: a graph of independent nodes pops in constant time.
 type readyHeap struct {
-	ids []int32
-	key []int64
+	ids   []int32
+	key   []int64
+	roots []int32 // sorted by less; roots[next:] are ready
+	next  int
 }
 
-func (h *readyHeap) len() int { return len(h.ids) }
+func (h *readyHeap) len() int { return len(h.ids) + len(h.roots) - h.next }
 
 func (h *readyHeap) less(a, b int32) bool {
 	if h.key == nil {
@@ -285,6 +316,10 @@ func (h *readyHeap) push(v int32) {
 }
 
 func (h *readyHeap) pop() int32 {
+	if h.next < len(h.roots) && (len(h.ids) == 0 || h.less(h.roots[h.next], h.ids[0])) {
+		h.next++
+		return h.roots[h.next-1]
+	}
 	s := h.ids
 	top := s[0]
 	last := len(s) - 1

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,19 +53,19 @@ func (r *recorder) run(ctx context.Context, tasks []*Task, behave func(ctx conte
 }
 
 // checkOrder asserts that no node started before every task of its predecessors ended.
-func (r *recorder) checkOrder(t *testing.T, g *TaskGraph) {
+func (r *recorder) checkOrder(t *testing.T, g *Graph) {
 	t.Helper()
-	for _, n := range g.Nodes {
-		if len(n.Tasks) == 0 {
+	for _, n := range g.nodes {
+		if len(n.tasks) == 0 {
 			continue
 		}
-		first := n.Tasks[0].Manifest.File
+		first := n.tasks[0].Manifest.File
 		startSeq, ok := r.ended[first]
 		if !ok {
 			continue
 		}
 		for _, ancestor := range ancestors(g, n) {
-			for _, pt := range ancestor.Tasks {
+			for _, pt := range ancestor.tasks {
 				endSeq, ran := r.ended[pt.Manifest.File]
 				require.True(t, ran, "%s ran before its dependency %s", first, pt.Manifest.File)
 				require.Less(t, endSeq, startSeq, "%s ended after %s", pt.Manifest.File, first)
@@ -72,10 +74,10 @@ func (r *recorder) checkOrder(t *testing.T, g *TaskGraph) {
 	}
 }
 
-func ancestors(g *TaskGraph, n *TaskNode) []*TaskNode {
-	var out []*TaskNode
+func ancestors(g *Graph, n *taskNode) []*taskNode {
+	var out []*taskNode
 	seen := map[int]bool{}
-	stack := append([]int(nil), n.In...)
+	stack := append([]int(nil), n.in...)
 	for len(stack) > 0 {
 		k := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -83,8 +85,8 @@ func ancestors(g *TaskGraph, n *TaskNode) []*TaskNode {
 			continue
 		}
 		seen[k] = true
-		out = append(out, g.Nodes[k])
-		stack = append(stack, g.Nodes[k].In...)
+		out = append(out, g.nodes[k])
+		stack = append(stack, g.nodes[k].in...)
 	}
 	return out
 }
@@ -93,7 +95,7 @@ func TestRunGraph(t *testing.T) {
 	errA, errB := errors.New("error A"), errors.New("error B")
 	tests := []struct {
 		name      string
-		nodes     []*TaskNode
+		nodes     []*taskNode
 		workers   int
 		cancelled bool
 		behave    func(ctx context.Context, cancel context.CancelFunc, name string) error
@@ -104,30 +106,30 @@ func TestRunGraph(t *testing.T) {
 	}{
 		{
 			name:      "one serial node",
-			nodes:     []*TaskNode{{Tasks: pods("a", "b")}},
+			nodes:     []*taskNode{{tasks: pods("a", "b")}},
 			workers:   4,
 			wantRun:   []string{"a", "b"},
 			wantOrder: []string{"a", "b"},
 		},
 		{
 			name: "fan out and in",
-			nodes: []*TaskNode{
-				{Tasks: pods("c"), In: []int{3}},
-				{Tasks: pods("d", "e"), In: []int{3}},
-				{Tasks: pods("f"), In: []int{3}, Out: []int{4}},
-				{Tasks: pods("a", "b"), Out: []int{0, 1, 2}},
-				{Tasks: pods("g"), In: []int{2}},
+			nodes: []*taskNode{
+				{tasks: pods("c"), in: []int{3}},
+				{tasks: pods("d", "e"), in: []int{3}},
+				{tasks: pods("f"), in: []int{3}, out: []int{4}},
+				{tasks: pods("a", "b"), out: []int{0, 1, 2}},
+				{tasks: pods("g"), in: []int{2}},
 			},
 			workers: 2,
 			wantRun: []string{"a", "b", "c", "d", "e", "f", "g"},
 		},
 		{
 			name: "a failure skips its dependents only",
-			nodes: []*TaskNode{
-				{Tasks: pods("c"), In: []int{2}},
-				{Tasks: pods("d"), In: []int{2}, Out: []int{3}},
-				{Tasks: pods("a", "b"), Out: []int{0, 1}},
-				{Tasks: pods("e"), In: []int{1}},
+			nodes: []*taskNode{
+				{tasks: pods("c"), in: []int{2}},
+				{tasks: pods("d"), in: []int{2}, out: []int{3}},
+				{tasks: pods("a", "b"), out: []int{0, 1}},
+				{tasks: pods("e"), in: []int{1}},
 			},
 			workers: 2,
 			behave: func(_ context.Context, _ context.CancelFunc, name string) error {
@@ -141,13 +143,13 @@ func TestRunGraph(t *testing.T) {
 		},
 		{
 			name: "failures in parallel branches are both returned in node order",
-			nodes: []*TaskNode{
-				{Out: []int{1, 2, 3}},
-				{Tasks: pods("x"), In: []int{0}, Out: []int{4}},
-				{Tasks: pods("y"), In: []int{0}, Out: []int{5}},
-				{Tasks: pods("z"), In: []int{0}},
-				{Tasks: pods("x2"), In: []int{1}},
-				{Tasks: pods("y2"), In: []int{2}},
+			nodes: []*taskNode{
+				{out: []int{1, 2, 3}},
+				{tasks: pods("x"), in: []int{0}, out: []int{4}},
+				{tasks: pods("y"), in: []int{0}, out: []int{5}},
+				{tasks: pods("z"), in: []int{0}},
+				{tasks: pods("x2"), in: []int{1}},
+				{tasks: pods("y2"), in: []int{2}},
 			},
 			workers: 3,
 			behave: func(_ context.Context, _ context.CancelFunc, name string) error {
@@ -164,11 +166,11 @@ func TestRunGraph(t *testing.T) {
 		},
 		{
 			name: "cancel mid-run",
-			nodes: []*TaskNode{
-				{Tasks: pods("a"), Out: []int{1}},
-				{Tasks: pods("b"), In: []int{0}, Out: []int{2}},
-				{Tasks: pods("c"), In: []int{1}, Out: []int{3}},
-				{Tasks: pods("d"), In: []int{2}},
+			nodes: []*taskNode{
+				{tasks: pods("a"), out: []int{1}},
+				{tasks: pods("b"), in: []int{0}, out: []int{2}},
+				{tasks: pods("c"), in: []int{1}, out: []int{3}},
+				{tasks: pods("d"), in: []int{2}},
 			},
 			workers: 2,
 			behave: func(_ context.Context, cancel context.CancelFunc, name string) error {
@@ -183,10 +185,10 @@ func TestRunGraph(t *testing.T) {
 		},
 		{
 			name: "cancel failing the node in flight keeps the incomplete nodes",
-			nodes: []*TaskNode{
-				{Tasks: pods("a"), Out: []int{1}},
-				{Tasks: pods("b"), In: []int{0}, Out: []int{2}},
-				{Tasks: pods("c"), In: []int{1}},
+			nodes: []*taskNode{
+				{tasks: pods("a"), out: []int{1}},
+				{tasks: pods("b"), in: []int{0}, out: []int{2}},
+				{tasks: pods("c"), in: []int{1}},
 			},
 			workers: 1,
 			behave: func(ctx context.Context, cancel context.CancelFunc, name string) error {
@@ -198,10 +200,10 @@ func TestRunGraph(t *testing.T) {
 		},
 		{
 			name: "a failure and a cancel in parallel branches",
-			nodes: []*TaskNode{
-				{Tasks: pods("x")},
-				{Tasks: pods("y"), Out: []int{2}},
-				{Tasks: pods("y2"), In: []int{1}},
+			nodes: []*taskNode{
+				{tasks: pods("x")},
+				{tasks: pods("y"), out: []int{2}},
+				{tasks: pods("y2"), in: []int{1}},
 			},
 			workers: 2,
 			behave: func(_ context.Context, cancel context.CancelFunc, name string) error {
@@ -216,47 +218,47 @@ func TestRunGraph(t *testing.T) {
 		},
 		{
 			name:      "already cancelled",
-			nodes:     []*TaskNode{{Out: []int{1}}, {Tasks: pods("a"), In: []int{0}}, {Tasks: pods("b")}},
+			nodes:     []*taskNode{{out: []int{1}}, {tasks: pods("a"), in: []int{0}}, {tasks: pods("b")}},
 			workers:   2,
 			cancelled: true,
 			wantErrs:  []error{&IncompleteError{Count: 3}, context.Canceled},
 		},
 		{
 			name: "task-less nodes only join edges",
-			nodes: []*TaskNode{
-				{Out: []int{1, 2}},
-				{Tasks: pods("a"), In: []int{0}, Out: []int{3}},
-				{Tasks: pods("b"), In: []int{0}, Out: []int{3}},
-				{In: []int{1, 2}, Out: []int{4}},
-				{Tasks: pods("c"), In: []int{3}},
+			nodes: []*taskNode{
+				{out: []int{1, 2}},
+				{tasks: pods("a"), in: []int{0}, out: []int{3}},
+				{tasks: pods("b"), in: []int{0}, out: []int{3}},
+				{in: []int{1, 2}, out: []int{4}},
+				{tasks: pods("c"), in: []int{3}},
 			},
 			workers: 2,
 			wantRun: []string{"a", "b", "c"},
 		},
 		{
 			name:      "lowest index first",
-			nodes:     []*TaskNode{{Tasks: pods("n0"), Out: []int{3}}, {Tasks: pods("n1"), In: []int{2}}, {Tasks: pods("n2"), Out: []int{1}}, {Tasks: pods("n3"), In: []int{0}}},
+			nodes:     []*taskNode{{tasks: pods("n0"), out: []int{3}}, {tasks: pods("n1"), in: []int{2}}, {tasks: pods("n2"), out: []int{1}}, {tasks: pods("n3"), in: []int{0}}},
 			workers:   1,
 			wantOrder: []string{"n0", "n2", "n1", "n3"},
 			wantRun:   []string{"n0", "n1", "n2", "n3"},
 		},
 		{
 			name:    "workers below one mean one",
-			nodes:   []*TaskNode{{Tasks: pods("a")}, {Tasks: pods("b")}},
+			nodes:   []*taskNode{{tasks: pods("a")}, {tasks: pods("b")}},
 			workers: 0,
 			wantRun: []string{"a", "b"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &TaskGraph{Nodes: tt.nodes}
+			g := &Graph{nodes: tt.nodes}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tt.cancelled {
 				cancel()
 			}
 			rec := &recorder{}
-			errs := RunGraph(ctx, g, tt.workers, func(ctx context.Context, tasks []*Task) error {
+			errs := RunGraph(ctx, g, RunOptions{Workers: tt.workers}, func(ctx context.Context, tasks []*Task) error {
 				return rec.run(ctx, tasks, func(ctx context.Context, name string) error {
 					if tt.behave == nil {
 						return nil
@@ -290,9 +292,9 @@ func TestRunGraph(t *testing.T) {
 func TestRunGraphIncompleteNamesFirstNodeWithTasks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	g := &TaskGraph{Nodes: []*TaskNode{{Out: []int{1}}, {Tasks: pods("first", "second"), In: []int{0}}}}
-	g.Nodes[1].Tasks[0].Index, g.Nodes[1].Tasks[0].Total = 4, 9
-	errs := RunGraph(ctx, g, 1, func(context.Context, []*Task) error { return nil })
+	g := &Graph{nodes: []*taskNode{{out: []int{1}}, {tasks: pods("first", "second"), in: []int{0}}}}
+	g.nodes[1].tasks[0].Index, g.nodes[1].tasks[0].Total = 4, 9
+	errs := RunGraph(ctx, g, RunOptions{Workers: 1}, func(context.Context, []*Task) error { return nil })
 	require.Len(t, errs, 2)
 	assert.EqualError(t, errs[0], `payload: 2 incomplete task nodes, beginning with pod "first" (4 of 9)`)
 	assert.ErrorIs(t, errs[1], context.Canceled)
@@ -301,9 +303,9 @@ func TestRunGraphIncompleteNamesFirstNodeWithTasks(t *testing.T) {
 func TestRunGraphCancelAfterAFailureNamesTheIncompleteNodes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	g := &TaskGraph{Nodes: []*TaskNode{{Tasks: pods("first"), Out: []int{1}}, {Out: []int{2}, In: []int{0}}, {Tasks: pods("second"), In: []int{1}}}}
-	g.Nodes[2].Tasks[0].Index, g.Nodes[2].Tasks[0].Total = 2, 2
-	errs := RunGraph(ctx, g, 1, func(ctx context.Context, _ []*Task) error {
+	g := &Graph{nodes: []*taskNode{{tasks: pods("first"), out: []int{1}}, {out: []int{2}, in: []int{0}}, {tasks: pods("second"), in: []int{1}}}}
+	g.nodes[2].tasks[0].Index, g.nodes[2].tasks[0].Total = 2, 2
+	errs := RunGraph(ctx, g, RunOptions{Workers: 1}, func(ctx context.Context, _ []*Task) error {
 		cancel()
 		return fmt.Errorf("apply interrupted: %w", ctx.Err())
 	})
@@ -314,13 +316,13 @@ func TestRunGraphCancelAfterAFailureNamesTheIncompleteNodes(t *testing.T) {
 }
 
 func TestRunGraphPanicBecomesNodeError(t *testing.T) {
-	g := &TaskGraph{Nodes: []*TaskNode{
-		{Tasks: pods("boom"), Out: []int{2}},
-		{Tasks: pods("fine")},
-		{Tasks: pods("after"), In: []int{0}},
+	g := &Graph{nodes: []*taskNode{
+		{tasks: pods("boom"), out: []int{2}},
+		{tasks: pods("fine")},
+		{tasks: pods("after"), in: []int{0}},
 	}}
 	rec := &recorder{}
-	errs := RunGraph(context.Background(), g, 2, func(ctx context.Context, tasks []*Task) error {
+	errs := RunGraph(context.Background(), g, RunOptions{Workers: 2}, func(ctx context.Context, tasks []*Task) error {
 		return rec.run(ctx, tasks, func(_ context.Context, name string) error {
 			if name == "boom" {
 				panic("kaboom")
@@ -331,11 +333,45 @@ func TestRunGraphPanicBecomesNodeError(t *testing.T) {
 	require.Len(t, errs, 1)
 	var p *PanicError
 	require.ErrorAs(t, errs[0], &p)
-	assert.Equal(t, 0, p.Node)
+	assert.Equal(t, "boom", p.Task.Manifest.File)
 	assert.Equal(t, "kaboom", p.Value)
 	assert.NotEmpty(t, p.Stack)
-	assert.EqualError(t, p, "payload: task node 0 panicked: kaboom")
+	assert.EqualError(t, p, `payload: applying pod "boom" (1 of 1) panicked: kaboom`)
 	assert.ElementsMatch(t, []string{"boom", "fine"}, rec.started)
+}
+
+// TestRunGraphSurvivesGoexit protects the host from a task that calls runtime.Goexit
+// (what t.FailNow does): the node fails, a new worker takes the place of the one that
+// exited, and the rest of the graph runs with the same pool.
+func TestRunGraphSurvivesGoexit(t *testing.T) {
+	for _, workers := range []int{1, 3} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			g := &Graph{nodes: []*taskNode{
+				{tasks: pods("exits"), out: []int{2}},
+				{tasks: pods("fine")},
+				{tasks: pods("after"), in: []int{0}},
+				{tasks: pods("exits-too")},
+				{tasks: pods("last")},
+			}}
+			rec := &recorder{}
+			errs := RunGraph(context.Background(), g, RunOptions{Workers: workers}, func(ctx context.Context, tasks []*Task) error {
+				return rec.run(ctx, tasks, func(_ context.Context, name string) error {
+					if strings.HasPrefix(name, "exits") {
+						runtime.Goexit()
+					}
+					return nil
+				})
+			})
+			require.Len(t, errs, 2, "errors: %v", errs)
+			for i, name := range []string{"exits", "exits-too"} {
+				var p *PanicError
+				require.ErrorAs(t, errs[i], &p)
+				assert.Equal(t, name, p.Task.Manifest.File)
+				assert.EqualError(t, p, fmt.Sprintf(`payload: applying pod %q (1 of 1) called runtime.Goexit`, name))
+			}
+			assert.ElementsMatch(t, []string{"exits", "fine", "exits-too", "last"}, rec.started, "the dependent of a failed node never runs")
+		})
+	}
 }
 
 func TestRunGraphRejectsBadInput(t *testing.T) {
@@ -343,35 +379,37 @@ func TestRunGraphRejectsBadInput(t *testing.T) {
 	fn := func(context.Context, []*Task) error { called = true; return nil }
 	tests := []struct {
 		name  string
-		graph *TaskGraph
+		ctx   context.Context
+		graph *Graph
 		fn    func(context.Context, []*Task) error
 	}{
-		{name: "nil graph", graph: nil, fn: fn},
-		{name: "nil fn", graph: &TaskGraph{Nodes: []*TaskNode{{Tasks: pods("a")}}}, fn: nil},
-		{name: "cycle", graph: &TaskGraph{Nodes: []*TaskNode{{Tasks: pods("a"), In: []int{1}, Out: []int{1}}, {Tasks: pods("b"), In: []int{0}, Out: []int{0}}}}, fn: fn},
-		{name: "dangling edge", graph: &TaskGraph{Nodes: []*TaskNode{{Tasks: pods("a"), Out: []int{7}}}}, fn: fn},
+		{name: "nil context", ctx: nil, graph: &Graph{nodes: []*taskNode{{tasks: pods("a")}}}, fn: fn},
+		{name: "nil graph", ctx: context.Background(), graph: nil, fn: fn},
+		{name: "nil fn", ctx: context.Background(), graph: &Graph{nodes: []*taskNode{{tasks: pods("a")}}}, fn: nil},
+		{name: "cycle", ctx: context.Background(), graph: &Graph{nodes: []*taskNode{{tasks: pods("a"), in: []int{1}, out: []int{1}}, {tasks: pods("b"), in: []int{0}, out: []int{0}}}}, fn: fn},
+		{name: "dangling edge", ctx: context.Background(), graph: &Graph{nodes: []*taskNode{{tasks: pods("a"), out: []int{7}}}}, fn: fn},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := RunGraph(context.Background(), tt.graph, 2, tt.fn)
+			errs := RunGraph(tt.ctx, tt.graph, RunOptions{Workers: 2}, tt.fn)
 			require.Len(t, errs, 1)
 			assert.ErrorIs(t, errs[0], ErrInvalid)
 			assert.False(t, called)
 		})
 	}
-	assert.Nil(t, RunGraph(context.Background(), &TaskGraph{}, 2, fn), "an empty graph has nothing to do")
+	assert.Nil(t, RunGraph(context.Background(), &Graph{}, RunOptions{Workers: 2}, fn), "an empty graph has nothing to do")
 }
 
 func TestRunGraphUsesExactlyWorkers(t *testing.T) {
 	for _, workers := range []int{1, 3, 8} {
-		nodes := make([]*TaskNode, 12)
+		nodes := make([]*taskNode, 12)
 		for i := range nodes {
-			nodes[i] = &TaskNode{Tasks: pods("n")}
+			nodes[i] = &taskNode{tasks: pods("n")}
 		}
 		var mu sync.Mutex
 		running, peak := 0, 0
 		full := make(chan struct{})
-		errs := RunGraph(context.Background(), &TaskGraph{Nodes: nodes}, workers, func(context.Context, []*Task) error {
+		errs := RunGraph(context.Background(), &Graph{nodes: nodes}, RunOptions{Workers: workers}, func(context.Context, []*Task) error {
 			mu.Lock()
 			running++
 			if running > peak {
@@ -383,7 +421,7 @@ func TestRunGraphUsesExactlyWorkers(t *testing.T) {
 			mu.Unlock()
 			select { // hold the first calls until every worker is busy
 			case <-full:
-			case <-time.After(5 * time.Second):
+			case <-time.After(time.Minute): // a deadlock detector, not a timing
 			}
 			mu.Lock()
 			running--
@@ -401,8 +439,8 @@ func TestRunGraphWaitsForInFlightNodesAfterCancel(t *testing.T) {
 	var finished sync.WaitGroup
 	finished.Add(1)
 	blockerDone := false
-	g := &TaskGraph{Nodes: []*TaskNode{{Tasks: pods("blocker")}, {Tasks: pods("canceller"), Out: []int{2}}, {Tasks: pods("never"), In: []int{1}}}}
-	errs := RunGraph(ctx, g, 2, func(ctx context.Context, tasks []*Task) error {
+	g := &Graph{nodes: []*taskNode{{tasks: pods("blocker")}, {tasks: pods("canceller"), out: []int{2}}, {tasks: pods("never"), in: []int{1}}}}
+	errs := RunGraph(ctx, g, RunOptions{Workers: 2}, func(ctx context.Context, tasks []*Task) error {
 		switch tasks[0].Manifest.File {
 		case "blocker":
 			<-ctx.Done()
@@ -422,12 +460,12 @@ func TestRunGraphWaitsForInFlightNodesAfterCancel(t *testing.T) {
 
 func TestRunGraphCriticalPathFirst(t *testing.T) {
 	// n0 is a lone task; n1 -> n2 -> n3 is a longer chain; n4 is a lone task tied with n0.
-	g := &TaskGraph{Nodes: []*TaskNode{
-		{Tasks: pods("n0")},
-		{Tasks: pods("n1"), Out: []int{2}},
-		{Tasks: pods("n2"), In: []int{1}, Out: []int{3}},
-		{Tasks: pods("n3"), In: []int{2}},
-		{Tasks: pods("n4")},
+	g := &Graph{nodes: []*taskNode{
+		{tasks: pods("n0")},
+		{tasks: pods("n1"), out: []int{2}},
+		{tasks: pods("n2"), in: []int{1}, out: []int{3}},
+		{tasks: pods("n3"), in: []int{2}},
+		{tasks: pods("n4")},
 	}}
 	tests := []struct {
 		priority Priority
@@ -438,7 +476,7 @@ func TestRunGraphCriticalPathFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		rec := &recorder{}
-		errs := RunGraphWith(context.Background(), g, RunOptions{Workers: 1, Priority: tt.priority}, func(ctx context.Context, tasks []*Task) error {
+		errs := RunGraph(context.Background(), g, RunOptions{Workers: 1, Priority: tt.priority}, func(ctx context.Context, tasks []*Task) error {
 			return rec.run(ctx, tasks, nil)
 		})
 		assert.Empty(t, errs)
@@ -448,9 +486,9 @@ func TestRunGraphCriticalPathFirst(t *testing.T) {
 
 func TestRunGraphAllocationsDoNotGrowWithNodes(t *testing.T) {
 	noop := func(context.Context, []*Task) error { return nil }
-	allocs := func(g *TaskGraph) float64 {
+	allocs := func(g *Graph) float64 {
 		return testing.AllocsPerRun(20, func() {
-			if errs := RunGraph(context.Background(), g, 2, noop); errs != nil {
+			if errs := RunGraph(context.Background(), g, RunOptions{Workers: 2}, noop); errs != nil {
 				t.Fatal(errs)
 			}
 		})

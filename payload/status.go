@@ -1,114 +1,189 @@
 package payload
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/conditions"
 )
 
 // Release identifies a payload: the version it carries and where it comes from.
 type Release struct {
 	// Version is the payload's version, e.g. "4.15.0".
+	// +optional
 	Version string `json:"version,omitempty"`
 	// Image is where the payload is retrieved from, e.g. an image pull spec or a URL.
+	// +optional
 	Image string `json:"image,omitempty"`
+	// Force, on a desired release, skips the preconditions that would block the update
+	// to it (Config.Preconditions). It is not part of the release's identity.
+	// +optional
+	Force bool `json:"force,omitempty"`
 }
 
 // IsZero reports whether the release names nothing.
-func (r Release) IsZero() bool { return r == Release{} }
+func (r Release) IsZero() bool { return r.Version == "" && r.Image == "" }
 
-// String prints the release as `version="4.15.0" image="…"`.
-func (r Release) String() string { return fmt.Sprintf("version=%q image=%q", r.Version, r.Image) }
+// String prints the release as its version, or its image when it has no version.
+func (r Release) String() string {
+	if r.Version != "" {
+		return r.Version
+	}
+	return r.Image
+}
+
+// Same reports whether r and o are the same release, as the cluster-version operator
+// decides: two images pulled by digest ("…@sha256:…") are the same when their digests
+// are, whatever registry serves them (a mirror serves the same release); other images
+// must be equal. Versions must be equal when both are set. Force is not compared.
+func (r Release) Same(o Release) bool {
+	if r.Version != "" && o.Version != "" && r.Version != o.Version {
+		return false
+	}
+	if r.Image == "" && o.Image == "" {
+		return r.Version == o.Version
+	}
+	if a, b := digestOf(r.Image), digestOf(o.Image); a != "" && b != "" {
+		return a == b
+	}
+	return r.Image == o.Image
+}
+
+// digestOf returns the digest of an image pulled by digest, "" otherwise.
+func digestOf(image string) string {
+	_, digest, ok := strings.Cut(image, "@")
+	if !ok || !strings.Contains(digest, ":") {
+		return ""
+	}
+	return digest
+}
 
 // Failure is the summarized error of the last apply, as plain data.
 type Failure struct {
 	// Reason classifies the failure, e.g. "UpdatePayloadResourceNotFound" or "MultipleErrors".
 	Reason string `json:"reason"`
-	// Message is for humans.
+	// Message is for humans: it names what failed and why.
 	Message string `json:"message"`
 	// Effect is how much the failure weighs on the update.
 	Effect Effect `json:"effect"`
-	// Err is the error itself; it is not serialized.
-	Err error `json:"-"`
 }
 
-// NewFailure describes err, nil for a nil err. An *UpdateError gives its reason and
+// failureOf describes err, nil for a nil err. An *UpdateError gives its reason and
 // effect; any other error has reason "UpdatePayloadFailed" and effect Fail.
-func NewFailure(err error) *Failure {
+func failureOf(err error) *Failure {
 	if err == nil {
 		return nil
 	}
-	var uErr *UpdateError
-	if errors.As(err, &uErr) {
-		return &Failure{Reason: uErr.Reason, Message: err.Error(), Effect: uErr.Effect, Err: err}
-	}
-	return &Failure{Reason: "UpdatePayloadFailed", Message: err.Error(), Effect: EffectFail, Err: err}
-}
-
-// MarshalText writes the effect's name.
-func (e Effect) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
-
-// UnmarshalText reads an effect's name.
-func (e *Effect) UnmarshalText(text []byte) error {
-	for c := EffectReport; c <= EffectFail; c++ {
-		if c.String() == string(text) {
-			*e = c
-			return nil
+	f := &Failure{Reason: "UpdatePayloadFailed", Message: boundMessage(err.Error()), Effect: EffectFail}
+	if uErr := asUpdateError(err); uErr != nil {
+		if uErr.Reason != "" {
+			f.Reason = uErr.Reason
 		}
+		f.Effect = orDefault(uErr.Effect, EffectFail)
 	}
-	return fmt.Errorf("payload: unknown effect %q: %w", text, ErrInvalid)
+	return f
 }
 
-// Status is the progress of the worker applying a payload. It is plain data: a host
-// persists it and hands it back to a restarted worker (WorkerConfig.Status).
+// UpdateState says whether an update in Status.History completed.
+type UpdateState string
+
+const (
+	// UpdateCompleted is an update that applied every manifest once.
+	UpdateCompleted UpdateState = "Completed"
+	// UpdatePartial is an update in progress, or one left for another release.
+	UpdatePartial UpdateState = "Partial"
+)
+
+// UpdateHistory is one release the worker moved to.
+type UpdateHistory struct {
+	// State is Completed once every manifest was applied, Partial before.
+	State UpdateState `json:"state"`
+	// StartedTime is when the worker started on the release.
+	StartedTime metav1.Time `json:"startedTime"`
+	// CompletionTime is when the release completed, or was left for another one.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Version is the release's version.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Image is the release's image.
+	// +optional
+	Image string `json:"image,omitempty"`
+}
+
+// Status is the progress of a Worker. It is plain data that a host can embed in its
+// custom resource's status, persist, and hand back to a new Worker (Config.Status),
+// which carries on from it exactly as the worker that wrote it would have.
 type Status struct {
-	// Generation is the generation of the desired state being applied.
-	Generation int64 `json:"generation"`
-	// State is what the worker is doing.
+	// ObservedGeneration is the generation of the desired release (Worker.Update).
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Release is the release the worker applies.
+	// +optional
+	Release Release `json:"release,omitempty"`
+	// State is what the worker does with Release; empty before the first release.
+	// +optional
 	State State `json:"state,omitempty"`
-	// Done is the number of manifests applied so far in this apply.
-	Done int `json:"done"`
-	// Total is the number of manifests in the payload.
-	Total int `json:"total"`
-	// Completed is the number of applies of this payload that succeeded in a row.
-	Completed int `json:"completed"`
-	// Initial is true while the payload is being created for the first time.
-	Initial bool `json:"initial,omitempty"`
-	// Reconciling is true once the payload has been applied completely.
-	Reconciling bool `json:"reconciling,omitempty"`
-	// Failure is the summarized error of the last apply, nil when it succeeded.
+	// Done is the number of manifests of Release applied: the most any apply of the
+	// release reached, so it never goes backwards within a release.
+	// +optional
+	Done int32 `json:"done,omitempty"`
+	// Total is the number of manifests of Release that belong to the cluster.
+	// +optional
+	Total int32 `json:"total,omitempty"`
+	// Completed counts the applies of Release that succeeded in a row.
+	// +optional
+	Completed int32 `json:"completed,omitempty"`
+	// Failures counts the applies of Release that failed in a row; it spaces retries.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
+	// Interrupted is true when the last apply was stopped before it ended (the worker
+	// was stopped or the release replaced); the next apply starts at once.
+	// +optional
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Failure is the summarized error of the last apply that ended, nil when it
+	// succeeded without errors.
+	// +optional
 	Failure *Failure `json:"failure,omitempty"`
-	// LastProgress is when the apply last made progress, truncated to seconds.
-	LastProgress metav1.Time `json:"lastProgress,omitempty"`
-	// Actual is the payload being applied.
-	Actual Release `json:"actual"`
+	// LastProgressTime is when Done last grew or an apply last completed.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+	// NextApplyTime is when the next apply of Release is due (the reconcile interval or
+	// the retry delay); it survives restarts, which neither extend nor shorten it.
+	// +optional
+	NextApplyTime *metav1.Time `json:"nextApplyTime,omitempty"`
+	// History lists the releases the worker moved to, newest first, at most
+	// Policy.MaxHistory.
+	// +optional
+	// +listType=atomic
+	History []UpdateHistory `json:"history,omitempty"`
+	// Conditions are Available, Progressing and Failing, with the cluster-version
+	// operator's messages.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// DeepCopyInto copies s into out.
-func (s *Status) DeepCopyInto(out *Status) {
-	*out = *s
-	if s.Failure != nil {
-		f := *s.Failure
-		out.Failure = &f
-	}
-	s.LastProgress.DeepCopyInto(&out.LastProgress)
-}
-
-// DeepCopy returns a copy of s, nil for nil.
-func (s *Status) DeepCopy() *Status {
-	if s == nil {
-		return nil
-	}
-	out := new(Status)
-	s.DeepCopyInto(out)
-	return out
-}
-
-// Fraction is Done/Total, 0 when Total is 0.
-func (s Status) Fraction() float64 {
+// percent is Done/Total in whole percent, rounded down; 0 when Total is 0.
+func (s *Status) percent() int64 {
 	if s.Total <= 0 {
 		return 0
 	}
-	return float64(s.Done) / float64(s.Total)
+	return int64(s.Done) * 100 / int64(s.Total)
+}
+
+// progressMessage is "Working towards 1.1.0: 512 of 862 done (59% complete)".
+func (s *Status) progressMessage() string {
+	if s.Total <= 0 {
+		return "Working towards " + s.Release.String()
+	}
+	return fmt.Sprintf("Working towards %s: %d of %d done (%d%% complete)", s.Release, s.Done, s.Total, s.percent())
+}
+
+// boundMessage bounds a message the worker writes as the Condition API does.
+func boundMessage(msg string) string {
+	return conditions.TruncateMessage(msg, conditions.MaxMessageLength)
 }

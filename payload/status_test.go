@@ -8,38 +8,76 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/conditions"
 )
 
 func TestStatusDeepCopyAndJSON(t *testing.T) {
+	at := metav1.NewTime(t0)
 	s := &Status{
-		Generation: 3, State: StateUpdating, Done: 4, Total: 10, Completed: 1,
-		Failure:      NewFailure(&UpdateError{Reason: "UpdatePayloadResourceNotFound", Message: "gone", Effect: EffectFailAfterInterval}),
-		LastProgress: metav1.NewTime(t0),
-		Actual:       Release{Version: "1.0.0", Image: "r/p:1"},
+		ObservedGeneration: 3, State: StateUpdating, Done: 4, Total: 10, Completed: 1,
+		Failure:          failureOf(&UpdateError{Reason: "UpdatePayloadResourceNotFound", Message: "gone", Effect: EffectFailAfterInterval}),
+		LastProgressTime: &at,
+		Release:          Release{Version: "1.0.0", Image: "r/p:1"},
+		History:          []UpdateHistory{{State: UpdatePartial, StartedTime: at, Version: "1.0.0"}},
 	}
 	c := s.DeepCopy()
 	c.Failure.Message = "changed"
+	c.History[0].Version = "changed"
 	assert.Equal(t, "gone", s.Failure.Message, "the copy owns its failure")
+	assert.Equal(t, "1.0.0", s.History[0].Version, "the copy owns its history")
 	assert.Nil(t, (*Status)(nil).DeepCopy())
 
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	assert.JSONEq(t, `{"generation":3,"state":"Updating","done":4,"total":10,"completed":1,
+	assert.JSONEq(t, `{"observedGeneration":3,"state":"Updating","done":4,"total":10,"completed":1,
 		"failure":{"reason":"UpdatePayloadResourceNotFound","message":"gone","effect":"FailAfterInterval"},
-		"lastProgress":"2026-01-02T03:04:05Z","actual":{"version":"1.0.0","image":"r/p:1"}}`, string(b))
+		"lastProgressTime":"2026-01-02T03:04:05Z","release":{"version":"1.0.0","image":"r/p:1"},
+		"history":[{"state":"Partial","startedTime":"2026-01-02T03:04:05Z","version":"1.0.0"}]}`, string(b))
 	var back Status
 	require.NoError(t, json.Unmarshal(b, &back))
-	back.Failure.Err = s.Failure.Err
-	assert.True(t, s.LastProgress.Equal(&back.LastProgress))
-	back.LastProgress = s.LastProgress
+	assert.True(t, s.LastProgressTime.Equal(back.LastProgressTime))
+	back.LastProgressTime = s.LastProgressTime
+	back.History[0].StartedTime = s.History[0].StartedTime
 	assert.Equal(t, *s, back)
+	zero, err := json.Marshal(Status{})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"release":{}}`, string(zero), "an empty status is (nearly) empty")
 }
 
-func TestNewFailure(t *testing.T) {
-	assert.Nil(t, NewFailure(nil))
-	f := NewFailure(errors.New("plain"))
-	assert.Equal(t, Failure{Reason: "UpdatePayloadFailed", Message: "plain", Effect: EffectFail, Err: f.Err}, *f)
-	assert.Equal(t, 0.4, Status{Done: 4, Total: 10}.Fraction())
-	assert.Zero(t, Status{Done: 4}.Fraction())
-	assert.Equal(t, `version="1" image="i"`, Release{Version: "1", Image: "i"}.String())
+func TestFailureOf(t *testing.T) {
+	assert.Nil(t, failureOf(nil))
+	assert.Equal(t, Failure{Reason: "UpdatePayloadFailed", Message: "plain", Effect: EffectFail}, *failureOf(errors.New("plain")))
+	assert.Equal(t, Failure{Reason: "UpdatePayloadFailed", Message: "no reason", Effect: EffectFail}, *failureOf(&UpdateError{Message: "no reason"}),
+		"an UpdateError without reason or effect fails the update")
+	long := failureOf(errors.New(string(make([]byte, 40000))))
+	assert.LessOrEqual(t, len(long.Message), conditions.MaxMessageLength, "messages are bounded as the Condition API bounds them")
+}
+
+// TestReleaseSameByDigest protects release identity: the same digest through a
+// mirror registry is the same release, and no update starts.
+func TestReleaseSameByDigest(t *testing.T) {
+	const digest = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	tests := []struct {
+		name string
+		a, b Release
+		want bool
+	}{
+		{"same digest through a mirror", Release{Image: "quay.io/ocp/release" + digest}, Release{Image: "mirror.local:5000/ocp/release" + digest}, true},
+		{"same digest, one version unknown", Release{Version: "4.15.1", Image: "quay.io/r" + digest}, Release{Image: "mirror/r" + digest}, true},
+		{"different digests", Release{Image: "quay.io/r@sha256:aa"}, Release{Image: "quay.io/r@sha256:bb"}, false},
+		{"tags are compared whole", Release{Image: "quay.io/r:4.15"}, Release{Image: "mirror/r:4.15"}, false},
+		{"one by tag, one by digest", Release{Image: "quay.io/r:4.15"}, Release{Image: "quay.io/r" + digest}, false},
+		{"same image, different versions", Release{Version: "1.0.0", Image: "embedded://x"}, Release{Version: "1.1.0", Image: "embedded://x"}, false},
+		{"versions only", Release{Version: "1"}, Release{Version: "1"}, true},
+		{"force is not identity", Release{Version: "1", Force: true}, Release{Version: "1"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, tt.a.Same(tt.b))
+			assert.Equal(t, tt.want, tt.b.Same(tt.a), "Same is symmetric")
+		})
+	}
+	assert.Equal(t, "1.0.0", Release{Version: "1.0.0", Image: "i"}.String())
+	assert.Equal(t, "i", Release{Image: "i"}.String())
 }

@@ -2,10 +2,10 @@ package payload
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -14,31 +14,16 @@ import (
 type State string
 
 const (
-	// StateInitializing creates a payload on a fresh cluster: everything in parallel.
+	// StateInitializing creates a payload on a fresh cluster: every component at once.
 	StateInitializing State = "Initializing"
-	// StateUpdating moves the cluster to a new payload, in run-level order.
+	// StateUpdating moves the cluster to a new payload, in run-level order, waiting for
+	// every manifest to be ready before the next run level.
 	StateUpdating State = "Updating"
 	// StateReconciling re-applies the payload the cluster already runs, to undo drift.
 	StateReconciling State = "Reconciling"
 )
 
-// Applier applies one manifest to the cluster in the given state. It returns an
-// *UpdateError to stop Task.Run from retrying.
-type Applier interface {
-	Apply(ctx context.Context, m *Manifest, state State) error
-}
-
-// ApplierFunc adapts a function to Applier.
-type ApplierFunc func(ctx context.Context, m *Manifest, state State) error
-
-// Apply calls f.
-func (f ApplierFunc) Apply(ctx context.Context, m *Manifest, state State) error {
-	return f(ctx, m, state)
-}
-
-var _ Applier = ApplierFunc(nil)
-
-// Task is one manifest to apply, with its place in the payload and its retry policy.
+// Task is one manifest to apply, with its place in the payload.
 type Task struct {
 	// Index is the 1-based position of the manifest in the payload.
 	Index int
@@ -46,16 +31,14 @@ type Task struct {
 	Total int
 	// Manifest is what to apply.
 	Manifest *Manifest
-	// Backoff spaces the attempts of Run; Steps is the number of attempts and must be at least 1.
-	Backoff wait.Backoff
 }
 
-// NewTasks makes one task per manifest, numbered 1..len(manifests), each with backoff.
-func NewTasks(manifests []Manifest, backoff wait.Backoff) []*Task {
+// NewTasks makes one task per manifest, numbered 1..len(manifests).
+func NewTasks(manifests []Manifest) []*Task {
 	tasks := make([]*Task, len(manifests))
 	all := make([]Task, len(manifests))
 	for i := range manifests {
-		all[i] = Task{Index: i + 1, Total: len(manifests), Manifest: &manifests[i], Backoff: backoff}
+		all[i] = Task{Index: i + 1, Total: len(manifests), Manifest: &manifests[i]}
 		tasks[i] = &all[i]
 	}
 	return tasks
@@ -63,24 +46,13 @@ func NewTasks(manifests []Manifest, backoff wait.Backoff) []*Task {
 
 // String names the task in messages: `deployment "ns/name" (3 of 10)`.
 func (t *Task) String() string {
-	if t == nil || t.Manifest == nil {
-		return fmt.Sprintf("task (%d of %d)", t.index(), t.total())
+	if t == nil {
+		return "task (0 of 0)"
+	}
+	if t.Manifest == nil {
+		return fmt.Sprintf("task (%d of %d)", t.Index, t.Total)
 	}
 	return fmt.Sprintf("%s (%d of %d)", t.Manifest.resourceID(), t.Index, t.Total)
-}
-
-func (t *Task) index() int {
-	if t == nil {
-		return 0
-	}
-	return t.Index
-}
-
-func (t *Task) total() int {
-	if t == nil {
-		return 0
-	}
-	return t.Total
 }
 
 // file returns the task's file name, "" when it has none.
@@ -91,70 +63,93 @@ func (t *Task) file() string {
 	return t.Manifest.File
 }
 
-// Run applies the task's manifest until the applier succeeds, retrying with the task's
-// Backoff (timed by clk; nil means the real clock). It stops at once when the applier
-// returns an *UpdateError (its Task is filled in when empty) or when ctx ends. When the
-// attempts run out, or ctx ends after a failed attempt, the last error is returned as an
-// *UpdateError "Could not update <kind> "ns/name" (i of n)" whose Reason classifies it.
-// A Backoff with fewer than one step is a configuration error wrapping ErrInvalid.
-func (t *Task) Run(ctx context.Context, clk clock.Clock, applier Applier, state State) error {
-	if t == nil || t.Manifest == nil {
-		return fmt.Errorf("payload: Run: task has no manifest: %w", ErrInvalid)
-	}
-	if applier == nil {
-		return fmt.Errorf("payload: Run %s: nil Applier: %w", t, ErrInvalid)
-	}
-	if t.Backoff.Steps < 1 {
-		return fmt.Errorf("payload: Run %s: backoff needs at least one step, got %d: %w", t, t.Backoff.Steps, ErrInvalid)
-	}
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	logger := klog.FromContext(ctx)
-	backoff := t.Backoff
+// retry calls attempt up to p.ManifestAttempts times, spaced by p.ManifestBackoff on
+// clk, until it succeeds. It stops at once when attempt returns an *UpdateError (its
+// Task is filled in when empty) or when ctx ends. When the attempts run out, or ctx ends
+// after a failed attempt, the last error is returned as an *UpdateError
+// "Could not <verb> <kind> "ns/name" (i of n): <cause>" whose Reason classifies it; when
+// ctx ended before any attempt, ctx's error.
+func (t *Task) retry(ctx context.Context, clk clock.WithDelayedExecution, p Policy, verb string, attempt func() error) error {
 	var lastErr error
-	for {
+	for n := int32(1); ; n++ {
 		if err := ctx.Err(); err != nil {
-			return t.failure(lastErr, err)
+			return t.failure(verb, lastErr, err)
 		}
-		err := applier.Apply(ctx, t.Manifest, state)
+		err := attempt()
 		if err == nil {
 			return nil
 		}
 		lastErr = err
-		logger.V(2).Info("Apply failed", "task", t.String(), "err", err)
-		var uErr *UpdateError
-		if errors.As(err, &uErr) {
+		klog.FromContext(ctx).V(2).Info("Attempt failed", "verb", verb, "task", t.String(), "err", err)
+		if uErr := asUpdateError(err); uErr != nil {
 			if uErr.Task == nil {
 				uErr.Task = t
 			}
 			return err
 		}
-		delay := backoff.Step()
-		if backoff.Steps < 1 {
-			return t.failure(lastErr, nil)
+		if n >= p.ManifestAttempts {
+			return t.failure(verb, lastErr, nil)
 		}
-		if delay > 0 {
-			timer := clk.NewTimer(delay)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return t.failure(lastErr, ctx.Err())
-			case <-timer.C():
-			}
+		if !sleep(ctx, clk, p.ManifestBackoff.Delay(n, 0)) {
+			return t.failure(verb, lastErr, ctx.Err())
 		}
 	}
 }
 
-// failure wraps the last apply error, or returns ctxErr when nothing was attempted.
-func (t *Task) failure(lastErr, ctxErr error) error {
+// sleep waits d on clk; it returns false when ctx ends first.
+func sleep(ctx context.Context, clk clock.WithDelayedExecution, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := clk.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C():
+		return ctx.Err() == nil // an end that comes with the timer wins, whatever select picked
+	}
+}
+
+// failure wraps the last error, or returns ctxErr when nothing was attempted.
+func (t *Task) failure(verb string, lastErr, ctxErr error) error {
 	if lastErr == nil {
 		return ctxErr
 	}
-	reason, cause := ReasonForError(lastErr)
-	msg := "Could not update " + t.String()
-	if cause != "" {
-		msg += ": " + cause
-	}
-	return &UpdateError{Nested: lastErr, Effect: EffectFail, Reason: reason, Message: msg, Task: t}
+	msg := fmt.Sprintf("Could not %s %s: %v", verb, t, lastErr)
+	return &UpdateError{Nested: lastErr, Effect: EffectFail, Reason: reasonForError(lastErr), Message: msg, Task: t}
 }
+
+// awaitReady polls ready until the task's object is ready, ready returns an
+// *UpdateError, ctx ends or p.ReadinessTimeout passes: then the error has
+// p.ReadinessEffect and says what the object waited on.
+func (t *Task) awaitReady(ctx context.Context, clk clock.WithDelayedExecution, p Policy, ready func() error) error {
+	deadline := clk.Now().Add(p.ReadinessTimeout.Duration)
+	for {
+		err := ready()
+		if err == nil {
+			return nil
+		}
+		if uErr := asUpdateError(err); uErr != nil {
+			if uErr.Task == nil {
+				uErr.Task = t
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !clk.Now().Before(deadline) {
+			return &UpdateError{
+				Nested: err, Effect: p.ReadinessEffect, Reason: "ManifestNotReady", Task: t,
+				Message: fmt.Sprintf("Timed out after %s waiting for %s to be ready: %v", p.ReadinessTimeout.Duration, t, err),
+			}
+		}
+		if !sleep(ctx, clk, min(p.ReadinessPoll.Duration, deadline.Sub(clk.Now()))) {
+			return ctx.Err()
+		}
+	}
+}
+
+// isGone reports whether a delete error says the object is already gone.
+func isGone(err error) bool { return apierrors.IsNotFound(err) }

@@ -10,30 +10,35 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// runWithClock runs task.Run, stepping clk whenever Run waits, and returns its error and
-// the fake times of the apply calls.
-func runWithClock(t *testing.T, ctx context.Context, task *Task, results []error) (error, []time.Duration) {
+// attempts is a policy of n attempts one, two, four… seconds apart.
+func attempts(n int32) Policy {
+	return Policy{ManifestAttempts: n, ManifestBackoff: Backoff{
+		Initial: metav1.Duration{Duration: time.Second}, Max: metav1.Duration{Duration: time.Hour}, FactorPercent: 200,
+	}}.withDefaults()
+}
+
+// runWithClock runs task.retry, stepping clk whenever it waits, and returns its error
+// and the fake times of the attempts.
+func runWithClock(t *testing.T, ctx context.Context, task *Task, p Policy, results []error) (error, []time.Duration) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(t0)
 	var calls []time.Duration
-	applier := ApplierFunc(func(_ context.Context, m *Manifest, state State) error {
-		assert.Equal(t, StateUpdating, state)
-		assert.Same(t, task.Manifest, m)
+	attempt := func() error {
 		calls = append(calls, clk.Since(t0))
 		if len(calls) > len(results) {
 			return nil
 		}
 		return results[len(calls)-1]
-	})
+	}
 	done := make(chan error, 1)
-	go func() { done <- task.Run(ctx, clk, applier, StateUpdating) }()
+	go func() { done <- task.retry(ctx, clk, p, "update", attempt) }()
 	for {
 		select {
 		case err := <-done:
@@ -62,11 +67,11 @@ func TestTaskRun(t *testing.T) {
 	conflict := apierrors.NewConflict(gr, "web", errors.New("changed"))
 	boom := errors.New("boom")
 	stop := &UpdateError{Reason: "ClusterOperatorDegraded", Message: "stop now", Effect: EffectFailAfterInterval}
-	backoff := wait.Backoff{Steps: 3, Duration: time.Second, Factor: 2}
+	backoff := attempts(3)
 
 	tests := []struct {
 		name       string
-		backoff    wait.Backoff
+		backoff    Policy
 		results    []error
 		wantCalls  []time.Duration
 		wantReason string
@@ -86,25 +91,25 @@ func TestTaskRun(t *testing.T) {
 			results:    []error{boom, boom, conflict},
 			wantCalls:  []time.Duration{0, time.Second, 3 * time.Second},
 			wantReason: "UpdatePayloadResourceConflict",
-			wantMsg:    `Could not update deployment "ns/web" (3 of 7): someone else is updating this resource`,
+			wantMsg:    `Could not update deployment "ns/web" (3 of 7): Operation cannot be fulfilled on deployments.apps "web": changed`,
 			wantNested: conflict,
 		},
 		{
 			name:       "not found has its own reason",
-			backoff:    wait.Backoff{Steps: 1},
+			backoff:    attempts(1),
 			results:    []error{notFound},
 			wantCalls:  []time.Duration{0},
 			wantReason: "UpdatePayloadResourceNotFound",
-			wantMsg:    `Could not update deployment "ns/web" (3 of 7): resource may have been deleted`,
+			wantMsg:    `Could not update deployment "ns/web" (3 of 7): deployments.apps "web" not found`,
 			wantNested: notFound,
 		},
 		{
-			name:       "unknown errors have no cause in the message",
-			backoff:    wait.Backoff{Steps: 1},
+			name:       "failures say why: the message carries the cause",
+			backoff:    attempts(1),
 			results:    []error{boom},
 			wantCalls:  []time.Duration{0},
 			wantReason: "UpdatePayloadFailed",
-			wantMsg:    `Could not update deployment "ns/web" (3 of 7)`,
+			wantMsg:    `Could not update deployment "ns/web" (3 of 7): boom`,
 			wantNested: boom,
 		},
 		{
@@ -119,8 +124,7 @@ func TestTaskRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			task := deployment(3, 7)
-			task.Backoff = tt.backoff
-			err, calls := runWithClock(t, context.Background(), task, tt.results)
+			err, calls := runWithClock(t, context.Background(), task, tt.backoff, tt.results)
 			assert.Equal(t, tt.wantCalls, calls)
 			if tt.wantReason == "" {
 				require.NoError(t, err)
@@ -139,33 +143,12 @@ func TestTaskRun(t *testing.T) {
 	}
 }
 
-func TestTaskRunConfigurationErrors(t *testing.T) {
-	ok := ApplierFunc(func(context.Context, *Manifest, State) error { return nil })
-	tests := []struct {
-		name    string
-		task    *Task
-		applier Applier
-	}{
-		{name: "zero steps", task: deployment(1, 1), applier: ok},
-		{name: "no manifest", task: &Task{Backoff: wait.Backoff{Steps: 1}}, applier: ok},
-		{name: "nil task", task: nil, applier: ok},
-		{name: "nil applier", task: &Task{Manifest: deployment(1, 1).Manifest, Backoff: wait.Backoff{Steps: 1}}, applier: nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.ErrorIs(t, tt.task.Run(context.Background(), nil, tt.applier, StateUpdating), ErrInvalid)
-		})
-	}
-}
-
 func TestTaskRunCancelled(t *testing.T) {
 	boom := errors.New("boom")
 	t.Run("before the first attempt: the context error", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		task := deployment(1, 1)
-		task.Backoff = wait.Backoff{Steps: 3, Duration: time.Second}
-		err, calls := runWithClock(t, ctx, task, nil)
+		err, calls := runWithClock(t, ctx, deployment(1, 1), attempts(3), nil)
 		assert.Empty(t, calls)
 		assert.ErrorIs(t, err, context.Canceled)
 	})
@@ -174,10 +157,8 @@ func TestTaskRunCancelled(t *testing.T) {
 		defer cancel()
 		clk := clocktesting.NewFakeClock(t0)
 		task := deployment(1, 1)
-		task.Backoff = wait.Backoff{Steps: 3, Duration: time.Minute}
-		applier := ApplierFunc(func(context.Context, *Manifest, State) error { return boom })
 		done := make(chan error, 1)
-		go func() { done <- task.Run(ctx, clk, applier, StateReconciling) }()
+		go func() { done <- task.retry(ctx, clk, attempts(3), "update", func() error { return boom }) }()
 		for !clk.HasWaiters() {
 			runtime.Gosched()
 		}
@@ -186,18 +167,16 @@ func TestTaskRunCancelled(t *testing.T) {
 		var uErr *UpdateError
 		require.ErrorAs(t, err, &uErr)
 		assert.ErrorIs(t, err, boom)
-		assert.False(t, IsContextError(err))
+		assert.False(t, isContextError(err))
 	})
 }
 
 func TestNewTasks(t *testing.T) {
 	manifests := []Manifest{{File: "a"}, {File: "b"}}
-	b := wait.Backoff{Steps: 2}
-	tasks := NewTasks(manifests, b)
+	tasks := NewTasks(manifests)
 	require.Len(t, tasks, 2)
 	assert.Equal(t, 2, tasks[1].Index)
 	assert.Equal(t, 2, tasks[1].Total)
 	assert.Same(t, &manifests[1], tasks[1].Manifest)
-	assert.Equal(t, b, tasks[0].Backoff)
 	assert.Equal(t, "task (0 of 0)", (*Task)(nil).String())
 }

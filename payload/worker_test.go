@@ -3,17 +3,20 @@ package payload_test
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
+	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -24,15 +27,16 @@ import (
 var (
 	v1 = payload.Release{Version: "1.0.0", Image: "example.com/payload:1"}
 	v2 = payload.Release{Version: "2.0.0", Image: "example.com/payload:2"}
+	t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
-func manifest(file, kind, namespace, name string) payload.Manifest {
+func manifest(file, kind, namespace, name string, deps ...string) payload.Manifest {
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("v1")
 	obj.SetKind(kind)
 	obj.SetNamespace(namespace)
 	obj.SetName(name)
-	return payload.Manifest{File: file, Document: 1, GVK: schema.GroupVersionKind{Version: "v1", Kind: kind}, Object: obj}
+	return payload.Manifest{File: file, Document: 1, GVK: schema.GroupVersionKind{Version: "v1", Kind: kind}, Object: obj, DependsOn: deps}
 }
 
 // samplePayload has six manifests over three run levels and three components.
@@ -47,65 +51,138 @@ func samplePayload(release payload.Release) *payload.Payload {
 	}}
 }
 
+// runLevelOrder is the order one worker applies samplePayload in while updating.
+var runLevelOrder = []string{
+	"0000_10_a_00_ns.yaml", "0000_10_a_01_cm.yaml", "0000_10_b_00_ns.yaml",
+	"0000_20_a_02_cm.yaml", "0000_20_b_01_cm.yaml", "0000_30_c_00_cm.yaml",
+}
+
+// decided is one decision the worker reported, with the status it made.
+type decided struct {
+	payload.Result
+	Status payload.Status
+}
+
+// finished reports whether the decision followed the end of an apply.
+func (d decided) finished() bool { return d.RequeueAfter > 0 || d.Status.Interrupted }
+
 type harness struct {
 	t       *testing.T
 	clk     *clocktesting.FakeClock
 	applier *fake.PayloadApplier
 	loader  *fake.PayloadLoader
+	cfg     payload.Config
 	worker  *payload.Worker
-	results chan payload.ApplyResult
-	events  chan string
+	results chan decided
+	stop    func()
 }
 
-func newHarness(t *testing.T, configure func(*payload.WorkerConfig)) *harness {
+// policy paces the tests: reconcile every 16 minutes, retry after 2, 4, 8, 16 minutes,
+// try each manifest once.
+var policy = payload.Policy{
+	Interval:         metav1.Duration{Duration: 16 * time.Minute},
+	ManifestAttempts: 1,
+}
+
+func newHarness(t *testing.T, configure func(*payload.Config)) *harness {
 	t.Helper()
 	h := &harness{
 		t:       t,
-		clk:     clocktesting.NewFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)),
+		clk:     clocktesting.NewFakeClock(t0),
 		applier: &fake.PayloadApplier{},
 		loader:  &fake.PayloadLoader{},
-		results: make(chan payload.ApplyResult, 100),
-		events:  make(chan string, 100),
+		results: make(chan decided, 1000),
 	}
 	h.loader.Add(samplePayload(v1))
 	h.loader.Add(samplePayload(v2))
-	cfg := payload.WorkerConfig{
-		Loader:     h.loader,
-		Applier:    h.applier,
-		Clock:      h.clk,
-		Interval:   16 * time.Minute,
-		Backoff:    wait.Backoff{Steps: 1},
-		Jitter:     func(d time.Duration) time.Duration { return d },
-		AfterApply: func(r payload.ApplyResult) { h.results <- r },
-		Events:     payload.EventRecorderFunc(func(_, reason, _ string) { h.events <- reason }),
+	h.cfg = payload.Config{
+		Loader:  h.loader,
+		Applier: h.applier,
+		Deleter: h.applier,
+		Clock:   h.clk,
+		Policy:  policy,
+		Jitter:  func() float64 { return 0 },
 	}
 	if configure != nil {
-		configure(&cfg)
+		configure(&h.cfg)
 	}
-	w, err := payload.NewWorker(cfg)
-	require.NoError(t, err)
-	h.worker = w
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	h.start(h.newWorker(h.cfg))
 	return h
 }
 
-// next waits for the next finished apply.
-func (h *harness) next() payload.ApplyResult {
+func (h *harness) newWorker(cfg payload.Config) *payload.Worker {
 	h.t.Helper()
-	select {
-	case r := <-h.results:
-		return r
-	case <-time.After(10 * time.Second):
-		require.FailNow(h.t, "no apply finished")
+	var w *payload.Worker
+	cfg.OnResult = func(r payload.Result) { h.results <- decided{Result: r, Status: w.Status()} }
+	w, err := payload.NewWorker(cfg)
+	require.NoError(h.t, err)
+	return w
+}
+
+// start runs w until the test ends or stop is called.
+func (h *harness) start(w *payload.Worker) {
+	h.worker = w
+	_, ctx := ktesting.NewTestContext(h.t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Start(ctx) }()
+	var once sync.Once
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			require.NoError(h.t, <-done)
+		})
 	}
-	return payload.ApplyResult{}
+	h.t.Cleanup(h.stop)
+}
+
+// next waits for the next decision that followed an apply.
+func (h *harness) next() decided {
+	h.t.Helper()
+	for {
+		select {
+		case d := <-h.results:
+			if d.finished() {
+				return d
+			}
+		case <-time.After(time.Minute): // a deadlock detector, not a timing
+			require.FailNow(h.t, "no apply finished")
+		}
+	}
+}
+
+// idle waits until the worker waits on the clock.
+func (h *harness) idle() {
+	h.t.Helper()
+	h.waiters(1)
+}
+
+// waiters waits until n timers wait on the clock.
+func (h *harness) waiters(n int) {
+	h.t.Helper()
+	for h.clk.Waiters() != n {
+		runtime.Gosched()
+	}
+}
+
+// blockOn makes every apply of ref wait until its context ends, and tells when one starts.
+func (h *harness) blockOn(ref string) <-chan struct{} {
+	h.applier.BlockUntilCancelled(ref)
+	started := make(chan struct{}, 100)
+	h.applier.OnApply = func(c fake.PayloadApply) {
+		if c.Ref == ref {
+			started <- struct{}{}
+		}
+	}
+	return started
+}
+
+func filesOf(calls []fake.PayloadApply) []string {
+	var files []string
+	for _, c := range calls {
+		files = append(files, c.File)
+	}
+	return files
 }
 
 func statesOf(calls []fake.PayloadApply) []payload.State {
@@ -118,36 +195,41 @@ func statesOf(calls []fake.PayloadApply) []payload.State {
 	return states
 }
 
+func reasons(events []payload.Event) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
 func TestWorkerInitializesThenReconciles(t *testing.T) {
 	h := newHarness(t, nil)
 	assert.Equal(t, payload.Status{}, h.worker.Update(1, v1), "Update returns the status before any work")
 
-	r := h.next()
-	assert.Equal(t, payload.ApplyResult{Release: v1, State: payload.StateInitializing, RetryAfter: 16 * time.Minute}, r)
-	s := h.worker.Status()
-	assert.Equal(t, int64(1), s.Generation)
-	assert.Equal(t, 6, s.Done)
-	assert.Equal(t, 6, s.Total)
-	assert.Equal(t, 1, s.Completed)
-	assert.True(t, s.Reconciling)
-	assert.False(t, s.Initial)
+	d := h.next()
+	assert.Equal(t, 16*time.Minute, d.RequeueAfter)
+	assert.Equal(t, []string{"PayloadApplied"}, reasons(d.Events))
+	s := d.Status
+	assert.Equal(t, int64(1), s.ObservedGeneration)
+	assert.Equal(t, payload.StateReconciling, s.State)
+	assert.Equal(t, int32(6), s.Done)
+	assert.Equal(t, int32(6), s.Total)
+	assert.Equal(t, int32(1), s.Completed)
 	assert.Nil(t, s.Failure)
-	assert.Equal(t, v1, s.Actual)
-	assert.Equal(t, h.clk.Now().Truncate(time.Second), s.LastProgress.Time)
+	assert.Equal(t, v1, s.Release)
 	assert.Equal(t, []payload.State{payload.StateInitializing}, statesOf(h.applier.Recorded()))
+	require.Len(t, s.History, 1)
+	assert.Equal(t, payload.UpdateCompleted, s.History[0].State)
 
 	h.clk.Step(16 * time.Minute)
-	r = h.next()
-	assert.Equal(t, payload.StateReconciling, r.State)
-	require.NoError(t, r.Err)
-	assert.Equal(t, 2, h.worker.Status().Completed)
+	d = h.next()
+	assert.Empty(t, d.Events, "a reconcile that succeeds is quiet")
+	assert.Equal(t, int32(2), d.Status.Completed)
 	calls := h.applier.Recorded()
 	assert.Len(t, calls, 12, "the payload is applied again in full")
 	assert.Equal(t, []payload.State{payload.StateInitializing, payload.StateReconciling}, statesOf(calls))
-	assert.LessOrEqual(t, h.applier.Concurrency(), 6)
 	assert.Equal(t, []payload.Release{v1}, h.loader.Recorded(), "the payload is loaded once")
-	assert.Equal(t, "PayloadLoaded", <-h.events)
-	assert.Equal(t, "PayloadApplied", <-h.events)
 }
 
 func TestWorkerUpdateCancelsTheApplyInFlight(t *testing.T) {
@@ -168,19 +250,20 @@ func TestWorkerUpdateCancelsTheApplyInFlight(t *testing.T) {
 	<-started
 	h.worker.Update(2, v2)
 
-	r := h.next()
-	assert.Equal(t, v2, r.Release, "the v1 apply was superseded, not finished")
-	assert.Equal(t, payload.StateUpdating, r.State)
-	require.NoError(t, r.Err)
-	s := h.worker.Status()
-	assert.Equal(t, v2, s.Actual)
-	assert.Equal(t, int64(2), s.Generation)
-	assert.True(t, s.Reconciling)
-	assert.Equal(t, 6, s.Total)
+	d := h.next()
+	assert.Equal(t, v2, d.Status.Release)
+	assert.Equal(t, payload.StateReconciling, d.Status.State)
+	assert.Equal(t, int64(2), d.Status.ObservedGeneration)
 	assert.Equal(t, 1, h.applier.Count("ConfigMap/d/stuck"))
 	assert.Equal(t, []payload.Release{v1, v2}, h.loader.Recorded())
+	assert.Equal(t, int32(0), d.Status.Failures, "the v1 apply was interrupted, not failed")
+	require.Len(t, d.Status.History, 2)
+	assert.Equal(t, payload.UpdatePartial, d.Status.History[1].State, "the release left behind stays partial")
+	assert.NotNil(t, d.Status.History[1].CompletionTime)
 }
 
+// TestWorkerBackoffGrowsThenResetsAfterSuccess scripts every failure before it advances
+// the clock, so the worker never races the script.
 func TestWorkerBackoffGrowsThenResetsAfterSuccess(t *testing.T) {
 	h := newHarness(t, nil)
 	boom := errors.New("boom")
@@ -188,7 +271,7 @@ func TestWorkerBackoffGrowsThenResetsAfterSuccess(t *testing.T) {
 	h.worker.Update(1, v1)
 
 	steps := []struct {
-		state payload.State
+		state payload.State // the state the apply ran in
 		fail  bool
 		wait  time.Duration
 	}{
@@ -196,110 +279,532 @@ func TestWorkerBackoffGrowsThenResetsAfterSuccess(t *testing.T) {
 		{payload.StateInitializing, true, 4 * time.Minute},
 		{payload.StateInitializing, true, 8 * time.Minute},
 		{payload.StateInitializing, false, 16 * time.Minute},
-		{payload.StateReconciling, true, 2 * time.Minute}, // reset: the cluster-version operator would wait 16m
+		{payload.StateReconciling, true, 2 * time.Minute}, // reset by the success
 		{payload.StateReconciling, false, 16 * time.Minute},
 	}
 	for i, step := range steps {
-		if i == 4 {
-			h.applier.FailTimes("ConfigMap/b/two", 1, boom)
-		}
-		r := h.next()
-		assert.Equal(t, step.state, r.State, "apply %d", i)
-		assert.Equal(t, step.fail, r.Err != nil, "apply %d: %v", i, r.Err)
-		assert.Equal(t, step.wait, r.RetryAfter, "apply %d", i)
+		d := h.next()
+		last := h.applier.Recorded()
+		assert.Equal(t, step.state, last[len(last)-1].State, "apply %d", i)
+		assert.Equal(t, step.fail, d.Status.Failure != nil, "apply %d", i)
+		assert.Equal(t, step.wait, d.RequeueAfter, "apply %d", i)
 		if step.fail {
-			s := h.worker.Status()
-			require.NotNil(t, s.Failure)
-			assert.Equal(t, "UpdatePayloadFailed", s.Failure.Reason)
-			assert.Contains(t, s.Failure.Message, `Could not update configmap "b/two"`)
+			assert.Equal(t, "UpdatePayloadFailed", d.Status.Failure.Reason)
+			assert.Equal(t, `Could not update configmap "b/two" (5 of 6): boom`, d.Status.Failure.Message)
 		}
-		h.clk.Step(r.RetryAfter)
+		if i == 3 {
+			h.applier.FailTimes("ConfigMap/b/two", 1, boom) // before the clock moves
+		}
+		h.clk.Step(d.RequeueAfter)
 	}
 	h.next()
 }
 
 func TestWorkerApplyTimeout(t *testing.T) {
-	h := newHarness(t, func(c *payload.WorkerConfig) { c.ApplyTimeout = 5 * time.Minute })
-	h.applier.BlockUntilCancelled("ConfigMap/default/three")
-	started := make(chan struct{}, 10)
-	h.applier.OnApply = func(c fake.PayloadApply) {
-		if c.Ref == "ConfigMap/default/three" {
-			started <- struct{}{}
-		}
-	}
+	h := newHarness(t, func(c *payload.Config) { c.Policy.ApplyTimeout = metav1.Duration{Duration: 5 * time.Minute} })
+	started := h.blockOn("ConfigMap/default/three")
 	h.worker.Update(1, v1)
 	<-started
 	h.clk.Step(5 * time.Minute)
-	r := h.next()
-	require.ErrorIs(t, r.Err, payload.ErrApplyTimeout)
-	s := h.worker.Status()
-	require.NotNil(t, s.Failure)
-	assert.Equal(t, "UpdatePayloadTimedOut", s.Failure.Reason)
-	assert.Contains(t, s.Failure.Message, "timed out after 5m0s with ")
-	assert.Contains(t, s.Failure.Message, " of 6 manifests applied")
-	assert.Equal(t, payload.EffectFail, s.Failure.Effect)
+	d := h.next()
+	require.NotNil(t, d.Status.Failure)
+	assert.Equal(t, "UpdatePayloadTimedOut", d.Status.Failure.Reason)
+	assert.Contains(t, d.Status.Failure.Message, "timed out after 5m0s with ")
+	assert.Contains(t, d.Status.Failure.Message, " of 6 manifests applied")
+	assert.Equal(t, payload.EffectFail, d.Status.Failure.Effect)
 }
 
 func TestWorkerLoadFailureBacksOff(t *testing.T) {
 	h := newHarness(t, nil)
 	h.loader.FailNext(v1, errors.New("registry unavailable"))
 	h.worker.Update(1, v1)
-	r := h.next()
-	require.Error(t, r.Err)
-	assert.Equal(t, 2*time.Minute, r.RetryAfter)
-	s := h.worker.Status()
-	require.NotNil(t, s.Failure)
-	assert.Equal(t, "UpdatePayloadRetrievalFailed", s.Failure.Reason)
-	assert.Contains(t, s.Failure.Message, "registry unavailable")
+	d := h.next()
+	assert.Equal(t, 2*time.Minute, d.RequeueAfter)
+	require.NotNil(t, d.Status.Failure)
+	assert.Equal(t, "UpdatePayloadRetrievalFailed", d.Status.Failure.Reason)
+	assert.Contains(t, d.Status.Failure.Message, "registry unavailable")
+	assert.Equal(t, []payload.Event{{Type: payload.EventTypeWarning, Reason: "UpdatePayloadRetrievalFailed", Message: d.Status.Failure.Message}}, d.Events[len(d.Events)-1:])
 	assert.Empty(t, h.applier.Recorded())
 
-	h.clk.Step(r.RetryAfter)
-	r = h.next()
-	require.NoError(t, r.Err)
-	assert.Nil(t, h.worker.Status().Failure)
+	h.clk.Step(d.RequeueAfter)
+	d = h.next()
+	assert.Nil(t, d.Status.Failure)
 }
 
-func TestWorkerRestartsFromPersistedStatus(t *testing.T) {
-	tests := []struct {
-		name      string
-		persisted payload.Status
-		want      payload.State
-	}{
-		{name: "fresh", persisted: payload.Status{}, want: payload.StateInitializing},
-		{name: "reconciling the same release", persisted: payload.Status{Actual: v1, Reconciling: true, Completed: 3}, want: payload.StateReconciling},
-		{name: "initializing the same release", persisted: payload.Status{Actual: v1, Initial: true}, want: payload.StateInitializing},
-		{name: "another release", persisted: payload.Status{Actual: v2, Reconciling: true}, want: payload.StateUpdating},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, func(c *payload.WorkerConfig) { c.Status = tt.persisted })
-			h.worker.Update(4, v1)
-			r := h.next()
-			assert.Equal(t, tt.want, r.State)
-			if tt.want == payload.StateReconciling {
-				assert.Equal(t, 4, h.worker.Status().Completed, "the completed count continues")
+// TestWorkerStartAgainCarriesOn protects "start again, carry on": a worker stopped and
+// started again, the same one or a new one given the persisted status, reconciles at
+// the interval (not at once, not never), and the next release is an update in
+// run-level order.
+func TestWorkerStartAgainCarriesOn(t *testing.T) {
+	for _, restart := range []string{"same worker", "new worker from the persisted status"} {
+		t.Run(restart, func(t *testing.T) {
+			h := newHarness(t, func(c *payload.Config) { c.Policy.Workers = 1 })
+			h.worker.Update(1, v1)
+			d := h.next()
+			require.Equal(t, payload.StateReconciling, d.Status.State)
+			h.stop()
+
+			h.clk.Step(10 * time.Minute)
+			w := h.worker
+			if restart != "same worker" {
+				cfg := h.cfg
+				cfg.Status = w.Status()
+				w = h.newWorker(cfg)
+				w.Update(1, v1)
 			}
+			applied := len(h.applier.Recorded())
+			h.start(w)
+			h.idle()
+			assert.Len(t, h.applier.Recorded(), applied, "nothing is applied before the interval is over")
+
+			h.clk.Step(6 * time.Minute)
+			d = h.next()
+			assert.Equal(t, int32(2), d.Status.Completed, "it reconciled at the interval")
+			calls := h.applier.Recorded()[applied:]
+			assert.Equal(t, []payload.State{payload.StateReconciling}, statesOf(calls))
+
+			applied = len(h.applier.Recorded())
+			h.worker.Update(2, v2)
+			d = h.next()
+			assert.Equal(t, v2, d.Status.Release)
+			calls = h.applier.Recorded()[applied:]
+			assert.Equal(t, []payload.State{payload.StateUpdating}, statesOf(calls), "the next release is an update")
+			assert.Equal(t, runLevelOrder, filesOf(calls), "in run-level order")
 		})
 	}
 }
 
-func TestWorkerUpdatingFollowsRunLevels(t *testing.T) {
-	h := newHarness(t, func(c *payload.WorkerConfig) {
-		c.Workers = 1
-		c.Status = payload.Status{Actual: v2, Reconciling: true}
-	})
-	h.worker.Update(1, v1)
-	r := h.next()
-	require.Equal(t, payload.StateUpdating, r.State)
-	var files []string
-	for _, c := range h.applier.Recorded() {
-		files = append(files, c.File)
+// TestWorkerCleanStopIsNotAFailure protects "a clean stop is not a failure": stopping
+// the worker mid-apply publishes no failure and no warning; the status says the apply
+// was interrupted, and a restart resumes it in the same state.
+func TestWorkerCleanStopIsNotAFailure(t *testing.T) {
+	h := newHarness(t, func(c *payload.Config) { c.Status = payload.Status{Release: v2, State: payload.StateReconciling} })
+	started := make(chan struct{})
+	var once sync.Once
+	h.applier.Push("ConfigMap/b/two", fake.PayloadOutcome{Block: true, Times: 1})
+	h.applier.OnApply = func(c fake.PayloadApply) {
+		if c.Ref == "ConfigMap/b/two" {
+			once.Do(func() { close(started) })
+		}
 	}
+	h.worker.Update(1, v1)
+	<-started
+	h.stop()
+
+	s := h.worker.Status()
+	assert.True(t, s.Interrupted)
+	assert.Nil(t, s.Failure)
+	assert.Equal(t, payload.StateUpdating, s.State)
+	assert.Equal(t, int32(0), s.Failures)
+	for len(h.results) > 0 {
+		d := <-h.results
+		for _, e := range d.Events {
+			assert.NotEqual(t, payload.EventTypeWarning, e.Type, "a stop emits no warning: %v", e)
+		}
+		assert.Nil(t, d.Status.Failure)
+	}
+
+	cfg := h.cfg
+	cfg.Status = s
+	w := h.newWorker(cfg)
+	w.Update(1, v1)
+	applied := len(h.applier.Recorded())
+	h.start(w)
+	d := h.next()
+	assert.Equal(t, payload.StateReconciling, d.Status.State, "the restart resumed and completed the update")
+	assert.Equal(t, []payload.State{payload.StateUpdating}, statesOf(h.applier.Recorded()[applied:]))
+	assert.False(t, d.Status.Interrupted)
+}
+
+// TestWorkerValidIsValidInEveryState protects one verdict for every state: a
+// dependency on a later run level is refused whether the payload is installed,
+// updated to or reconciled, and a payload that installs can be updated to.
+func TestWorkerValidIsValidInEveryState(t *testing.T) {
+	backwards := samplePayload(v1)
+	backwards.Manifests[0].DependsOn = []string{"ConfigMap/default/three"} // level 10 needs level 30
+	forwards := samplePayload(v1)
+	forwards.Manifests[5].DependsOn = []string{"Namespace/a"}
+	persisted := map[payload.State]payload.Status{
+		payload.StateInitializing: {},
+		payload.StateUpdating:     {Release: v2, State: payload.StateReconciling, History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "2.0.0"}}},
+		payload.StateReconciling:  {Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.Time{Time: t0}},
+	}
+	for _, p := range []struct {
+		name    string
+		payload *payload.Payload
+		valid   bool
+	}{{"dependency on a later run level", backwards, false}, {"dependency on an earlier run level", forwards, true}} {
+		var verdicts []string
+		for _, state := range []payload.State{payload.StateInitializing, payload.StateUpdating, payload.StateReconciling} {
+			t.Run(p.name+"/"+string(state), func(t *testing.T) {
+				h := newHarness(t, func(c *payload.Config) { c.Status = persisted[state] })
+				h.loader.Add(p.payload)
+				h.worker.Update(1, v1)
+				d := h.next()
+				if p.valid {
+					assert.Nil(t, d.Status.Failure)
+					assert.Equal(t, state, h.applier.Recorded()[0].State)
+					return
+				}
+				assert.Equal(t, state, d.Status.State)
+				assert.Empty(t, h.applier.Recorded(), "nothing of an invalid payload is applied")
+				require.NotNil(t, d.Status.Failure)
+				assert.Equal(t, "UpdatePayloadIntegrity", d.Status.Failure.Reason)
+				verdicts = append(verdicts, d.Status.Failure.Message)
+			})
+		}
+		if !p.valid {
+			require.Len(t, verdicts, 3)
+			assert.Equal(t, verdicts[0], verdicts[1])
+			assert.Equal(t, verdicts[0], verdicts[2])
+		}
+	}
+}
+
+// TestWorkerInitializingIsBounded protects "bounded in every state": a payload of
+// 10,000 manifests without run-level prefixes is initialized by the bounded pool, not a
+// goroutine per manifest.
+func TestWorkerInitializingIsBounded(t *testing.T) {
+	big := &payload.Payload{Release: v1}
+	for i := range 10000 {
+		big.Manifests = append(big.Manifests, manifest(fmt.Sprintf("cm-%05d.yaml", i), "ConfigMap", "ns", fmt.Sprintf("cm-%05d", i)))
+	}
+	var peak atomic.Int64
+	h := newHarness(t, nil)
+	h.loader.Add(big)
+	h.applier.OnApply = func(fake.PayloadApply) {
+		n := int64(runtime.NumGoroutine())
+		for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
+		}
+	}
+	before := runtime.NumGoroutine()
+	h.worker.Update(1, v1)
+	d := h.next()
+	assert.Equal(t, int32(10000), d.Status.Done)
+	assert.Equal(t, []payload.State{payload.StateInitializing}, statesOf(h.applier.Recorded()[:1]))
+	assert.LessOrEqual(t, h.applier.Concurrency(), 16, "the default pool while initializing")
+	assert.Less(t, peak.Load(), int64(before+16+20), "goroutines while initializing")
+}
+
+// TestWorkerFailureSaysWhy protects "failures say why": the status message of a failed
+// apply names the manifest and carries the cause.
+func TestWorkerFailureSaysWhy(t *testing.T) {
+	h := newHarness(t, nil)
+	h.loader.Add(&payload.Payload{Release: v1, Manifests: []payload.Manifest{manifest("a.yaml", "ConfigMap", "ns", "a")}})
+	h.applier.FailForever("ConfigMap/ns/a", errors.New("admission webhook denied the request"))
+	h.worker.Update(1, v1)
+	d := h.next()
+	require.NotNil(t, d.Status.Failure)
+	assert.Equal(t, `Could not update configmap "ns/a" (1 of 1): admission webhook denied the request`, d.Status.Failure.Message)
+	failing, ok := conditionOf(d.Status, payload.ConditionFailing)
+	require.True(t, ok)
+	assert.Equal(t, metav1.ConditionTrue, failing.Status)
+	assert.Equal(t, d.Status.Failure.Message, failing.Message)
+}
+
+func conditionOf(s payload.Status, condType string) (metav1.Condition, bool) {
+	for _, c := range s.Conditions {
+		if c.Type == condType {
+			return c, true
+		}
+	}
+	return metav1.Condition{}, false
+}
+
+// TestWorkerSurvivesCrashingHostCode protects "nothing crashes the host": a panic or a
+// runtime.Goexit (what t.FailNow does) in any host hook fails what it was doing, and the
+// worker carries on.
+func TestWorkerSurvivesCrashingHostCode(t *testing.T) {
+	tests := []struct {
+		name      string
+		configure func(c *payload.Config, crash func())
+		want      string
+	}{
+		{name: "applier panics", configure: func(c *payload.Config, crash func()) {
+			c.Applier = payload.ApplierFunc(func(context.Context, *payload.Manifest, payload.State) error { crash(); return nil })
+		}, want: `payload: applying namespace "a" (1 of 6)`},
+		{name: "loader", configure: func(c *payload.Config, crash func()) {
+			loader := c.Loader
+			c.Loader = payload.LoaderFunc(func(ctx context.Context, r payload.Release) (*payload.Payload, error) {
+				crash()
+				return loader.Load(ctx, r)
+			})
+		}, want: "payload: loading the payload"},
+		{name: "include", configure: func(c *payload.Config, crash func()) {
+			c.Include = func(*payload.Manifest) error { crash(); return nil }
+		}, want: "payload: deciding which manifests to include"},
+		{name: "readiness", configure: func(c *payload.Config, crash func()) {
+			c.Readiness = payload.ReadinessFunc(func(context.Context, *payload.Manifest) error { crash(); return nil })
+		}, want: "payload: applying"},
+		{name: "preconditions", configure: func(c *payload.Config, crash func()) {
+			c.Status = payload.Status{Release: v2, State: payload.StateReconciling}
+			c.Preconditions = payload.PreconditionsFunc(func(context.Context, payload.Release, payload.Release) error { crash(); return nil })
+		}, want: "payload: checking the preconditions"},
+	}
+	crashes := map[string]func(){"panic": func() { panic("kaboom") }, "Goexit": runtime.Goexit}
+	for _, tt := range tests {
+		for how, crash := range crashes {
+			t.Run(tt.name+"/"+how, func(t *testing.T) {
+				crashing := atomic.Bool{}
+				crashing.Store(true)
+				h := newHarness(t, func(c *payload.Config) {
+					tt.configure(c, func() {
+						if crashing.Load() {
+							crash()
+						}
+					})
+				})
+				h.worker.Update(1, v1)
+				d := h.next()
+				require.NotNil(t, d.Status.Failure, "the crash is a failure")
+				assert.Contains(t, d.Status.Failure.Message, tt.want)
+				crashing.Store(false)
+				h.clk.Step(d.RequeueAfter)
+				d = h.next()
+				assert.Nil(t, d.Status.Failure, "the worker carries on")
+				assert.Equal(t, payload.StateReconciling, d.Status.State)
+			})
+		}
+	}
+}
+
+func TestNewWorkerRejectsBadConfig(t *testing.T) {
+	loader := &fake.PayloadLoader{}
+	applier := &fake.PayloadApplier{}
+	var nilLoader *fake.PayloadLoader
+	var nilApplier *fake.PayloadApplier
+	var nilFunc payload.ApplierFunc
+	var nilDeleter *fake.PayloadApplier
+	tests := []struct {
+		name string
+		cfg  payload.Config
+	}{
+		{"no loader", payload.Config{Applier: applier}},
+		{"no applier", payload.Config{Loader: loader}},
+		{"typed-nil loader", payload.Config{Loader: nilLoader, Applier: applier}},
+		{"typed-nil applier", payload.Config{Loader: loader, Applier: nilApplier}},
+		{"nil applier func", payload.Config{Loader: loader, Applier: nilFunc}},
+		{"typed-nil deleter", payload.Config{Loader: loader, Applier: applier, Deleter: nilDeleter}},
+		{"negative interval", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{Interval: metav1.Duration{Duration: -1}}}},
+		{"negative workers", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{InitializingWorkers: -1}}},
+		{"factor below 100", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{Backoff: payload.Backoff{FactorPercent: 50}}}},
+		{"jitter over 100", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{ManifestBackoff: payload.Backoff{JitterPercent: 101}}}},
+		{"unknown readiness effect", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{ReadinessEffect: "Sometimes"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := payload.NewWorker(tt.cfg)
+			require.ErrorIs(t, err, payload.ErrInvalid)
+			assert.Regexp(t, "^payload: ", err.Error())
+		})
+	}
+}
+
+func TestWorkerStartRejectsANilContextAndASecondStart(t *testing.T) {
+	h := newHarness(t, nil)
+	//nolint:staticcheck // a nil context is what the test is about
+	require.ErrorIs(t, h.worker.Start(nil), payload.ErrInvalid)
+	h.worker.Update(1, v1)
+	h.next()
+	require.Error(t, h.worker.Start(context.Background()), "a second Start while the first runs")
+}
+
+// TestWorkerRemovesManifestsMarkedForDeletion: deletions run in graph order, an object
+// already gone is success, and the objects removed are reported.
+func TestWorkerRemovesManifestsMarkedForDeletion(t *testing.T) {
+	h := newHarness(t, func(c *payload.Config) {
+		c.Policy.Workers = 1
+		c.Status = payload.Status{Release: v1, State: payload.StateReconciling}
+	})
+	p := samplePayload(v2)
+	old := manifest("0000_20_a_03_old.yaml", "ConfigMap", "a", "old")
+	old.Delete = true
+	gone := manifest("0000_20_b_02_gone.yaml", "ConfigMap", "b", "gone")
+	gone.Delete = true
+	p.Manifests = slices.Insert(p.Manifests, 4, old)
+	p.Manifests = slices.Insert(p.Manifests, 6, gone)
+	h.loader.Add(p)
+	h.applier.FailForever("ConfigMap/b/gone", apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "gone"))
+
+	h.worker.Update(2, v2)
+	d := h.next()
+	require.Nil(t, d.Status.Failure)
+	calls := h.applier.Recorded()
 	assert.Equal(t, []string{
 		"0000_10_a_00_ns.yaml", "0000_10_a_01_cm.yaml", "0000_10_b_00_ns.yaml",
-		"0000_20_a_02_cm.yaml", "0000_20_b_01_cm.yaml", "0000_30_c_00_cm.yaml",
-	}, files)
-	assert.Equal(t, 1, h.applier.Concurrency())
+		"0000_20_a_02_cm.yaml", "0000_20_a_03_old.yaml", "0000_20_b_01_cm.yaml", "0000_20_b_02_gone.yaml", "0000_30_c_00_cm.yaml",
+	}, filesOf(calls), "deletions run in graph order")
+	assert.True(t, calls[4].Delete)
+	assert.True(t, calls[6].Delete)
+	assert.Contains(t, d.Events, payload.Event{Type: payload.EventTypeNormal, Reason: "ManifestsDeleted", Message: `Deleted 1 objects of 2.0.0: configmap "a/old"`},
+		"the object already gone is success and not reported as deleted")
+	assert.Equal(t, int32(8), d.Status.Done)
+}
+
+// TestWorkerWaitsForReadinessWhileUpdating: an update waits for every manifest of a run
+// level to be ready before the next level, a manifest not ready in time fails with the
+// policy's effect, and reconciling does not wait.
+func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
+	readiness := &fake.PayloadReadiness{}
+	h := newHarness(t, func(c *payload.Config) {
+		c.Policy.Workers = 1
+		c.Policy.ReadinessPoll = metav1.Duration{Duration: 10 * time.Second}
+		c.Policy.ReadinessTimeout = metav1.Duration{Duration: time.Minute}
+		c.Readiness = readiness
+		c.Status = payload.Status{Release: v2, State: payload.StateReconciling}
+	})
+	readiness.NotReadyFor("ConfigMap/b/two", 2)
+	var order []string
+	var mu sync.Mutex
+	h.applier.OnApply = func(c fake.PayloadApply) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, c.Ref)
+	}
+	h.worker.Update(1, v1)
+	for range 2 { // two polls of the level-20 ConfigMap before level 30 starts
+		h.waiters(2) // the apply's timeout and the readiness poll
+		mu.Lock()
+		assert.NotContains(t, order, "ConfigMap/default/three", "the next run level waits")
+		mu.Unlock()
+		h.clk.Step(10 * time.Second)
+	}
+	d := h.next()
+	require.Nil(t, d.Status.Failure)
+	assert.Contains(t, order, "ConfigMap/default/three")
+
+	t.Run("reconciling does not wait", func(t *testing.T) {
+		checks := len(readiness.Recorded())
+		readiness.NotReadyFor("ConfigMap/a/one", 100)
+		h.clk.Step(d.RequeueAfter)
+		d = h.next()
+		assert.Nil(t, d.Status.Failure)
+		assert.Len(t, readiness.Recorded(), checks, "no readiness check while reconciling")
+	})
+
+	t.Run("not ready in time", func(t *testing.T) {
+		h.worker.Update(2, v2)
+		for range 6 {
+			h.waiters(2)
+			h.clk.Step(10 * time.Second)
+		}
+		d = h.next()
+		require.NotNil(t, d.Status.Failure)
+		assert.Equal(t, "ManifestNotReady", d.Status.Failure.Reason)
+		assert.Equal(t, payload.EffectFailAfterInterval, d.Status.Failure.Effect)
+		assert.Equal(t, `Timed out after 1m0s waiting for configmap "a/one" (2 of 6) to be ready: fake: ConfigMap/a/one is not ready yet`, d.Status.Failure.Message)
+		progressing, _ := conditionOf(d.Status, payload.ConditionProgressing)
+		assert.Contains(t, progressing.Message, "waiting on: Timed out", "FailAfterInterval only waits at first")
+		failing, _ := conditionOf(d.Status, payload.ConditionFailing)
+		assert.Equal(t, metav1.ConditionFalse, failing.Status)
+	})
+}
+
+// TestWorkerPreconditionsBlockAnUpdateUnlessForced: a failing precondition blocks an
+// update (and only an update); forcing the desired release skips it.
+func TestWorkerPreconditionsBlockAnUpdateUnlessForced(t *testing.T) {
+	var checks []string
+	h := newHarness(t, func(c *payload.Config) {
+		c.Status = payload.Status{Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.Time{Time: t0.Add(time.Hour)},
+			History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "1.0.0", Image: v1.Image}}}
+		c.Preconditions = payload.PreconditionsFunc(func(_ context.Context, from, to payload.Release) error {
+			checks = append(checks, from.Version+"->"+to.Version)
+			return errors.New("ClusterOperator network is not upgradeable")
+		})
+	})
+	h.worker.Update(2, v2)
+	d := h.next()
+	require.NotNil(t, d.Status.Failure)
+	assert.Equal(t, "UpgradePreconditionCheckFailed", d.Status.Failure.Reason)
+	assert.Equal(t, "Preconditions failed for the update to 2.0.0: ClusterOperator network is not upgradeable", d.Status.Failure.Message)
+	assert.Empty(t, h.applier.Recorded(), "nothing is applied")
+	assert.Equal(t, []string{"1.0.0->2.0.0"}, checks)
+
+	forced := v2
+	forced.Force = true
+	h.worker.Update(3, forced)
+	h.clk.Step(d.RequeueAfter)
+	d = h.next()
+	assert.Nil(t, d.Status.Failure, "a forced release skips the preconditions")
+	assert.Equal(t, []string{"1.0.0->2.0.0"}, checks)
+	assert.Equal(t, []payload.State{payload.StateUpdating}, statesOf(h.applier.Recorded()))
+}
+
+// TestWorkerSameDigestThroughAMirrorStartsNoUpdate: the same release pulled by digest
+// through a mirror registry is no new release.
+func TestWorkerSameDigestThroughAMirrorStartsNoUpdate(t *testing.T) {
+	const digest = "@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	upstream := payload.Release{Version: "4.15.1", Image: "quay.io/openshift/release" + digest}
+	mirrored := payload.Release{Image: "mirror.local:5000/openshift/release" + digest}
+	h := newHarness(t, nil)
+	h.loader.Add(samplePayload(upstream))
+	mirroredPayload := samplePayload(mirrored)
+	mirroredPayload.Release.Version = "4.15.1"
+	h.loader.Add(mirroredPayload)
+	h.worker.Update(1, upstream)
+	d := h.next()
+	require.Equal(t, payload.StateReconciling, d.Status.State)
+
+	h.worker.Update(2, mirrored)
+	h.clk.Step(d.RequeueAfter)
+	d = h.next()
+	s := d.Status
+	assert.Equal(t, payload.StateReconciling, s.State, "no update started")
+	assert.Empty(t, d.Events)
+	assert.Len(t, s.History, 1)
+	assert.Equal(t, mirrored.Image, s.Release.Image, "the reconcile pulled from the mirror")
+	assert.Equal(t, "4.15.1", s.Release.Version)
+	assert.Equal(t, []payload.State{payload.StateInitializing, payload.StateReconciling}, statesOf(h.applier.Recorded()))
+	assert.Equal(t, mirrored.Image, h.loader.Recorded()[1].Image)
+}
+
+// TestWorkerHistoryAndConditions: the history keeps a bounded list of releases with
+// their state and times, and the conditions say what the cluster-version operator says.
+func TestWorkerHistoryAndConditions(t *testing.T) {
+	h := newHarness(t, func(c *payload.Config) { c.Policy.MaxHistory = 2 })
+	h.applier.FailTimes("ConfigMap/default/three", 1, errors.New("boom"))
+	h.worker.Update(1, v1)
+	d := h.next()
+	progressing, _ := conditionOf(d.Status, payload.ConditionProgressing)
+	assert.Equal(t, metav1.ConditionTrue, progressing.Status)
+	assert.Equal(t, `Unable to apply 1.0.0: Could not update configmap "default/three" (6 of 6): boom`, progressing.Message)
+	available, _ := conditionOf(d.Status, payload.ConditionAvailable)
+	assert.Equal(t, metav1.ConditionFalse, available.Status)
+
+	h.clk.Step(d.RequeueAfter)
+	d = h.next()
+	for _, want := range []metav1.Condition{
+		{Type: payload.ConditionAvailable, Status: metav1.ConditionTrue, Message: "Done applying 1.0.0"},
+		{Type: payload.ConditionProgressing, Status: metav1.ConditionFalse, Message: "Cluster version is 1.0.0"},
+		{Type: payload.ConditionFailing, Status: metav1.ConditionFalse},
+	} {
+		got, ok := conditionOf(d.Status, want.Type)
+		require.True(t, ok, want.Type)
+		assert.Equal(t, want.Status, got.Status, want.Type)
+		assert.Equal(t, want.Message, got.Message, want.Type)
+	}
+	v3 := payload.Release{Version: "3.0.0", Image: "example.com/payload:3"}
+	h.loader.Add(samplePayload(v3))
+	for i, r := range []payload.Release{v2, v3} {
+		h.worker.Update(int64(i+2), r)
+		d = h.next()
+	}
+	require.Len(t, d.Status.History, 2, "bounded by MaxHistory")
+	assert.Equal(t, "3.0.0", d.Status.History[0].Version)
+	assert.Equal(t, payload.UpdateCompleted, d.Status.History[0].State)
+	assert.Equal(t, "2.0.0", d.Status.History[1].Version)
+	assert.NotNil(t, d.Status.History[1].CompletionTime)
+}
+
+func TestWorkerWritesStatusThroughConflicts(t *testing.T) {
+	store := &fake.PayloadStatusStore{Errs: []error{payload.ErrConflict}}
+	h := newHarness(t, func(c *payload.Config) { c.StatusWriter = store })
+	h.worker.Update(1, v1)
+	h.next()
+	h.stop()
+	s := store.Current()
+	assert.Equal(t, h.worker.Status(), s, "the last status is written, conflicts or not")
+	assert.Equal(t, payload.StateReconciling, s.State)
 }
 
 func TestWorkerReportEffectDoesNotFail(t *testing.T) {
@@ -307,15 +812,13 @@ func TestWorkerReportEffectDoesNotFail(t *testing.T) {
 	slow := func(name string) error {
 		return &payload.UpdateError{Reason: "SlowOperator", Message: "operator " + name + " is slow", Effect: payload.EffectReport}
 	}
-	// Initializing runs the three components in parallel: both reports are collected concurrently.
 	h.applier.FailForever("Namespace/a", slow("a"))
 	h.applier.FailForever("Namespace/b", slow("b"))
 	h.worker.Update(1, v1)
-	r := h.next()
-	require.NoError(t, r.Err)
-	s := h.worker.Status()
-	assert.True(t, s.Reconciling)
-	assert.Equal(t, 6, s.Done)
+	d := h.next()
+	s := d.Status
+	assert.Equal(t, payload.StateReconciling, s.State)
+	assert.Equal(t, int32(6), s.Done)
 	require.NotNil(t, s.Failure)
 	assert.Equal(t, payload.EffectReport, s.Failure.Effect)
 	assert.Equal(t, payload.ReasonMultipleErrors, s.Failure.Reason)
@@ -323,157 +826,55 @@ func TestWorkerReportEffectDoesNotFail(t *testing.T) {
 	assert.Equal(t, 1, h.applier.Count("ConfigMap/a/one"), "the manifest after the reported one still ran")
 }
 
-func TestWorkerNotifiesStatus(t *testing.T) {
-	got := make(chan payload.Status, 100)
-	h := newHarness(t, func(c *payload.WorkerConfig) { c.OnStatus = func(s payload.Status) { got <- s } })
-	h.worker.Update(1, v1)
-	h.next()
-	deadline := time.After(10 * time.Second)
-	for {
-		select {
-		case s := <-got:
-			if s.Reconciling {
-				assert.Equal(t, 1, s.Completed)
-				return
-			}
-		case <-deadline:
-			require.FailNow(t, "the reconciling edge was not notified")
-		}
-	}
-}
-
-func TestNewWorkerRejectsBadConfig(t *testing.T) {
-	applier, loader := &fake.PayloadApplier{}, &fake.PayloadLoader{}
-	tests := []struct {
-		name string
-		cfg  payload.WorkerConfig
-	}{
-		{name: "no loader", cfg: payload.WorkerConfig{Applier: applier}},
-		{name: "no applier", cfg: payload.WorkerConfig{Loader: loader}},
-		{name: "negative interval", cfg: payload.WorkerConfig{Loader: loader, Applier: applier, Interval: -time.Second}},
-		{name: "negative workers", cfg: payload.WorkerConfig{Loader: loader, Applier: applier, Workers: -1}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := payload.NewWorker(tt.cfg)
-			require.ErrorIs(t, err, payload.ErrInvalid)
-		})
-	}
-}
-
-func TestWorkerStartsOnce(t *testing.T) {
+func TestWorkerSwitchBackDuringAnApplyAppliesAgain(t *testing.T) {
 	h := newHarness(t, nil)
+	started := h.blockOn("ConfigMap/default/three")
 	h.worker.Update(1, v1)
-	h.next()
-	require.Error(t, h.worker.Start(context.Background()))
-	assert.Equal(t, h.worker.Status(), h.worker.Update(1, payload.Release{}), "an empty release is ignored")
-}
-
-func TestRetryDelay(t *testing.T) {
-	tests := []struct {
-		errors int
-		want   time.Duration
-	}{{0, 16 * time.Minute}, {1, 2 * time.Minute}, {2, 4 * time.Minute}, {3, 8 * time.Minute}, {4, 16 * time.Minute}, {9, 16 * time.Minute}}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, payload.RetryDelay(16*time.Minute, tt.errors), "errors=%d", tt.errors)
-	}
-}
-
-func TestWorkerInitializingRunsEveryNodeAtOnce(t *testing.T) {
-	h := newHarness(t, func(c *payload.WorkerConfig) { c.Workers = 1 })
-	// The sample payload flattens into five nodes: (10,a) (10,b) (20,a) (20,b) (30,c).
-	var mu sync.Mutex
-	started := 0
-	all := make(chan struct{})
-	h.applier.OnApply = func(fake.PayloadApply) {
-		mu.Lock()
-		started++
-		if started == 5 {
-			close(all)
-		}
-		mu.Unlock()
-		select { // hold every call until five run at once
-		case <-all:
-		case <-time.After(5 * time.Second):
-		}
-	}
-	h.worker.Update(1, v1)
-	require.NoError(t, h.next().Err)
-	assert.Equal(t, 5, h.applier.Concurrency())
+	<-started
+	h.worker.Update(2, v2) // cancels v1
+	h.worker.Update(3, v1) // and back: v1 again at once
+	d := h.next()
+	assert.True(t, d.Status.Interrupted)
+	<-started
+	assert.Equal(t, v1, h.worker.Status().Release)
+	assert.NotContains(t, h.loader.Recorded(), v2, "v2 was never applied")
 }
 
 func TestWorkerReconcilesInSeededPermutation(t *testing.T) {
-	h := newHarness(t, func(c *payload.WorkerConfig) {
-		c.ReconcileWorkers = 1
-		c.Status = payload.Status{Actual: v1, Reconciling: true}
-	})
+	h := newHarness(t, func(c *payload.Config) { c.Policy.ReconcileWorkers = 1 })
 	h.worker.Update(1, v1)
-	r := h.next()
-	require.Equal(t, payload.StateReconciling, r.State)
-
-	// Attempt 0: epoch 0, no shift.
-	order := payload.ShiftOrder(payload.PermuteOrder(payload.FlattenByNumberAndComponent, rand.New(rand.NewPCG(0, 0))), 0, 8)
-	graph, err := payload.BuildGraph(payload.NewTasks(samplePayload(v1).Manifests, wait.Backoff{Steps: 1}), order)
-	require.NoError(t, err)
-	var want []string
-	payload.RunGraph(context.Background(), graph, 1, func(_ context.Context, tasks []*payload.Task) error {
-		for _, task := range tasks {
-			want = append(want, task.Manifest.File)
-		}
-		return nil
-	})
-	var got []string
-	for _, c := range h.applier.Recorded() {
-		got = append(got, c.File)
+	d := h.next()
+	var orders [][]string
+	for range 3 {
+		applied := len(h.applier.Recorded())
+		h.clk.Step(d.RequeueAfter)
+		d = h.next()
+		orders = append(orders, filesOf(h.applier.Recorded()[applied:]))
 	}
-	assert.Equal(t, want, got)
-	assert.NotEqual(t, []string{
-		"0000_10_a_00_ns.yaml", "0000_10_a_01_cm.yaml", "0000_10_b_00_ns.yaml",
-		"0000_20_a_02_cm.yaml", "0000_20_b_01_cm.yaml", "0000_30_c_00_cm.yaml",
-	}, got, "reconciling does not follow the payload order")
+	for _, o := range orders {
+		assert.ElementsMatch(t, runLevelOrder, o)
+	}
+	assert.NotEqual(t, orders[0], orders[1], "each pass starts elsewhere")
 }
 
-func TestWorkerSwitchBackDuringAnApplyAppliesAgain(t *testing.T) {
-	tests := []struct {
-		name      string
-		persisted payload.Status
-		state     payload.State
-	}{
-		{name: "reconciling", persisted: payload.Status{Actual: v1, Reconciling: true}, state: payload.StateReconciling},
-		{name: "initializing", persisted: payload.Status{}, state: payload.StateInitializing},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, func(c *payload.WorkerConfig) { c.Status = tt.persisted })
-			const stuck = "ConfigMap/default/three"
-			h.applier.Push(stuck, fake.PayloadOutcome{Block: true, Times: 1})
-			started, release := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			h.applier.OnApply = func(c fake.PayloadApply) {
-				if c.Ref == stuck {
-					once.Do(func() {
-						close(started)
-						<-release // both updates land before the superseded apply returns
-					})
-				}
-			}
-
-			h.worker.Update(1, v1)
-			<-started
-			h.worker.Update(2, v2)
-			h.worker.Update(3, v1)
-			close(release)
-
-			r := h.next()
-			assert.Equal(t, v1, r.Release, "v2 was never picked up")
-			assert.Equal(t, tt.state, r.State)
-			require.NoError(t, r.Err)
-			assert.Equal(t, 2, h.applier.Count(stuck), "the superseded apply is done again, without waiting for the clock")
-			s := h.worker.Status()
-			assert.Equal(t, int64(3), s.Generation)
-			assert.True(t, s.Reconciling)
-			assert.Nil(t, s.Failure)
-			assert.Equal(t, []payload.Release{v1}, h.loader.Recorded())
-		})
-	}
+// TestWorkerAwaitsReadinessAfterAReportedError was found by TestSimPayload: an apply
+// error of EffectReport skipped the readiness wait, so the next run level started on
+// an object that was not ready.
+func TestWorkerAwaitsReadinessAfterAReportedError(t *testing.T) {
+	readiness := &fake.PayloadReadiness{}
+	h := newHarness(t, func(c *payload.Config) {
+		c.Policy.Workers = 1
+		c.Policy.ReadinessPoll = metav1.Duration{Duration: 10 * time.Second}
+		c.Readiness = readiness
+		c.Status = payload.Status{Release: v2, State: payload.StateReconciling}
+	})
+	h.applier.Push("ConfigMap/b/two", fake.PayloadOutcome{Err: &payload.UpdateError{Reason: "Slow", Message: "slow", Effect: payload.EffectReport}, Times: 1})
+	readiness.NotReadyFor("ConfigMap/b/two", 1)
+	h.worker.Update(1, v1)
+	h.waiters(2) // the apply's timeout and the readiness poll
+	assert.NotContains(t, filesOf(h.applier.Recorded()), "0000_30_c_00_cm.yaml", "the next run level waits")
+	h.clk.Step(10 * time.Second)
+	d := h.next()
+	assert.Equal(t, runLevelOrder, filesOf(h.applier.Recorded()))
+	assert.Equal(t, payload.EffectReport, d.Status.Failure.Effect)
 }

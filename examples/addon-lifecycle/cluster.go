@@ -33,10 +33,10 @@ import (
 // clusterPolicy is the policy on a real cluster: short polls, so that a
 // fleet of add-ons goes through its lifecycle in seconds.
 var clusterPolicy = addon.Policy{
-	CheckInterval:   time.Second,
-	CheckTimeout:    2 * time.Minute,
-	RunningInterval: time.Minute,
-	Backoff:         addon.Backoff{Base: 2 * time.Second},
+	CheckInterval:   metav1.Duration{Duration: time.Second},
+	CheckTimeout:    metav1.Duration{Duration: 2 * time.Minute},
+	RunningInterval: metav1.Duration{Duration: time.Minute},
+	Backoff:         addon.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}},
 }
 
 // fleetLabel marks the Addon objects the -kubeconfig run creates.

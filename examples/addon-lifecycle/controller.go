@@ -31,6 +31,8 @@ type controllerConfig struct {
 	Workers int
 	// Clock defaults to clock.RealClock{}.
 	Clock clock.WithTicker
+	// Identity names this controller in the engine's claims.
+	Identity string
 }
 
 // controller reconciles every Addon object in the cluster: an informer
@@ -39,16 +41,17 @@ type controllerConfig struct {
 // adds the finalizer before anything is installed, runs
 // addon.Machine.Reconcile, whose status writes go through the status
 // subresource with the object's resource version, emits the decided events
-// on the object, and drops the finalizer once the add-on is uninstalled. A
-// conflict requeues the key: the next reconcile reads the newer object and
-// decides again, so nothing is lost. RequeueAfter becomes AddAfter.
+// on the object, and drops the finalizer once the add-on is uninstalled.
+// The Addon object itself travels to the driver (addon.Object.Host), so one
+// Machine and one driver serve every Addon. A conflict makes the engine
+// re-read the Addon and decide again, so nothing is lost; conflicts that go
+// on requeue the key. RequeueAfter becomes AddAfter.
 type controller struct {
 	addons   dynamic.NamespaceableResourceInterface
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	informer cache.SharedIndexInformer
 	queue    workqueue.TypedRateLimitingInterface[string]
 	machine  *addon.Machine
-	writer   *statusWriter
 	recorder record.EventRecorder
 	workers  int
 
@@ -70,21 +73,10 @@ func newController(cfg controllerConfig) (*controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "addons", Clock: cfg.Clock}),
 	}
-	c.writer = newStatusWriter(c.addons)
-	generic := c.factory.ForResource(addonGVR)
-	c.informer = generic.Informer()
-	lister := generic.Lister()
-	driver := &meshDriver{client: cfg.Kube, dbHost: "mysql.tke.svc", owner: func(ns, name string) (metav1.OwnerReference, bool) {
-		obj, err := lister.ByNamespace(ns).Get(name)
-		if err != nil {
-			return metav1.OwnerReference{}, false
-		}
-		u := obj.(*unstructured.Unstructured)
-		return *metav1.NewControllerRef(u, addonGVR.GroupVersion().WithKind(addonKind)), true
-	}}
+	c.informer = c.factory.ForResource(addonGVR).Informer()
 	m, err := addon.NewMachine(addon.Config{
-		Driver: driver, Writer: c.writer, IsConflict: apierrors.IsConflict,
-		Policy: cfg.Policy, Clock: cfg.Clock,
+		Driver: &meshDriver{client: cfg.Kube, dbHost: "mysql.tke.svc"}, Store: addonStore{client: c.addons},
+		Identity: cfg.Identity, Policy: cfg.Policy, Clock: cfg.Clock,
 	})
 	if err != nil {
 		c.queue.ShutDown()
@@ -149,8 +141,6 @@ func (c *controller) processNext(ctx context.Context) bool {
 		c.failures.Add(1)
 		log.Error(err, "Reconcile failed, requeued")
 		c.queue.AddRateLimited(key)
-	case res.Requeue:
-		c.queue.AddRateLimited(key)
 	case res.RequeueAfter > 0:
 		c.queue.Forget(key)
 		c.queue.AddAfter(key, res.RequeueAfter)
@@ -181,22 +171,21 @@ func (c *controller) reconcile(ctx context.Context, key string) (addon.Result, e
 	if err != nil {
 		return addon.Result{}, fmt.Errorf("%w: %w", addon.ErrInvalid, err)
 	}
-	c.writer.track(spec.Name, obj)
-	_, res, err := c.machine.Reconcile(ctx, spec, status)
-	latest := c.writer.release(spec.Name)
-	if err != nil {
-		// Nothing was persisted past the conflict or failure: the next
-		// reconcile decides (and emits) again.
+	res, err := c.machine.Reconcile(ctx, addon.Object{Spec: spec, Status: status, ResourceVersion: obj.GetResourceVersion(), Host: obj})
+	// The events of what was persisted are emitted even beside an error.
+	for _, e := range res.Events {
+		c.recorder.Event(obj, e.Type, e.Reason, e.Message)
+	}
+	if err != nil || !res.Deleted {
 		return res, err
 	}
-	for _, e := range res.Events {
-		c.recorder.Event(latest, e.Type, e.Reason, e.Message)
+	latest, err := c.addons.Namespace(ns).Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return res, err
 	}
-	if res.Deleted {
-		latest.SetFinalizers(withoutFinalizer(latest))
-		if _, err := c.addons.Namespace(ns).Update(ctx, latest, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return res, err
-		}
+	latest.SetFinalizers(withoutFinalizer(latest))
+	if _, err := c.addons.Namespace(ns).Update(ctx, latest, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return res, err
 	}
 	return res, nil
 }

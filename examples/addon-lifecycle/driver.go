@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
@@ -51,14 +52,13 @@ var images = map[string]string{
 // a ClusterRoleBinding named "ns:name", with client-go. The database
 // password reaches the container through a reference to the namespace's
 // dbSecretName Secret, never through its arguments. One meshDriver serves
-// any number of add-ons concurrently.
+// any number of add-ons concurrently: when the request carries the Addon
+// object (addon.Request.Host), the namespaced objects get it as their
+// owner, so a real cluster's garbage collector removes them should the
+// add-on's finalizer be forced away.
 type meshDriver struct {
 	client kubernetes.Interface
 	dbHost string
-	// owner, if set, returns the owner reference that the add-on's
-	// namespaced objects carry (a real cluster's garbage collector then
-	// removes them should the add-on's finalizer be forced away).
-	owner func(ns, name string) (metav1.OwnerReference, bool)
 }
 
 var _ addon.Driver = (*meshDriver)(nil)
@@ -90,12 +90,10 @@ func (r addonRef) labels() map[string]string {
 	return l
 }
 
-func (d *meshDriver) meta(r addonRef) metav1.ObjectMeta {
+func (d *meshDriver) meta(r addonRef, host any) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: r.name, Namespace: r.namespace, Labels: r.labels()}
-	if d.owner != nil {
-		if ref, ok := d.owner(r.namespace, r.name); ok {
-			m.OwnerReferences = []metav1.OwnerReference{ref}
-		}
+	if u, ok := host.(*unstructured.Unstructured); ok {
+		m.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(u, addonGVR.GroupVersion().WithKind(addonKind))}
 	}
 	return m
 }
@@ -108,18 +106,19 @@ func image(version string) (string, error) {
 	return img, nil
 }
 
-func (d *meshDriver) Install(ctx context.Context, spec addon.Spec) error {
-	r, err := parseRef(spec.Name)
+// Install applies the add-on's objects at req.To.
+func (d *meshDriver) Install(ctx context.Context, req addon.Request) error {
+	r, err := parseRef(req.Spec.Name)
 	if err != nil {
 		return err
 	}
-	img, err := image(spec.Version)
+	img, err := image(req.To)
 	if err != nil {
 		return err
 	}
 	core, rbac, apps := d.client.CoreV1(), d.client.RbacV1(), d.client.AppsV1()
 	sas := core.ServiceAccounts(r.namespace)
-	if err := apply(ctx, &corev1.ServiceAccount{ObjectMeta: d.meta(r)}, sas.Get, sas.Create, sas.Update); err != nil {
+	if err := apply(ctx, &corev1.ServiceAccount{ObjectMeta: d.meta(r, req.Host)}, sas.Get, sas.Create, sas.Update); err != nil {
 		return fmt.Errorf("service account: %w", err)
 	}
 	crb := &rbacv1.ClusterRoleBinding{
@@ -132,7 +131,7 @@ func (d *meshDriver) Install(ctx context.Context, spec addon.Spec) error {
 		return fmt.Errorf("cluster role binding: %w", err)
 	}
 	svcs := core.Services(r.namespace)
-	svc := &corev1.Service{ObjectMeta: d.meta(r), Spec: corev1.ServiceSpec{
+	svc := &corev1.Service{ObjectMeta: d.meta(r, req.Host), Spec: corev1.ServiceSpec{
 		Selector: r.selector(),
 		Ports:    []corev1.ServicePort{{Name: "http", Port: 10072, TargetPort: intstr.FromInt32(10072), Protocol: corev1.ProtocolTCP}},
 	}}
@@ -147,15 +146,15 @@ func (d *meshDriver) Install(ctx context.Context, spec addon.Spec) error {
 		return fmt.Errorf("service: %w", err)
 	}
 	deps := apps.Deployments(r.namespace)
-	if err := apply(ctx, d.deployment(r, spec.Version, img), deps.Get, deps.Create, deps.Update); err != nil {
+	if err := apply(ctx, d.deployment(r, req, img), deps.Get, deps.Create, deps.Update); err != nil {
 		return fmt.Errorf("deployment: %w", err)
 	}
 	return nil
 }
 
-func (d *meshDriver) deployment(r addonRef, version, img string) *appsv1.Deployment {
+func (d *meshDriver) deployment(r addonRef, req addon.Request, img string) *appsv1.Deployment {
 	dep := &appsv1.Deployment{
-		ObjectMeta: d.meta(r),
+		ObjectMeta: d.meta(r, req.Host),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](2),
 			Selector: &metav1.LabelSelector{MatchLabels: r.selector()},
@@ -178,7 +177,7 @@ func (d *meshDriver) deployment(r addonRef, version, img string) *appsv1.Deploym
 			},
 		},
 	}
-	setVersion(dep, version, img)
+	setVersion(dep, req.To, img)
 	return dep
 }
 
@@ -192,8 +191,9 @@ func setVersion(dep *appsv1.Deployment, version, img string) {
 // Upgrade changes the Deployment's image and version labels, retrying when
 // another writer (the deployment controller writing its status) changed it
 // between the read and the write.
-func (d *meshDriver) Upgrade(ctx context.Context, spec addon.Spec, from, to string) error {
-	r, err := parseRef(spec.Name)
+func (d *meshDriver) Upgrade(ctx context.Context, req addon.Request) error {
+	from, to := req.From, req.To
+	r, err := parseRef(req.Spec.Name)
 	if err != nil {
 		return err
 	}
@@ -227,8 +227,8 @@ func (d *meshDriver) Upgrade(ctx context.Context, spec addon.Spec, from, to stri
 }
 
 // Uninstall deletes the add-on's objects; those already gone count as deleted.
-func (d *meshDriver) Uninstall(ctx context.Context, spec addon.Spec) error {
-	r, err := parseRef(spec.Name)
+func (d *meshDriver) Uninstall(ctx context.Context, req addon.Request) error {
+	r, err := parseRef(req.Spec.Name)
 	if err != nil {
 		return err
 	}
@@ -244,8 +244,8 @@ func (d *meshDriver) Uninstall(ctx context.Context, spec addon.Spec) error {
 // Health reads the Deployment: healthy when its current template is rolled
 // out and at least one replica is available. A read error is reported as
 // such (the engine keeps polling); a missing Deployment is unhealthy.
-func (d *meshDriver) Health(ctx context.Context, spec addon.Spec) (addon.Health, error) {
-	r, err := parseRef(spec.Name)
+func (d *meshDriver) Health(ctx context.Context, req addon.Request) (addon.Health, error) {
+	r, err := parseRef(req.Spec.Name)
 	if err != nil {
 		return addon.HealthUnknown, err
 	}

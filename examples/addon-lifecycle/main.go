@@ -41,6 +41,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/addon"
+	convergefake "github.com/converge-dev/converge/fake"
 )
 
 // The in-memory story's add-on, named as in TKEStack's mesh manager.
@@ -131,10 +132,13 @@ func runStory(ctx context.Context, out io.Writer) error {
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "addon-lifecycle"})
 	ref := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: namespace, Name: name}
 
+	store := &convergefake.AddonStore{}
 	machine, err := addon.NewMachine(addon.Config{
-		Driver: &meshDriver{client: client, dbHost: "mysql.tke.svc"},
-		Clock:  clk,
-		Jitter: func() float64 { return 0.5 },
+		Driver:   &meshDriver{client: client, dbHost: "mysql.tke.svc"},
+		Store:    store,
+		Identity: "addon-lifecycle",
+		Clock:    clk,
+		Jitter:   func() float64 { return 0.5 },
 	})
 	if err != nil {
 		return err
@@ -142,20 +146,23 @@ func runStory(ctx context.Context, out io.Writer) error {
 
 	start := clk.Now()
 	s := &story{spec: addon.Spec{Name: namespace + "/" + name, Generation: 1, Version: "v1"}}
-	var status addon.Status
+	obj := store.Put(addon.Object{Spec: s.spec})
 	fmt.Fprintf(out, "%8s  %-19s %s\n", "time", "reason", "transition")
 	for step := 0; ; step++ {
 		if step == 1000 {
-			return fmt.Errorf("story did not finish; status %+v", status)
+			return fmt.Errorf("story did not finish; status %+v", obj.Status)
 		}
 		if err := sim.Sync(ctx); err != nil {
 			return err
 		}
-		var res addon.Result
-		status, res, err = machine.Reconcile(ctx, s.spec, status)
+		res, err := machine.Reconcile(ctx, obj)
 		if err != nil {
 			return err
 		}
+		if obj, err = store.Get(ctx, s.spec.Name); err != nil {
+			return err
+		}
+		status := obj.Status
 		for _, e := range res.Events {
 			recorder.Event(ref, e.Type, e.Reason, e.Message)
 			fmt.Fprintf(out, "%8s  %-19s %s\n", clk.Since(start).Round(time.Second), e.Reason, e.Message)
@@ -165,6 +172,7 @@ func runStory(ctx context.Context, out io.Writer) error {
 		}
 		if msg, ok := s.advance(status); ok {
 			fmt.Fprintf(out, "%8s  %-19s %s\n", clk.Since(start).Round(time.Second), "--", msg)
+			obj, _ = store.Update(s.spec.Name, func(spec *addon.Spec) { *spec = s.spec })
 			continue
 		}
 		if step == 0 {
@@ -172,15 +180,12 @@ func runStory(ctx context.Context, out io.Writer) error {
 				return err
 			}
 		}
-		switch {
-		case res.Requeue:
-		case res.RequeueAfter > 0:
-			clk.Step(res.RequeueAfter)
-		default:
+		if res.RequeueAfter == 0 {
 			return fmt.Errorf("add-on idle in %s (%s): %s", status.Phase, status.Reason, status.Message)
 		}
+		clk.Step(res.RequeueAfter)
 	}
-	return verify(ctx, client, status, out)
+	return verify(ctx, client, obj.Status, out)
 }
 
 // failFirstDeploymentCreate makes the in-memory API server refuse the first

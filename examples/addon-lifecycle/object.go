@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"sync"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,6 +11,13 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/converge-dev/converge/addon"
+)
+
+// The annotations that request a reset or a forced re-apply, as Flux's
+// reconcile.fluxcd.io/resetAt and forceAt: any new value is one request.
+const (
+	resetAnnotation = "addons.converge.dev/reset-at"
+	forceAnnotation = "addons.converge.dev/force-at"
 )
 
 // specOf reads the engine's Spec from an Addon object.
@@ -21,6 +28,8 @@ func specOf(obj *unstructured.Unstructured) addon.Spec {
 		Generation: obj.GetGeneration(),
 		Version:    version,
 		Deleting:   obj.GetDeletionTimestamp() != nil,
+		ResetToken: obj.GetAnnotations()[resetAnnotation],
+		ForceToken: obj.GetAnnotations()[forceAnnotation],
 	}
 }
 
@@ -70,61 +79,52 @@ func withoutFinalizer(obj metav1.Object) []string {
 	return out
 }
 
-// statusWriter is the controller's addon.StatusWriter: it writes through the
-// Addon's status subresource over the resource version of the object being
-// reconciled, so a write over a stale copy fails with a conflict instead of
-// undoing someone else's change. A reconcile tracks its object for the
-// duration of Machine.Reconcile; each successful write moves the tracked
-// copy to the new resource version, since Reconcile may write more than once.
-type statusWriter struct {
+// addonStore is the controller's addon.Store: Get reads the Addon from the
+// apiserver (after a conflict the informer's copy may still be stale), and
+// UpdateStatus writes through the status subresource over the resource
+// version the engine read, so a write over a stale copy fails with the
+// apiserver's own conflict instead of undoing someone else's change. The
+// Addon object travels as addon.Object.Host, for the driver's owner
+// references.
+type addonStore struct {
 	client dynamic.NamespaceableResourceInterface
-
-	mu      sync.Mutex
-	objects map[string]*unstructured.Unstructured // by addon.Spec.Name
 }
 
-var _ addon.StatusWriter = (*statusWriter)(nil)
+var _ addon.Store = addonStore{}
 
-func newStatusWriter(client dynamic.NamespaceableResourceInterface) *statusWriter {
-	return &statusWriter{client: client, objects: map[string]*unstructured.Unstructured{}}
-}
-
-// track makes obj the copy that writes for spec name key go over.
-func (w *statusWriter) track(key string, obj *unstructured.Unstructured) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.objects[key] = obj
-}
-
-// release stops tracking key and returns the latest copy written or tracked.
-func (w *statusWriter) release(key string) *unstructured.Unstructured {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	obj := w.objects[key]
-	delete(w.objects, key)
-	return obj
-}
-
-func (w *statusWriter) tracked(key string) *unstructured.Unstructured {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.objects[key]
-}
-
-// WriteStatus writes st as the status of the tracked object for spec.Name.
-func (w *statusWriter) WriteStatus(ctx context.Context, spec addon.Spec, st addon.Status) error {
-	obj := w.tracked(spec.Name)
-	if obj == nil {
-		return fmt.Errorf("no object tracked for add-on %s", spec.Name)
-	}
-	u, err := withStatus(obj, st)
+// objectOf is the engine's view of an Addon.
+func objectOf(u *unstructured.Unstructured) (addon.Object, error) {
+	st, err := statusOf(u)
 	if err != nil {
-		return err
+		return addon.Object{}, err
 	}
-	out, err := w.client.Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	return addon.Object{Spec: specOf(u), Status: st, ResourceVersion: u.GetResourceVersion(), Host: u}, nil
+}
+
+// Get reads the Addon named "namespace/name".
+func (s addonStore) Get(ctx context.Context, key string) (addon.Object, error) {
+	ns, n, _ := strings.Cut(key, "/")
+	u, err := s.client.Namespace(ns).Get(ctx, n, metav1.GetOptions{})
 	if err != nil {
-		return err
+		return addon.Object{}, err
 	}
-	w.track(spec.Name, out)
-	return nil
+	return objectOf(u)
+}
+
+// UpdateStatus writes st as the status of obj's Addon at obj.ResourceVersion.
+func (s addonStore) UpdateStatus(ctx context.Context, obj addon.Object, st addon.Status) (addon.Object, error) {
+	host, ok := obj.Host.(*unstructured.Unstructured)
+	if !ok {
+		return addon.Object{}, fmt.Errorf("add-on %s: no Addon object to write", obj.Spec.Name)
+	}
+	u, err := withStatus(host, st)
+	if err != nil {
+		return addon.Object{}, err
+	}
+	u.SetResourceVersion(obj.ResourceVersion)
+	out, err := s.client.Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return addon.Object{}, err
+	}
+	return objectOf(out)
 }

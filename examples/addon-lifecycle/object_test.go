@@ -49,6 +49,9 @@ func TestSpecOf(t *testing.T) {
 	now := metav1.Now()
 	obj.SetDeletionTimestamp(&now)
 	assert.True(t, specOf(obj).Deleting)
+	obj.SetAnnotations(map[string]string{resetAnnotation: "2026-11-29T12:00:00Z", forceAnnotation: "1"})
+	assert.Equal(t, "2026-11-29T12:00:00Z", specOf(obj).ResetToken)
+	assert.Equal(t, "1", specOf(obj).ForceToken)
 }
 
 func TestFinalizerHelpers(t *testing.T) {
@@ -72,7 +75,7 @@ func TestFinalizerHelpers(t *testing.T) {
 	}
 }
 
-func TestStatusWriterWritesOverTheTrackedResourceVersion(t *testing.T) {
+func TestAddonStoreWritesOverTheReadResourceVersion(t *testing.T) {
 	ctx := context.Background()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{addonGVR: "AddonList"}, newAddon("ns", "mesh", "v1"))
 	var written []string // resource versions the writes went over
@@ -86,26 +89,25 @@ func TestStatusWriterWritesOverTheTrackedResourceVersion(t *testing.T) {
 		out.SetResourceVersion(obj.GetResourceVersion() + "+")
 		return true, out, nil
 	})
-	w := newStatusWriter(dyn.Resource(addonGVR))
-	spec := addon.Spec{Name: "ns/mesh", Version: "v1"}
+	s := addonStore{client: dyn.Resource(addonGVR)}
 
-	assert.Error(t, w.WriteStatus(ctx, spec, addon.Status{}), "no object tracked")
+	_, err := s.UpdateStatus(ctx, addon.Object{Spec: addon.Spec{Name: "ns/mesh"}}, addon.Status{})
+	assert.Error(t, err, "no Addon object to write")
 
-	obj := newAddon("ns", "mesh", "v1")
-	obj.SetResourceVersion("7")
-	w.track(spec.Name, obj)
-	require.NoError(t, w.WriteStatus(ctx, spec, addon.Status{Phase: addon.PhaseInitializing}))
-	require.NoError(t, w.WriteStatus(ctx, spec, addon.Status{Phase: addon.PhaseChecking}))
+	obj, err := s.Get(ctx, "ns/mesh")
+	require.NoError(t, err)
+	assert.Equal(t, "ns/mesh", obj.Spec.Name)
+	require.IsType(t, &unstructured.Unstructured{}, obj.Host, "the Addon travels to the driver")
+	obj.ResourceVersion = "7"
+	first, err := s.UpdateStatus(ctx, obj, addon.Status{Phase: addon.PhaseInitializing})
+	require.NoError(t, err)
+	second, err := s.UpdateStatus(ctx, first, addon.Status{Phase: addon.PhaseChecking})
+	require.NoError(t, err)
 	assert.Equal(t, []string{"7", "7+"}, written, "the second write goes over the first one's result")
-	latest := w.release(spec.Name)
-	assert.Equal(t, "7++", latest.GetResourceVersion())
-	phase, _, _ := unstructured.NestedString(latest.Object, "status", "phase")
-	assert.Equal(t, "Checking", phase)
-	assert.Nil(t, w.release(spec.Name), "released")
+	assert.Equal(t, "7++", second.ResourceVersion)
+	assert.Equal(t, addon.PhaseChecking, second.Status.Phase)
 
-	obj.SetResourceVersion("stale")
-	w.track(spec.Name, obj)
-	err := w.WriteStatus(ctx, spec, addon.Status{Phase: addon.PhaseRunning})
-	assert.True(t, apierrors.IsConflict(err), "the apiserver's conflict reaches Machine's IsConflict: %v", err)
-	assert.Equal(t, "stale", w.release(spec.Name).GetResourceVersion(), "a failed write keeps the tracked copy")
+	obj.ResourceVersion = "stale"
+	_, err = s.UpdateStatus(ctx, obj, addon.Status{Phase: addon.PhaseRunning})
+	assert.True(t, apierrors.IsConflict(err), "the apiserver's own conflict reaches the engine: %v", err)
 }

@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/converge-dev/converge/addon"
 )
 
 func TestRolledOut(t *testing.T) {
@@ -21,7 +23,7 @@ func TestRolledOut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dep := (&meshDriver{}).deployment(addonRef{"ns", "mesh"}, "v", tt.image)
+			dep := (&meshDriver{}).deployment(addonRef{"ns", "mesh"}, addon.Request{To: "v"}, tt.image)
 			dep.Spec.Replicas = tt.replicas
 			dep.Generation = 4
 			got := rolledOut(dep)

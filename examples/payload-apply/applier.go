@@ -23,8 +23,9 @@ const defaultFieldManager = "payload-apply"
 // clusterApplier applies one manifest with server-side apply, forcing conflicts as an
 // operator that owns its payload does: the fields of the manifest are the applier's,
 // whoever changed them last. A re-apply of an unchanged manifest writes nothing. Jobs
-// are applied once and then waited for: a Job that has not succeeded yet is an error,
-// so the task retries it with its backoff, which makes the Job a real barrier.
+// are applied once; Ready tells whether one has succeeded, which the worker waits for
+// before the next run level, so the Job is a real barrier. Delete removes the object of
+// a manifest marked for deletion.
 type clusterApplier struct {
 	client dynamic.Interface
 	mapper meta.RESTMapper
@@ -34,6 +35,8 @@ type clusterApplier struct {
 	level atomic.Int64
 	// onError, when set, is told about every failed attempt.
 	onError func(m *payload.Manifest, err error)
+	// onWait, when set, is told about every readiness check that must wait.
+	onWait func(m *payload.Manifest, err error)
 	// completeJobs plays the job controller of a cluster that has none (the in-memory
 	// one, an apiserver without kube-controller-manager): a Job without an outcome is
 	// marked Complete through its status subresource.
@@ -42,7 +45,11 @@ type clusterApplier struct {
 	clock clock.PassiveClock
 }
 
-var _ payload.Applier = (*clusterApplier)(nil)
+var (
+	_ payload.Applier   = (*clusterApplier)(nil)
+	_ payload.Deleter   = (*clusterApplier)(nil)
+	_ payload.Readiness = (*clusterApplier)(nil)
+)
 
 // Apply applies m and reports a failed attempt to onError.
 func (a *clusterApplier) Apply(ctx context.Context, m *payload.Manifest, _ payload.State) error {
@@ -62,23 +69,55 @@ func (a *clusterApplier) apply(ctx context.Context, m *payload.Manifest) error {
 		return err
 	}
 	if m.GVK.Kind == "Job" {
-		// A Job's template is immutable: it is created once and then only watched.
-		job, err := client.Get(ctx, m.Name(), metav1.GetOptions{})
+		// A Job's template is immutable: it is created once and then only watched (Ready).
+		_, err := client.Get(ctx, m.Name(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			job, err = a.serverSideApply(ctx, client, m)
+			_, err = a.serverSideApply(ctx, client, m)
 		}
-		if err != nil {
-			return err
-		}
-		if a.completeJobs && errors.Is(jobOutcome(job), errJobRunning) {
-			if job, err = client.UpdateStatus(ctx, completedJob(job, a.clock.Now()), metav1.UpdateOptions{FieldManager: a.fieldManager}); err != nil {
-				return err
-			}
-		}
-		return jobOutcome(job)
+		return err
 	}
 	_, err = a.serverSideApply(ctx, client, m)
 	return err
+}
+
+// Ready tells whether the object of m is ready: a Job must have succeeded (a failed one
+// is an *payload.UpdateError, which stops the wait); other objects are ready once
+// applied. Playing the job controller (completeJobs), it marks a running Job Complete,
+// so the next check finds it done.
+func (a *clusterApplier) Ready(ctx context.Context, m *payload.Manifest) error {
+	if m.GVK.Kind != "Job" {
+		return nil
+	}
+	client, err := resourceFor(a.client, a.mapper, m)
+	if err != nil {
+		return err
+	}
+	job, err := client.Get(ctx, m.Name(), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	err = jobOutcome(job)
+	if errors.Is(err, errJobRunning) {
+		if a.onWait != nil {
+			a.onWait(m, err)
+		}
+		if a.completeJobs {
+			if _, updateErr := client.UpdateStatus(ctx, completedJob(job, a.clock.Now()), metav1.UpdateOptions{FieldManager: a.fieldManager}); updateErr != nil {
+				return updateErr
+			}
+		}
+	}
+	return err
+}
+
+// Delete removes the object of m; the worker takes NotFound for an object already gone.
+func (a *clusterApplier) Delete(ctx context.Context, m *payload.Manifest) error {
+	client, err := resourceFor(a.client, a.mapper, m)
+	if err != nil {
+		return err
+	}
+	background := metav1.DeletePropagationBackground
+	return client.Delete(ctx, m.Name(), metav1.DeleteOptions{PropagationPolicy: &background})
 }
 
 func (a *clusterApplier) serverSideApply(ctx context.Context, client dynamic.ResourceInterface, m *payload.Manifest) (*unstructured.Unstructured, error) {
@@ -97,7 +136,7 @@ func resourceFor(client dynamic.Interface, mapper meta.RESTMapper, m *payload.Ma
 	return client.Resource(mapping.Resource), nil
 }
 
-// errJobRunning makes the task retry until the Job is done.
+// errJobRunning makes the worker wait until the Job is done.
 var errJobRunning = errors.New("the job has not completed yet")
 
 func jobOutcome(job *unstructured.Unstructured) error {

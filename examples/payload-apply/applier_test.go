@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -97,24 +100,30 @@ func TestClusterApplierWaitsForJobs(t *testing.T) {
 				_, err := c.client.Resource(jobs).Namespace("demo").Create(context.Background(), job, metav1.CreateOptions{})
 				require.NoError(t, err)
 			}
-			var reported []error
+			var reported, waited []error
 			applier := &clusterApplier{
 				client: c.client, mapper: c.mapper, fieldManager: "test", completeJobs: tt.completeJobs, clock: c.clock,
 				onError: func(_ *payload.Manifest, err error) { reported = append(reported, err) },
+				onWait:  func(_ *payload.Manifest, err error) { waited = append(waited, err) },
 			}
-			err = applier.Apply(context.Background(), m, payload.StateInitializing)
+			require.NoError(t, applier.Apply(context.Background(), m, payload.StateInitializing), "a Job is applied once, then waited for")
+			err = applier.Ready(context.Background(), m)
+			if tt.completeJobs && errors.Is(err, errJobRunning) {
+				err = applier.Ready(context.Background(), m) // the next poll finds it complete
+			}
 			switch {
 			case tt.wantFatal:
-				assert.Equal(t, payload.EffectFail, payload.EffectOf(err), "%v", err)
+				var uErr *payload.UpdateError
+				require.ErrorAs(t, err, &uErr)
+				assert.Equal(t, payload.EffectFail, uErr.Effect, "%v", err)
 				assert.ErrorContains(t, err, "Job demo/migrate failed: BackoffLimitExceeded")
 			case tt.wantErr != nil:
 				assert.ErrorIs(t, err, tt.wantErr)
+				assert.Len(t, waited, 1, "the wait is reported")
 			default:
 				require.NoError(t, err)
 			}
-			if err != nil {
-				assert.Equal(t, []error{err}, reported)
-			}
+			assert.Empty(t, reported, "waiting is no failed attempt")
 			live, err := c.client.Resource(jobs).Namespace("demo").Get(context.Background(), "migrate", metav1.GetOptions{})
 			require.NoError(t, err, "the Job is in the cluster")
 			assert.Equal(t, err == nil && tt.wantErr == nil && !tt.wantFatal, jobOutcome(live) == nil, "the live Job's outcome")
@@ -139,4 +148,29 @@ func TestClusterApplierUnknownKind(t *testing.T) {
 	applier := &clusterApplier{client: c.client, mapper: c.mapper, fieldManager: "test"}
 	m := manifestOf(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}})
 	assert.Error(t, applier.Apply(context.Background(), m, payload.StateUpdating))
+}
+
+func TestClusterApplierDeletes(t *testing.T) {
+	c, err := memoryCluster(time.Now())
+	require.NoError(t, err)
+	applier := &clusterApplier{client: c.client, mapper: c.mapper, fieldManager: "test"}
+	removals, err := loadRemovals()
+	require.NoError(t, err)
+	require.Len(t, removals, 1)
+	require.True(t, removals[0].Delete)
+	require.NoError(t, applier.Delete(context.Background(), &removals[0]), "the in-memory cluster has the legacy settings")
+	err = applier.Delete(context.Background(), &removals[0])
+	assert.True(t, apierrors.IsNotFound(err), "gone already: the worker takes NotFound as success: %v", err)
+}
+
+func TestReleasePayloadKeepsFileOrder(t *testing.T) {
+	manifests, err := loadManifests()
+	require.NoError(t, err)
+	removals, err := loadRemovals()
+	require.NoError(t, err)
+	p := releasePayload(manifests, removals, payload.Release{Version: "1.0.0"})
+	require.Len(t, p.Manifests, 31)
+	assert.True(t, slices.IsSortedFunc(p.Manifests, func(a, b payload.Manifest) int { return payload.CompareFiles(a.File, b.File) }))
+	_, err = payload.BuildGraph(payload.NewTasks(p.Manifests), payload.OrderRunLevels)
+	require.NoError(t, err)
 }

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -131,6 +132,15 @@ func memoryCluster(start time.Time) (*cluster, error) {
 		}
 		return false, nil, nil
 	})
+	// The settings the payload removes are left by an earlier release.
+	legacy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "legacy-settings", "namespace": "converge-payload-demo"},
+	}}
+	if _, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("converge-payload-demo").
+		Create(context.Background(), legacy, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
 	fake := clocktesting.NewFakeClock(start)
 	return &cluster{client: client, mapper: mapper, clock: fake, fake: fake, flaky: flaky}, nil
 }

@@ -198,7 +198,7 @@ func TestLeaderElection(t *testing.T) {
 	out := follower.out.String()
 	assert.Contains(t, out, follower.identity+" leads: applying the payload")
 	assert.Contains(t, out, "persisted status: release 1.0.0, Initializing")
-	assert.Contains(t, out, "apply (Reconciling) done: 30/30 manifests")
+	assert.Contains(t, out, "apply (Reconciling) done: 31/31 manifests")
 	assert.Contains(t, out, "30 of 30 objects are in the cluster")
 
 	objects = c.live(t, manifests)

@@ -1,8 +1,9 @@
 // Command payload-apply applies an embedded payload of 30 manifests (5 run levels,
-// 3 components, one Job) with the payload engine's sync worker and server-side apply:
-// the Job as a barrier, every component at once on a first install and run levels in
-// order on an update, every manifest retried with backoff, a live progress line, then
-// one reconcile pass that writes nothing.
+// 3 components, one Job) and one removal with the payload engine's sync worker and
+// server-side apply: the Job as a barrier that the worker waits for (readiness),
+// every component at once on a first install and run levels in order on an update,
+// the ConfigMap marked release.openshift.io/delete removed, every manifest retried
+// with backoff, a live progress line, then one reconcile pass that writes nothing.
 //
 // With no flags it uses client-go's fake dynamic client, in which one ConfigMap is
 // refused twice before it is accepted, and a fake clock, and finishes in well under a
@@ -25,19 +26,20 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/util/wait"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/converge-dev/converge/payload"
 )
 
-//go:embed manifests/*.yaml
+//go:embed manifests/*.yaml removed/*.yaml
 var embedded embed.FS
 
 // releaseImage names where the release's manifests come from.
@@ -98,12 +100,26 @@ func main() {
 	}
 }
 
-func loadManifests() ([]payload.Manifest, error) {
-	sub, err := fs.Sub(embedded, "manifests")
+// loadManifests loads the 30 manifests the payload applies.
+func loadManifests() ([]payload.Manifest, error) { return loadDir("manifests") }
+
+// loadRemovals loads the manifests the payload removes (release.openshift.io/delete).
+func loadRemovals() ([]payload.Manifest, error) { return loadDir("removed") }
+
+func loadDir(dir string) ([]payload.Manifest, error) {
+	sub, err := fs.Sub(embedded, dir)
 	if err != nil {
 		return nil, err
 	}
-	return payload.Load(sub)
+	return payload.Load(sub, payload.LoadOptions{})
+}
+
+// releasePayload is the payload of a release: the manifests stamped with its version,
+// and the removals, in file order.
+func releasePayload(manifests, removals []payload.Manifest, release payload.Release) *payload.Payload {
+	all := append(stampRelease(manifests, release.Version), removals...)
+	slices.SortStableFunc(all, func(a, b payload.Manifest) int { return payload.CompareFiles(a.File, b.File) })
+	return &payload.Payload{Release: release, Manifests: all}
 }
 
 // stampRelease returns copies of manifests annotated with the release version.
@@ -128,7 +144,7 @@ func printPlan(out io.Writer, format string) error {
 	if err != nil {
 		return err
 	}
-	graph, err := payload.BuildGraph(payload.NewTasks(manifests, payload.DefaultBackoff), payload.ByNumberAndComponent)
+	graph, err := payload.BuildGraph(payload.NewTasks(manifests), payload.OrderRunLevels)
 	if err != nil {
 		return err
 	}
@@ -239,9 +255,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	}, func(ctx context.Context) error { return apply(ctx, c, o, progress) })
 }
 
+// decided is a result of the worker with the status it made.
+type decided struct {
+	payload.Result
+	status payload.Status
+}
+
 // apply runs the sync worker until the payload has been applied and reconciled once.
 func apply(ctx context.Context, c *cluster, o options, progress *progressLine) error {
 	manifests, err := loadManifests()
+	if err != nil {
+		return err
+	}
+	removals, err := loadRemovals()
 	if err != nil {
 		return err
 	}
@@ -250,13 +276,16 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	// also while the apply works, so an apply gets an hour of virtual time.
 	var (
 		interval     = 3 * time.Minute
-		backoff      = wait.Backoff{Steps: 5, Duration: 2 * time.Second, Factor: 2}
+		poll         = 2 * time.Second
+		attempts     = int32(5)
+		backoff      = payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: time.Minute}, FactorPercent: 200}
 		applyTimeout = time.Hour
 		deadline     = 60 * time.Second
 	)
 	if c.fake == nil {
-		interval, applyTimeout, deadline = 30*time.Second, 5*time.Minute, 10*time.Minute
-		backoff = wait.Backoff{Steps: 12, Duration: 2 * time.Second, Factor: 1.5, Cap: 20 * time.Second}
+		interval, poll, applyTimeout, deadline = 30*time.Second, time.Second, 5*time.Minute, 10*time.Minute
+		attempts = 12
+		backoff = payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: 20 * time.Second}, FactorPercent: 150}
 		progress.println("applying %d manifests of release %s to the cluster of %s", len(manifests), o.release, o.kubeconfig)
 	} else {
 		progress.println("applying %d manifests to an in-memory cluster (ConfigMap %s is refused twice)", len(manifests), flakyConfigMap)
@@ -272,8 +301,8 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	if err != nil {
 		return err
 	}
-	if !persisted.Actual.IsZero() {
-		progress.println("persisted status: release %s, %s, completed %d time(s)", persisted.Actual.Version, persisted.State, persisted.Completed)
+	if !persisted.Release.IsZero() {
+		progress.println("persisted status: release %s, %s, completed %d time(s)", persisted.Release.Version, persisted.State, persisted.Completed)
 	}
 	applier := &clusterApplier{
 		client:       c.client,
@@ -286,35 +315,44 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	applier.onError = func(m *payload.Manifest, err error) {
 		progress.println("attempt failed: %s: %v", m.Ref(), err)
 	}
-	results := make(chan payload.ApplyResult, 16)
+	applier.onWait = func(m *payload.Manifest, err error) {
+		progress.println("waiting for %s to be ready: %v", m.Ref(), err)
+	}
+	results := make(chan decided, 16)
 	workerCtx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
-	worker, err := payload.NewWorker(payload.WorkerConfig{
-		Loader: payload.PayloadLoaderFunc(func(_ context.Context, desired payload.Release) (*payload.Payload, error) {
-			return &payload.Payload{Release: desired, Manifests: stampRelease(manifests, desired.Version)}, nil
+	var worker *payload.Worker
+	worker, err = payload.NewWorker(payload.Config{
+		Loader: payload.LoaderFunc(func(_ context.Context, desired payload.Release) (*payload.Payload, error) {
+			return releasePayload(manifests, removals, desired), nil
 		}),
-		Applier:          applier,
-		Clock:            c.clock,
-		Interval:         interval,
-		ApplyTimeout:     applyTimeout,
-		Backoff:          backoff,
-		Workers:          4,
-		ReconcileWorkers: 2,
-		OnStatus: func(s payload.Status) {
-			progress.show(s)
-			if err := store.save(ctx, s); err != nil {
-				progress.println("%v", err)
-			}
+		Applier:   applier,
+		Deleter:   applier,
+		Readiness: applier,
+		Clock:     c.clock,
+		Policy: payload.Policy{
+			Interval:         metav1.Duration{Duration: interval},
+			ApplyTimeout:     metav1.Duration{Duration: applyTimeout},
+			ManifestAttempts: attempts,
+			ManifestBackoff:  backoff,
+			Workers:          4,
+			ReconcileWorkers: 2,
+			ReadinessPoll:    metav1.Duration{Duration: poll},
+			ReadinessTimeout: metav1.Duration{Duration: applyTimeout},
 		},
-		AfterApply: func(r payload.ApplyResult) {
+		StatusWriter: payload.StatusWriterFunc(func(ctx context.Context, s payload.Status) error {
+			progress.show(s)
+			return store.save(ctx, s)
+		}),
+		OnResult: func(r payload.Result) {
+			for _, e := range r.Events {
+				progress.println("event: %s %s: %s", e.Type, e.Reason, e.Message)
+			}
 			select {
-			case results <- r:
+			case results <- decided{Result: r, status: worker.Status()}:
 			case <-workerCtx.Done():
 			}
 		},
-		Events: payload.EventRecorderFunc(func(eventType, reason, message string) {
-			progress.println("event: %s %s: %s", eventType, reason, message)
-		}),
 		Status: persisted,
 	})
 	if err != nil {
@@ -331,7 +369,7 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 	}
 
 	worker.Update(1, release)
-	if err := awaitReconcile(ctx, c, worker, progress, results); err != nil {
+	if err := awaitReconcile(ctx, c, persisted, progress, results); err != nil {
 		_ = stop()
 		return err
 	}
@@ -359,31 +397,37 @@ func apply(ctx context.Context, c *cluster, o options, progress *progressLine) e
 }
 
 // awaitReconcile waits until the payload has been applied and then reconciled once.
-func awaitReconcile(ctx context.Context, c *cluster, worker *payload.Worker, progress *progressLine, results <-chan payload.ApplyResult) error {
+// An apply runs in the state the decision before it published.
+func awaitReconcile(ctx context.Context, c *cluster, persisted payload.Status, progress *progressLine, results <-chan decided) error {
 	const maxFailures = 5
 	failures := 0
+	last := persisted
 	for {
-		var r payload.ApplyResult
+		var d decided
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("gave up waiting for the payload: %w", ctx.Err())
-		case r = <-results:
+		case d = <-results:
 		}
-		s := worker.Status()
-		if r.Err != nil {
+		ran, s := last.State, d.status
+		last = s
+		switch {
+		case d.RequeueAfter == 0:
+			continue // the decision starts an apply
+		case s.Failures > 0:
 			failures++
-			progress.println("apply (%s) failed, retrying in %s: %v", r.State, r.RetryAfter, r.Err)
+			progress.println("apply (%s) failed, retrying in %s: %s", ran, d.RequeueAfter, s.Failure.Message)
 			if failures == maxFailures {
 				return errors.New("too many failed applies")
 			}
-		} else {
-			progress.println("apply (%s) done: %d/%d manifests, completed %d time(s), next in %s", r.State, s.Done, s.Total, s.Completed, r.RetryAfter)
-		}
-		if r.Err == nil && r.State == payload.StateReconciling {
-			return nil
+		default:
+			progress.println("apply (%s) done: %d/%d manifests, completed %d time(s), next in %s", ran, s.Done, s.Total, s.Completed, d.RequeueAfter)
+			if ran == payload.StateReconciling {
+				return nil
+			}
 		}
 		if c.fake != nil {
-			c.fake.Step(r.RetryAfter)
+			c.fake.Step(d.RequeueAfter)
 		}
 	}
 }

@@ -27,8 +27,11 @@ func TestRunInMemory(t *testing.T) {
 	text := out.String()
 	assert.Contains(t, text, "applying 30 manifests to an in-memory cluster")
 	assert.Equal(t, 2, strings.Count(text, "attempt failed: ConfigMap/converge-payload-demo/web-settings"), text)
-	assert.Contains(t, text, "apply (Initializing) done: 30/30 manifests, completed 1 time(s), next in 3m0s")
-	assert.Contains(t, text, "apply (Reconciling) done: 30/30 manifests, completed 2 time(s)")
+	assert.Contains(t, text, "apply (Initializing) done: 31/31 manifests, completed 1 time(s), next in 3m0s")
+	assert.Contains(t, text, "apply (Reconciling) done: 31/31 manifests, completed 2 time(s)")
+	assert.Contains(t, text, `waiting for Job/converge-payload-demo/schema-migrate to be ready: job converge-payload-demo/schema-migrate: the job has not completed yet`,
+		"the worker waits for the Job before the next run level")
+	assert.Contains(t, text, `event: Normal ManifestsDeleted: Deleted 1 objects of 1.0.0: configmap "converge-payload-demo/legacy-settings"`)
 	assert.Contains(t, text, "30 of 30 objects are in the cluster")
 	assert.Contains(t, text, "ConfigMap web-settings was accepted on attempt 3")
 	assert.Contains(t, text, "progress: ")

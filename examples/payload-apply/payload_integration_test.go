@@ -34,8 +34,8 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	// Install: Initializing, then one reconcile pass.
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), o, &out), out.String())
-	assert.Contains(t, out.String(), "apply (Initializing) done: 30/30 manifests")
-	assert.Contains(t, out.String(), "apply (Reconciling) done: 30/30 manifests")
+	assert.Contains(t, out.String(), "apply (Initializing) done: 31/31 manifests")
+	assert.Contains(t, out.String(), "apply (Reconciling) done: 31/31 manifests")
 	installed := c.live(t, manifests)
 	require.Len(t, installed, len(manifests))
 	for _, m := range stampRelease(manifests, "1.0.0") {
@@ -63,7 +63,7 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	out.Reset()
 	require.NoError(t, run(context.Background(), o, &out), out.String())
 	assert.Contains(t, out.String(), "persisted status: release 1.0.0, Reconciling")
-	assert.Contains(t, out.String(), "apply (Reconciling) done: 30/30 manifests")
+	assert.Contains(t, out.String(), "apply (Reconciling) done: 31/31 manifests")
 	assert.NotContains(t, out.String(), "Initializing")
 	reconciled := c.live(t, manifests)
 	for _, m := range manifests {
@@ -75,7 +75,7 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	o.release = "1.1.0"
 	out.Reset()
 	require.NoError(t, run(context.Background(), o, &out), out.String())
-	assert.Contains(t, out.String(), "apply (Updating) done: 30/30 manifests")
+	assert.Contains(t, out.String(), "apply (Updating) done: 31/31 manifests")
 	updated := c.live(t, manifests)
 	first, last := map[int]int64{}, map[int]int64{}
 	for _, m := range stampRelease(manifests, "1.1.0") {

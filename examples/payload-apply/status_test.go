@@ -16,13 +16,13 @@ import (
 func TestStatusStore(t *testing.T) {
 	at := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).Local()) // as metav1.Time unmarshals it
 	applied := payload.Status{
-		Generation: 1, State: payload.StateReconciling, Done: 30, Total: 30, Completed: 2,
-		Reconciling: true, LastProgress: at, Actual: payload.Release{Version: "1.0.0", Image: releaseImage},
+		ObservedGeneration: 1, State: payload.StateReconciling, Done: 30, Total: 30, Completed: 2,
+		LastProgressTime: &at, Release: payload.Release{Version: "1.0.0", Image: releaseImage},
 	}
 	failing := payload.Status{
-		Generation: 2, State: payload.StateUpdating, Done: 12, Total: 30,
-		Failure:      &payload.Failure{Reason: "UpdatePayloadFailed", Message: "Could not update job"},
-		LastProgress: at, Actual: payload.Release{Version: "1.1.0", Image: releaseImage},
+		ObservedGeneration: 2, State: payload.StateUpdating, Done: 12, Total: 30, Failures: 1,
+		Failure:          &payload.Failure{Reason: "UpdatePayloadFailed", Message: "Could not update job", Effect: payload.EffectFail},
+		LastProgressTime: &at, Release: payload.Release{Version: "1.1.0", Image: releaseImage},
 	}
 	tests := []struct {
 		name  string

@@ -1,0 +1,262 @@
+package payload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// reconcileStride is the number of reconcile passes that share one permutation of the
+// payload, each rotated further.
+const reconcileStride = 8
+
+// apply applies d.Status.Release once in d.Status.State and says what it did. An apply
+// stopped by ctx or by a new desired release is Interrupted, whatever it met.
+func (w *Worker) apply(ctx context.Context, d Decision) *Outcome {
+	release, state := d.Status.Release, d.Status.State
+	out := &Outcome{Release: release, State: state}
+	applyCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w.mu.Lock()
+	if !w.desired.Same(release) {
+		w.mu.Unlock()
+		out.Interrupted = true
+		return out
+	}
+	w.cancel, w.applying = cancel, release
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.cancel = nil
+		w.mu.Unlock()
+	}()
+	timeout := w.policy.ApplyTimeout.Duration
+	timer := w.clock.AfterFunc(timeout, func() { cancel(errApplyTimeout) })
+	defer timer.Stop()
+
+	logger := klog.FromContext(ctx).WithValues("release", release.String(), "state", state)
+	err := w.run(klog.NewContext(applyCtx, logger), d, out)
+	if ctx.Err() != nil || errors.Is(context.Cause(applyCtx), errSuperseded) {
+		out.Interrupted, out.Err = true, nil
+		return out
+	}
+	if errors.Is(context.Cause(applyCtx), errApplyTimeout) {
+		err = timedOut(out, timeout, err)
+	}
+	out.Err = err
+	return out
+}
+
+// run loads, filters, checks and applies the payload, filling out's counts.
+func (w *Worker) run(ctx context.Context, d Decision, out *Outcome) error {
+	release, state := d.Status.Release, d.Status.State
+	p, err := w.load(ctx, release)
+	if err != nil {
+		return err
+	}
+	if p.Release.Version != "" {
+		out.Release.Version = p.Release.Version
+	}
+	manifests, err := w.include(p.Manifests)
+	if err != nil {
+		return err
+	}
+	out.Total = int32(len(manifests))
+	w.progress(release, 0, out.Total)
+	if d.CheckPreconditions && w.cfg.Preconditions != nil {
+		from := Release{}
+		if last := lastCompleted(d.Status.History); last != nil {
+			from = Release{Version: last.Version, Image: last.Image}
+		}
+		if err := guard("checking the preconditions", func() error { return w.cfg.Preconditions.Check(ctx, from, release) }); err != nil {
+			return &UpdateError{Nested: err, Effect: EffectFail, Reason: "UpgradePreconditionCheckFailed",
+				Message: fmt.Sprintf("Preconditions failed for the update to %s: %v", release, err)}
+		}
+	}
+	tasks := NewTasks(manifests)
+	graph, opts, err := w.plan(tasks, state, d.Status.Completed)
+	if err != nil {
+		return &UpdateError{Nested: err, Effect: EffectFail, Reason: "UpdatePayloadIntegrity",
+			Message: fmt.Sprintf("The payload of %s cannot be ordered: %v", release, err)}
+	}
+
+	var (
+		done    atomic.Int32
+		mu      sync.Mutex
+		reports []error
+		removed []string
+	)
+	errs := RunGraph(ctx, graph, opts, func(ctx context.Context, tasks []*Task) error {
+		for _, t := range tasks {
+			err := w.applyTask(ctx, t, state)
+			switch {
+			case errors.Is(err, errDeleted):
+				mu.Lock()
+				removed = append(removed, t.Manifest.resourceID())
+				mu.Unlock()
+			case err != nil && effectOf(err) == EffectReport:
+				mu.Lock()
+				reports = append(reports, err)
+				mu.Unlock()
+			case err != nil:
+				return err
+			}
+			w.progress(release, done.Add(1), out.Total)
+		}
+		return nil
+	})
+	out.Done = done.Load()
+	slices.Sort(removed)
+	out.Removed = removed
+	if len(errs) > 0 {
+		if err := Summarize(errs); err != nil {
+			return err
+		}
+		return errors.Join(errs...)
+	}
+	return Summarize(reports)
+}
+
+// errDeleted tells run that a task removed its object.
+var errDeleted = errors.New("payload: deleted")
+
+// applyTask applies, or deletes, one manifest and waits for it to be ready. It returns
+// errDeleted when it removed an object.
+func (w *Worker) applyTask(ctx context.Context, t *Task, state State) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	m := t.Manifest
+	if m.Delete {
+		gone := false
+		err := t.retry(ctx, w.clock, w.policy, "delete", func() error {
+			err := w.cfg.Deleter.Delete(ctx, m)
+			if isGone(err) {
+				gone = true
+				return nil
+			}
+			return err
+		})
+		if err == nil && !gone {
+			return errDeleted
+		}
+		return err
+	}
+	err := t.retry(ctx, w.clock, w.policy, "update", func() error { return w.cfg.Applier.Apply(ctx, m, state) })
+	if err != nil && effectOf(err) != EffectReport {
+		return err
+	}
+	// A reported error does not stop the manifest: its object must be ready all the same.
+	if w.cfg.Readiness != nil && state != StateReconciling {
+		if notReady := t.awaitReady(ctx, w.clock, w.policy, func() error { return w.cfg.Readiness.Ready(ctx, m) }); notReady != nil {
+			return notReady
+		}
+	}
+	return err
+}
+
+// plan builds the graph and the run options of state: Initializing runs every
+// component at once, Updating run levels in order favouring the critical path,
+// Reconciling every component at once in a permutation seeded by the pass and rotated
+// within a stride of passes, so that a manifest that always fails cannot starve the
+// ones behind it.
+func (w *Worker) plan(tasks []*Task, state State, pass int32) (*Graph, RunOptions, error) {
+	opts := RunOptions{Workers: w.policy.workersFor(state)}
+	switch state {
+	case StateUpdating:
+		opts.Priority = CriticalPathFirst
+		g, err := BuildGraph(tasks, OrderRunLevels)
+		return g, opts, err
+	case StateReconciling:
+		// Validated as every order is, then permuted.
+		if _, err := BuildGraph(tasks, OrderParallel); err != nil {
+			return nil, opts, err
+		}
+		epoch, iteration := int(pass)/reconcileStride, int(pass)%reconcileStride
+		r := rand.New(rand.NewPCG(uint64(epoch), 0))
+		g, err := buildGraph(tasks, shiftOrder(permuteOrder(flattenByNumberAndComponent, r), iteration, reconcileStride))
+		return g, opts, err
+	}
+	g, err := BuildGraph(tasks, OrderParallel)
+	return g, opts, err
+}
+
+// load returns the payload of release, loading it when it is not the one loaded last.
+func (w *Worker) load(ctx context.Context, release Release) (*Payload, error) {
+	if w.loaded != nil && w.loadedFor == release {
+		return w.loaded, nil
+	}
+	var p *Payload
+	err := guard("loading the payload", func() error {
+		var err error
+		p, err = w.cfg.Loader.Load(ctx, release)
+		return err
+	})
+	if err == nil && p == nil {
+		err = errors.New("the loader returned no payload")
+	}
+	if err == nil && release.Version != "" && p.Release.Version != "" && p.Release.Version != release.Version {
+		err = fmt.Errorf("the payload carries version %q", p.Release.Version)
+	}
+	if err == nil && slices.ContainsFunc(p.Manifests, func(m Manifest) bool { return m.Delete }) && w.cfg.Deleter == nil {
+		err = errors.New("the payload deletes objects and the worker has no Deleter")
+	}
+	if err == nil {
+		err = checkManifests(p.Manifests)
+	}
+	if err != nil {
+		return nil, &UpdateError{Nested: err, Effect: EffectFail, Reason: "UpdatePayloadRetrievalFailed",
+			Message: fmt.Sprintf("Could not load the payload of %s: %v", release, err)}
+	}
+	w.loaded, w.loadedFor = p, release
+	return p, nil
+}
+
+// checkManifests refuses manifests a loader built by hand without an object.
+func checkManifests(manifests []Manifest) error {
+	for i := range manifests {
+		if manifests[i].Object == nil {
+			return fmt.Errorf("manifest %d has no object: %w", i+1, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// include returns the manifests that belong to the cluster.
+func (w *Worker) include(manifests []Manifest) ([]Manifest, error) {
+	if w.cfg.Include == nil {
+		return manifests, nil
+	}
+	included := make([]Manifest, 0, len(manifests))
+	err := guard("deciding which manifests to include", func() error {
+		for i := range manifests {
+			if w.cfg.Include(&manifests[i]) == nil {
+				included = append(included, manifests[i])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, &UpdateError{Nested: err, Effect: EffectFail, Reason: "UpdatePayloadIntegrity", Message: err.Error()}
+	}
+	return included, nil
+}
+
+// timedOut describes an apply stopped by the apply timeout, with the summary of the
+// errors it met, if any.
+func timedOut(out *Outcome, timeout time.Duration, summary error) error {
+	msg := fmt.Sprintf("Applying %s timed out after %s with %d of %d manifests applied", out.Release, timeout, out.Done, out.Total)
+	effect := EffectFail
+	if summary != nil {
+		msg += ": " + summary.Error()
+		effect = stronger(EffectNone, effectOf(summary))
+	}
+	return &UpdateError{Nested: errors.Join(errApplyTimeout, summary), Effect: effect, Reason: "UpdatePayloadTimedOut", Message: msg}
+}

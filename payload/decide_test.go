@@ -1,0 +1,247 @@
+package payload_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/payload"
+)
+
+func at(d time.Duration) *metav1.Time {
+	t := metav1.NewTime(t0.Add(d))
+	return &t
+}
+
+// TestDecide is the worker's loop as a table: what to apply next, in which state, after
+// which delay, with which events.
+func TestDecide(t *testing.T) {
+	reconciling := payload.Status{Release: v1, State: payload.StateReconciling, Done: 6, Total: 6, Completed: 2,
+		NextApplyTime: at(3 * time.Minute), History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "1.0.0", Image: v1.Image}}}
+	updating := payload.Status{Release: v2, State: payload.StateUpdating, Done: 3, Total: 6,
+		History: []payload.UpdateHistory{{State: payload.UpdatePartial, Version: "2.0.0"}, {State: payload.UpdateCompleted, Version: "1.0.0"}}}
+	boom := errors.New("boom")
+	forced := v2
+	forced.Force = true
+	byDigest := payload.Release{Version: "1.0.0", Image: "quay.example/payload@sha256:1111"}
+	mirror := payload.Release{Image: "mirror.example/payload@sha256:1111"}
+	reconcilingByDigest := *reconciling.DeepCopy()
+	reconcilingByDigest.Release = byDigest
+	tests := []struct {
+		name         string
+		obs          payload.Observation
+		wantApply    bool
+		wantChecks   bool
+		wantRequeue  time.Duration
+		wantState    payload.State
+		wantEvents   []string
+		wantFailures int32
+		check        func(t *testing.T, s payload.Status)
+	}{
+		{
+			name: "nothing desired: wait for Update",
+			obs:  payload.Observation{},
+		},
+		{
+			name:      "the first release initializes at once",
+			obs:       payload.Observation{Desired: v1, Generation: 1},
+			wantApply: true, wantState: payload.StateInitializing, wantEvents: []string{"InitializingStarted"},
+			check: func(t *testing.T, s payload.Status) {
+				assert.Equal(t, int64(1), s.ObservedGeneration)
+				assert.Equal(t, []payload.UpdateHistory{{State: payload.UpdatePartial, StartedTime: *at(0), Version: "1.0.0", Image: v1.Image}}, s.History)
+			},
+		},
+		{
+			name:        "reconciling waits for its interval",
+			obs:         payload.Observation{Desired: v1, Status: reconciling},
+			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling,
+		},
+		{
+			name:      "reconciling is due",
+			obs:       payload.Observation{Desired: v1, Status: reconciling, Now: t0.Add(3 * time.Minute)},
+			wantApply: true, wantState: payload.StateReconciling,
+		},
+		{
+			name:        "the same digest through a mirror starts no update",
+			obs:         payload.Observation{Desired: mirror, Status: reconcilingByDigest},
+			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling,
+			check: func(t *testing.T, s payload.Status) {
+				assert.Len(t, s.History, 1)
+				assert.Equal(t, payload.Release{Version: "1.0.0", Image: mirror.Image}, s.Release, "pulled from the mirror from now on")
+			},
+		},
+		{
+			name:      "a new release after a completed one is an update, checked by the preconditions",
+			obs:       payload.Observation{Desired: v2, Status: reconciling},
+			wantApply: true, wantChecks: true, wantState: payload.StateUpdating, wantEvents: []string{"UpdateStarted"},
+			check: func(t *testing.T, s payload.Status) {
+				assert.Equal(t, int32(0), s.Done, "a new release starts at zero")
+				assert.Len(t, s.History, 2)
+			},
+		},
+		{
+			name:      "a forced update skips the preconditions",
+			obs:       payload.Observation{Desired: forced, Status: reconciling},
+			wantApply: true, wantState: payload.StateUpdating, wantEvents: []string{"UpdateStarted"},
+		},
+		{
+			name:      "an update under way is not checked again",
+			obs:       payload.Observation{Desired: v2, Status: updating},
+			wantApply: true, wantState: payload.StateUpdating,
+		},
+		{
+			name:      "a new release while initializing still initializes",
+			obs:       payload.Observation{Desired: v2, Status: payload.Status{Release: v1, State: payload.StateInitializing}},
+			wantApply: true, wantState: payload.StateInitializing, wantEvents: []string{"InitializingStarted"},
+		},
+		{
+			name: "a failed apply backs off and says why",
+			obs: payload.Observation{Desired: v2, Status: updating, Jitter: 0.5,
+				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 1, Total: 6, Err: boom}},
+			wantRequeue: 24 * time.Second, wantState: payload.StateUpdating, // 22.5s plus half of 20%, to the second
+			wantEvents: []string{"UpdatePayloadFailed"}, wantFailures: 1,
+			check: func(t *testing.T, s payload.Status) {
+				assert.Equal(t, int32(3), s.Done, "progress does not go backwards")
+				assert.Equal(t, "boom", s.Failure.Message)
+			},
+		},
+		{
+			name: "an interrupted apply is no failure and resumes at once",
+			obs: payload.Observation{Desired: v2, Status: updating,
+				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 4, Total: 6, Interrupted: true}},
+			wantApply: true, wantState: payload.StateUpdating,
+			check: func(t *testing.T, s payload.Status) {
+				assert.True(t, s.Interrupted)
+				assert.Nil(t, s.Failure)
+				assert.Equal(t, int32(4), s.Done)
+			},
+		},
+		{
+			name: "a completed update reconciles after the interval",
+			obs: payload.Observation{Desired: v2, Status: updating,
+				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 6, Total: 6}},
+			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling, wantEvents: []string{"PayloadApplied"},
+			check: func(t *testing.T, s payload.Status) {
+				assert.Equal(t, payload.UpdateCompleted, s.History[0].State)
+				assert.Equal(t, int32(1), s.Completed)
+			},
+		},
+		{
+			name: "removed objects are reported",
+			obs: payload.Observation{Desired: v2, Status: updating,
+				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 6, Total: 6, Removed: []string{`configmap "a/old"`}}},
+			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling, wantEvents: []string{"ManifestsDeleted", "PayloadApplied"},
+		},
+		{
+			name: "a reported error completes the apply",
+			obs: payload.Observation{Desired: v1, Status: reconciling, Now: t0.Add(3 * time.Minute),
+				Outcome: &payload.Outcome{Release: v1, State: payload.StateReconciling, Done: 6, Total: 6,
+					Err: &payload.UpdateError{Message: "slow", Effect: payload.EffectReport}}},
+			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling,
+			check: func(t *testing.T, s payload.Status) {
+				assert.Equal(t, payload.EffectReport, s.Failure.Effect)
+				assert.Equal(t, int32(3), s.Completed)
+			},
+		},
+		{
+			name: "a payload that shrank keeps done within its total (found by FuzzDecide)",
+			obs: payload.Observation{Desired: v2, Status: updating,
+				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 1, Total: 2, Err: boom}},
+			wantRequeue: 22 * time.Second, wantState: payload.StateUpdating, wantEvents: []string{"UpdatePayloadFailed"}, wantFailures: 1,
+			check: func(t *testing.T, s payload.Status) {
+				assert.Equal(t, int32(2), s.Total)
+				assert.Equal(t, int32(2), s.Done)
+			},
+		},
+		{
+			name: "the outcome of a release left behind is ignored",
+			obs: payload.Observation{Desired: v2, Status: reconciling,
+				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Err: boom}},
+			wantApply: true, wantChecks: true, wantState: payload.StateUpdating, wantEvents: []string{"UpdateStarted"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.obs.Now.IsZero() {
+				tt.obs.Now = t0
+			}
+			before := *tt.obs.Status.DeepCopy()
+			d := payload.Decide(tt.obs, payload.Policy{})
+			assert.Equal(t, before, tt.obs.Status, "Decide changes nothing it is given")
+			assert.Equal(t, tt.wantApply, d.Apply, "apply")
+			assert.Equal(t, tt.wantChecks, d.CheckPreconditions, "preconditions")
+			assert.Equal(t, tt.wantRequeue, d.Result.RequeueAfter, "requeue")
+			assert.Equal(t, tt.wantState, d.Status.State, "state")
+			assert.Equal(t, tt.wantEvents, reasons(d.Result.Events), "events")
+			assert.Equal(t, tt.wantFailures, d.Status.Failures, "failures")
+			if tt.check != nil {
+				tt.check(t, d.Status)
+			}
+			again := payload.Decide(tt.obs, payload.Policy{})
+			assert.Equal(t, d, again, "Decide is deterministic")
+		})
+	}
+}
+
+// TestDecideRetryTimeSurvivesARestart: a worker restarted while it waits for a retry
+// waits for what is left of it, neither more nor less.
+func TestDecideRetryTimeSurvivesARestart(t *testing.T) {
+	failed := payload.Decide(payload.Observation{Desired: v1, Now: t0, Status: payload.Status{Release: v1, State: payload.StateInitializing},
+		Outcome: &payload.Outcome{Release: v1, Err: errors.New("boom")}}, payload.Policy{})
+	assert.Equal(t, 22*time.Second, failed.Result.RequeueAfter)
+	restarted := payload.Decide(payload.Observation{Desired: v1, Now: t0.Add(20 * time.Second), Status: failed.Status, Jitter: 0.9}, payload.Policy{})
+	assert.False(t, restarted.Apply)
+	assert.Equal(t, 2*time.Second, restarted.Result.RequeueAfter)
+}
+
+// FuzzDecide holds Decide's rules over random observations: nothing is applied before
+// a release is desired, a wait is never negative, Done never goes backwards within a
+// release (unless the payload shrinks below it) and never passes Total, retries are spaced, and every condition is one the
+// API server accepts.
+func FuzzDecide(f *testing.F) {
+	f.Add(uint8(0), uint8(1), int32(3), int32(6), uint8(0), int32(2), int32(6), int64(90), uint8(0))
+	f.Add(uint8(1), uint8(1), int32(6), int32(6), uint8(2), int32(6), int32(6), int64(500), uint8(3))
+	f.Add(uint8(2), uint8(0), int32(0), int32(0), uint8(1), int32(0), int32(0), int64(0), uint8(1))
+	f.Fuzz(func(t *testing.T, desired, current uint8, done, total int32, outcome uint8, outDone, outTotal int32, seconds int64, state uint8) {
+		releases := []payload.Release{{}, v1, v2}
+		states := []payload.State{"", payload.StateInitializing, payload.StateUpdating, payload.StateReconciling}
+		total = max(total, 0)
+		done = min(max(done, 0), total)
+		st := payload.Status{Release: releases[int(current)%3], State: states[int(state)%4], Done: done, Total: total,
+			NextApplyTime: at(time.Duration(seconds%3600) * time.Second)}
+		if !st.Release.IsZero() {
+			st.History = []payload.UpdateHistory{{State: payload.UpdatePartial, Version: st.Release.Version}}
+		}
+		obs := payload.Observation{Desired: releases[int(desired)%3], Status: st, Now: t0.Add(time.Duration(seconds%7200) * time.Second)}
+		if outcome%4 != 0 {
+			obs.Outcome = &payload.Outcome{Release: st.Release, Done: max(outDone, 0), Total: max(outTotal, 0),
+				Interrupted: outcome%4 == 3}
+			if outcome%4 == 2 {
+				obs.Outcome.Err = errors.New("boom")
+			}
+		}
+		d := payload.Decide(obs, payload.Policy{})
+		s := d.Status
+		switch {
+		case obs.Desired.IsZero() && d.Apply:
+			t.Fatalf("applied with nothing desired")
+		case d.Result.RequeueAfter < 0:
+			t.Fatalf("negative wait %s", d.Result.RequeueAfter)
+		case s.Release.Same(st.Release) && len(s.History) == len(st.History) && s.Done < st.Done && s.Total >= st.Done:
+			t.Fatalf("progress went backwards: %d after %d", s.Done, st.Done)
+		case s.Total > 0 && s.Done > s.Total:
+			t.Fatalf("done %d of %d", s.Done, s.Total)
+		case s.Failures > 0 && !d.Apply && s.NextApplyTime == nil:
+			t.Fatalf("a failure without a retry time")
+		}
+		for _, c := range s.Conditions {
+			if err := conditions.Validate(c); err != nil {
+				t.Fatalf("invalid condition: %v", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,120 @@
+package payload
+
+import (
+	"context"
+	"reflect"
+)
+
+// Payload is a loaded payload: its release and its manifests in apply order.
+type Payload struct {
+	// Release is the release the payload carries; an empty Version is taken from the
+	// desired release.
+	Release Release
+	// Manifests are applied in this order (Load returns them in CompareFiles order).
+	Manifests []Manifest
+}
+
+// Loader retrieves and loads the payload of a desired release.
+type Loader interface {
+	Load(ctx context.Context, desired Release) (*Payload, error)
+}
+
+// LoaderFunc adapts a function to Loader.
+type LoaderFunc func(ctx context.Context, desired Release) (*Payload, error)
+
+// Load calls f.
+func (f LoaderFunc) Load(ctx context.Context, desired Release) (*Payload, error) {
+	return f(ctx, desired)
+}
+
+// Applier applies one manifest to the cluster in the given state. It returns an
+// *UpdateError to stop the worker from trying the manifest again in this apply. An
+// applier must not act once ctx has ended: that is how a replaced release stops at
+// once.
+type Applier interface {
+	Apply(ctx context.Context, m *Manifest, state State) error
+}
+
+// ApplierFunc adapts a function to Applier.
+type ApplierFunc func(ctx context.Context, m *Manifest, state State) error
+
+// Apply calls f.
+func (f ApplierFunc) Apply(ctx context.Context, m *Manifest, state State) error {
+	return f(ctx, m, state)
+}
+
+// Deleter removes the object of a manifest marked for deletion (Manifest.Delete). An
+// object already gone is success: return nil or the apiserver's NotFound error.
+type Deleter interface {
+	Delete(ctx context.Context, m *Manifest) error
+}
+
+// DeleterFunc adapts a function to Deleter.
+type DeleterFunc func(ctx context.Context, m *Manifest) error
+
+// Delete calls f.
+func (f DeleterFunc) Delete(ctx context.Context, m *Manifest) error { return f(ctx, m) }
+
+// Readiness tells whether the object of an applied manifest is ready: a Job has
+// completed, a Deployment has rolled out, an operator reports the new version. It
+// returns nil when ready and an error saying what it waits on otherwise; an
+// *UpdateError stops the wait at once with that error.
+type Readiness interface {
+	Ready(ctx context.Context, m *Manifest) error
+}
+
+// ReadinessFunc adapts a function to Readiness.
+type ReadinessFunc func(ctx context.Context, m *Manifest) error
+
+// Ready calls f.
+func (f ReadinessFunc) Ready(ctx context.Context, m *Manifest) error { return f(ctx, m) }
+
+// Preconditions can block an update from one release to another, as the
+// cluster-version operator's Upgradeable=False does: a non-nil error blocks it until
+// the check passes or the desired release is forced (Release.Force).
+type Preconditions interface {
+	Check(ctx context.Context, from, to Release) error
+}
+
+// PreconditionsFunc adapts a function to Preconditions.
+type PreconditionsFunc func(ctx context.Context, from, to Release) error
+
+// Check calls f.
+func (f PreconditionsFunc) Check(ctx context.Context, from, to Release) error {
+	return f(ctx, from, to)
+}
+
+// StatusWriter persists the worker's status, e.g. in the status of the host's custom
+// resource. A conflict (ErrConflict, or the apiserver's 409) makes the worker write its
+// latest status again at once; another error, after the notify interval.
+type StatusWriter interface {
+	WriteStatus(ctx context.Context, s Status) error
+}
+
+// StatusWriterFunc adapts a function to StatusWriter.
+type StatusWriterFunc func(ctx context.Context, s Status) error
+
+// WriteStatus calls f.
+func (f StatusWriterFunc) WriteStatus(ctx context.Context, s Status) error { return f(ctx, s) }
+
+var (
+	_ Loader        = LoaderFunc(nil)
+	_ Applier       = ApplierFunc(nil)
+	_ Deleter       = DeleterFunc(nil)
+	_ Readiness     = ReadinessFunc(nil)
+	_ Preconditions = PreconditionsFunc(nil)
+	_ StatusWriter  = StatusWriterFunc(nil)
+)
+
+// isNil reports whether v is nil or holds a nil pointer, function, map, channel, slice
+// or interface: a typed nil that would crash on its first call.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
