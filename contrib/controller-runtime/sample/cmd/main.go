@@ -26,11 +26,13 @@ import (
 func main() {
 	var (
 		leaderElect bool
+		leaderNS    string
 		payloadKey  string
 		releasesDir string
 		rollouts    controller.RolloutReconciler
 	)
-	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader among the replicas (needs a Lease in the manager's namespace)")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader among the replicas with a Lease")
+	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's own, in a cluster)")
 	flag.StringVar(&payloadKey, "payload", "", "namespace/name of the Payload whose releases to apply (none: no payload worker)")
 	flag.StringVar(&releasesDir, "releases", "releases", "directory with one sub-directory of manifests per release, for -payload")
 	flag.StringVar(&rollouts.Namespace, "rollout-namespace", "kube-system", "namespace of the installer and operand pods of the Rollouts")
@@ -52,9 +54,10 @@ func main() {
 		os.Exit(1)
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:           scheme,
-		LeaderElection:   leaderElect,
-		LeaderElectionID: "sample.converge.dev",
+		Scheme:                  scheme,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "sample.converge.dev",
+		LeaderElectionNamespace: leaderNS,
 	})
 	if err != nil {
 		log.Error(err, "creating the manager")
