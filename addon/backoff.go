@@ -12,6 +12,7 @@ import (
 // Zero fields take DefaultBackoffInitial, DefaultBackoffMax,
 // DefaultBackoffFactorPercent and DefaultBackoffJitterPercent. To run without
 // jitter, inject a jitter source that returns 0 (Config.Jitter, Input.Jitter).
+// +kubebuilder:object:generate=true
 type Backoff struct {
 	// Initial is the first delay.
 	// +optional

@@ -9,8 +9,6 @@ import (
 	"github.com/converge-dev/converge/conditions"
 )
 
-// +kubebuilder:object:generate=false
-
 // Input is everything Decide looks at.
 type Input struct {
 	// Spec is what the add-on should be.
@@ -50,8 +48,6 @@ const RequeueNow = time.Millisecond
 // maxMessage bounds Status.Message and event messages.
 const maxMessage = 1024
 
-// +kubebuilder:object:generate=false
-
 // Event is a Kubernetes event for the host to emit on its object (with its
 // own recorder). Every converge engine has this exact shape.
 type Event struct {
@@ -68,8 +64,6 @@ const (
 	EventTypeNormal  = "Normal"
 	EventTypeWarning = "Warning"
 )
-
-// +kubebuilder:object:generate=false
 
 // Decision is what Decide decided.
 type Decision struct {
@@ -170,8 +164,6 @@ func (in *Input) tableOrDefault() *Table {
 	}
 	return in.Table
 }
-
-// +kubebuilder:object:generate=false
 
 type decider struct {
 	in     Input

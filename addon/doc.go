@@ -1,4 +1,2 @@
 // Package addon runs an add-on's lifecycle as a phase transition table with a retry and remediation policy.
-//
-// +kubebuilder:object:generate=true
 package addon

@@ -18,8 +18,6 @@ var ErrInvalid = errors.New("addon: invalid input")
 // past its re-reads.
 var ErrConflict = errors.New("addon: status conflict")
 
-// +kubebuilder:object:generate=false
-
 // InvalidError describes bad input. It matches ErrInvalid.
 type InvalidError struct {
 	// What names the input: "table", "policy", "spec", "status", "input", "config".

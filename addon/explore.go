@@ -12,8 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// +kubebuilder:object:generate=false
-
 // ExploreOptions bounds an exhaustive exploration of a transition table.
 type ExploreOptions struct {
 	// Table is the table to explore; nil means DefaultTable.
@@ -30,8 +28,6 @@ type ExploreOptions struct {
 	// where the table has no reset row). 0 means 40.
 	Converge int
 }
-
-// +kubebuilder:object:generate=false
 
 // ExploreReport says how much an exploration covered.
 type ExploreReport struct {
@@ -117,16 +113,12 @@ var (
 	exploreVersions = [...]string{"v1", "v2"}
 )
 
-// +kubebuilder:object:generate=false
-
 type exploreState struct {
 	spec   Spec
 	status Status
 	now    time.Time
 	path   *step
 }
-
-// +kubebuilder:object:generate=false
 
 // step is one step of a path, linked to the one before it.
 type step struct {
@@ -145,8 +137,6 @@ func (p *step) names() []string {
 	return out
 }
 
-// +kubebuilder:object:generate=false
-
 type explorer struct {
 	opts        ExploreOptions
 	rules       rules
@@ -158,8 +148,6 @@ type explorer struct {
 func (e *explorer) report(depth int) ExploreReport {
 	return ExploreReport{States: len(e.seen), Transitions: e.transitions, Depth: depth}
 }
-
-// +kubebuilder:object:generate=false
 
 // world is one way the world moves before a look.
 type world struct {
@@ -290,8 +278,6 @@ func (e *explorer) successors(s exploreState) ([]exploreState, error) {
 	}
 	return out, nil
 }
-
-// +kubebuilder:object:generate=false
 
 type exploreOutcome struct {
 	name string

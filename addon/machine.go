@@ -11,8 +11,6 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// +kubebuilder:object:generate=false
-
 // Driver is what the host implements to act on its add-ons. Each call must be
 // idempotent (an action whose outcome a crash lost runs again) and must
 // return when ctx ends. Request carries the host's object (Object.Host), so
@@ -29,8 +27,6 @@ type Driver interface {
 	Health(ctx context.Context, req Request) (Health, error)
 }
 
-// +kubebuilder:object:generate=false
-
 // DriftDetector is implemented by a Driver that can tell whether the
 // cluster drifted from what the add-on applied (Policy.Drift).
 type DriftDetector interface {
@@ -39,15 +35,11 @@ type DriftDetector interface {
 	Drift(ctx context.Context, req Request) (drifted bool, detail string, err error)
 }
 
-// +kubebuilder:object:generate=false
-
 // Tester is implemented by a Driver that can test the add-on (Policy.Test).
 type Tester interface {
 	// Test runs the tests of req.To, the version just installed or upgraded.
 	Test(ctx context.Context, req Request) error
 }
-
-// +kubebuilder:object:generate=false
 
 // Store reads and writes add-ons with optimistic concurrency.
 type Store interface {
@@ -60,8 +52,6 @@ type Store interface {
 	// unchanged or an error wrapping ErrConflict.
 	UpdateStatus(ctx context.Context, obj Object, status Status) (Object, error)
 }
-
-// +kubebuilder:object:generate=false
 
 // Result is what the host returns to its work queue; it has the meaning of
 // controller-runtime's reconcile.Result (without the deprecated Requeue).
@@ -77,8 +67,6 @@ type Result struct {
 	// Store wrote says so too, but the host's copy may be older.)
 	Deleted bool
 }
-
-// +kubebuilder:object:generate=false
 
 // Config configures a Machine. Driver and Store are required; every other
 // zero field takes its documented default.
@@ -109,8 +97,6 @@ type Config struct {
 // maxConflicts is how many conflicts in a row one Reconcile re-reads and
 // decides again before it returns ErrConflict.
 const maxConflicts = 5
-
-// +kubebuilder:object:generate=false
 
 // Machine is the thin shell around Decide: Reconcile looks, claims and runs
 // at most one Driver action, records its outcome and writes the status. It

@@ -1,7 +1,5 @@
 package addon
 
-// +kubebuilder:object:generate=false
-
 // Object is one add-on as the host read it: what the Machine reconciles.
 type Object struct {
 	// Spec is what the add-on should be.
@@ -17,8 +15,6 @@ type Object struct {
 	Host any
 }
 
-// +kubebuilder:object:generate=false
-
 // Request is what the Driver gets for one call.
 type Request struct {
 	// Spec is the add-on's spec.
@@ -33,8 +29,6 @@ type Request struct {
 	// Rollback is true when an Upgrade call rolls back.
 	Rollback bool
 }
-
-// +kubebuilder:object:generate=false
 
 // Observation is what the Machine saw since the last decision: the outcome of
 // the action it just ran, or nothing (a fresh look, Action == ActionNone).

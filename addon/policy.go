@@ -46,6 +46,7 @@ const (
 
 // TestPolicy configures the optional test step after an install or upgrade
 // (the Driver must implement Tester).
+// +kubebuilder:object:generate=true
 type TestPolicy struct {
 	// Enable runs the tests once the installed or upgraded version is
 	// healthy, before Running.
@@ -98,6 +99,7 @@ const (
 // Running, Failed and Deleted wait for nothing and have no deadline. A
 // retry is never scheduled past the deadline. MaxRetries bounds how many
 // times, the deadline how long: whichever comes first ends the phase.
+// +kubebuilder:object:generate=true
 type Policy struct {
 	// MaxRetries is how many times a failed install (and, separately, a
 	// failed upgrade) is retried before RetriesExhausted: nil means
@@ -215,8 +217,6 @@ func (p Policy) Validate() error {
 	}
 	return nil
 }
-
-// +kubebuilder:object:generate=false
 
 // rules is a Policy with every default applied, in the units Decide uses.
 type rules struct {

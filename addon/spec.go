@@ -4,8 +4,6 @@ import (
 	"fmt"
 )
 
-// +kubebuilder:object:generate=false
-
 // Spec is the host's view of what the add-on should be, read from its object.
 type Spec struct {
 	// Name identifies the add-on (a key such as "namespace/name").

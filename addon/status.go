@@ -10,6 +10,7 @@ import (
 // host to persist in its object's status (embed it in a CRD). A new Machine
 // (after a restart) continues from Status alone. The zero Status is an
 // add-on never seen before.
+// +kubebuilder:object:generate=true
 type Status struct {
 	// Phase is where the lifecycle is.
 	// +optional
@@ -110,6 +111,7 @@ type Status struct {
 }
 
 // Claim marks the action in flight: who runs it, on what, and until when.
+// +kubebuilder:object:generate=true
 type Claim struct {
 	// Action is the claimed action.
 	Action Action `json:"action"`
@@ -135,6 +137,7 @@ func (c *Claim) same(o *Claim) bool {
 }
 
 // Attempt is one entry of Status.History.
+// +kubebuilder:object:generate=true
 type Attempt struct {
 	// Action is what ran.
 	Action Action `json:"action"`

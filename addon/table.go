@@ -6,8 +6,6 @@ import (
 	"strings"
 )
 
-// +kubebuilder:object:generate=false
-
 // Row is one transition: in phase From, trigger Trigger moves the add-on to
 // phase To, and Action is what runs on entering To (ActionNone: nothing).
 //
@@ -29,14 +27,10 @@ type Row struct {
 	Action Action `json:"action,omitempty"`
 }
 
-// +kubebuilder:object:generate=false
-
 type rowKey struct {
 	from    Phase
 	trigger Trigger
 }
-
-// +kubebuilder:object:generate=false
 
 // Table is the add-on lifecycle as data: a list of rows. Build one with
 // NewTable (which validates it) or take DefaultTable. A Table is immutable
@@ -155,8 +149,6 @@ func (t *Table) entryActions(r Row) []Action {
 	}
 	return out
 }
-
-// +kubebuilder:object:generate=false
 
 type entry struct {
 	phase  Phase

@@ -37,7 +37,6 @@ const (
 	ReasonNotYetReported = "NotYetReported"
 )
 
-
 // Sort orders conditions deterministically, in place: Available, Ready,
 // Progressing, Degraded, Reconciling and Stalled first, in that order, then
 // every other type alphabetically. Conditions of the same type keep their

@@ -3,9 +3,13 @@ package fake
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"k8s.io/utils/clock"
 
@@ -46,7 +50,7 @@ const (
 	RolloutEnsureInstaller RolloutMethod = "EnsureInstaller"
 	RolloutDeleteInstaller RolloutMethod = "DeleteInstaller"
 	RolloutGetOperand      RolloutMethod = "GetOperand"
-	RolloutNodeReady       RolloutMethod = "NodeReady"
+	RolloutListNodes       RolloutMethod = "ListNodes"
 )
 
 // RolloutCall is one recorded call to the rollout host interfaces.
@@ -71,19 +75,22 @@ type RolloutPod struct {
 
 // RolloutCluster is an in-memory cluster of nodes for the rollout engine: it
 // implements rollout.InstallerClient, rollout.OperandReader and
-// rollout.NodeReadiness. Installer pods and operands only move when Tick is
+// rollout.NodeLister. Installer pods and operands only move when Tick is
 // called (a simulated kubelet), so a test controls every step.
 //
 // Scripts are data: InstallerScripts[node][i] is how the i-th installer
 // created on that node ends (Succeeds when missing); OperandFails[node][rev]
 // makes the operand of that revision fail with the message instead of
-// becoming ready. Every call is recorded in Calls. Errors[method] makes that
-// method fail. Safe for concurrent use; read fields under Lock or through the
-// accessor methods while calls may run.
+// becoming ready, OperandHangs[node][rev] keeps it pending. Every call is
+// recorded in Calls. Errors[method] makes that method fail. Safe for
+// concurrent use; read fields through the accessor methods while calls may
+// run.
 type RolloutCluster struct {
 	mu sync.Mutex
 	// Clock stamps start and ready times; nil means the real clock.
 	Clock clock.PassiveClock
+	// Nodes are the nodes ListNodes lists, in order.
+	Nodes []string
 	// Operands holds each node's operand pod.
 	Operands map[string]rollout.OperandState
 	// Pods holds installer pods by name.
@@ -94,6 +101,8 @@ type RolloutCluster struct {
 	InstallerScripts map[string][]InstallerScript
 	// OperandFails makes an operand revision fail on a node, with a message.
 	OperandFails map[string]map[int32]string
+	// OperandHangs keeps an operand revision pending on a node.
+	OperandHangs map[string]map[int32]bool
 	// Errors makes a method return an error.
 	Errors map[RolloutMethod]error
 	// Attempts counts the installers created per node.
@@ -102,18 +111,20 @@ type RolloutCluster struct {
 	Calls []RolloutCall
 	// Created records the installers created, in order.
 	Created []rollout.Installer
+	// Deleted records the installers deleted (that existed), in order.
+	Deleted []rollout.Installer
 }
 
 var (
 	_ rollout.InstallerClient = (*RolloutCluster)(nil)
 	_ rollout.OperandReader   = (*RolloutCluster)(nil)
-	_ rollout.NodeReadiness   = (*RolloutCluster)(nil)
+	_ rollout.NodeLister      = (*RolloutCluster)(nil)
 )
 
 // NewRolloutCluster returns a cluster whose nodes all run a ready operand of
 // revision rev (no operand at all when rev is 0).
 func NewRolloutCluster(clk clock.PassiveClock, rev int32, nodes ...string) *RolloutCluster {
-	c := &RolloutCluster{Clock: clk}
+	c := &RolloutCluster{Clock: clk, Nodes: append([]string(nil), nodes...)}
 	c.init()
 	for _, n := range nodes {
 		if rev == 0 {
@@ -193,7 +204,10 @@ func (c *RolloutCluster) DeleteInstaller(_ context.Context, inst rollout.Install
 	if err := c.record(RolloutDeleteInstaller, inst.Node, inst.Name); err != nil {
 		return err
 	}
-	delete(c.Pods, inst.Name)
+	if p, ok := c.Pods[inst.Name]; ok {
+		c.Deleted = append(c.Deleted, p.Installer)
+		delete(c.Pods, inst.Name)
+	}
 	return nil
 }
 
@@ -210,14 +224,18 @@ func (c *RolloutCluster) GetOperand(_ context.Context, node string) (rollout.Ope
 	return rollout.OperandState{Phase: rollout.OperandNotFound}, nil
 }
 
-// NodeReady reports whether the node is reachable.
-func (c *RolloutCluster) NodeReady(_ context.Context, node string) (bool, error) {
+// ListNodes lists Nodes with their reachability.
+func (c *RolloutCluster) ListNodes(context.Context) ([]rollout.Node, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.record(RolloutNodeReady, node, ""); err != nil {
-		return false, err
+	if err := c.record(RolloutListNodes, "", ""); err != nil {
+		return nil, err
 	}
-	return !c.Unreachable[node], nil
+	out := make([]rollout.Node, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = rollout.Node{Name: n, Unreachable: c.Unreachable[n]}
+	}
+	return out, nil
 }
 
 // Tick is one step of the simulated kubelet, in pod name order: a pending
@@ -233,6 +251,9 @@ func (c *RolloutCluster) Tick() bool {
 	moved := false
 	for node, op := range c.Operands {
 		if op.Phase != rollout.OperandPending || c.Unreachable[node] {
+			continue
+		}
+		if c.OperandHangs[node][op.Revision] {
 			continue
 		}
 		if msg, ok := c.OperandFails[node][op.Revision]; ok {
@@ -307,6 +328,59 @@ func (c *RolloutCluster) ScriptInstallers(node string, scripts ...InstallerScrip
 	c.InstallerScripts[node] = append(c.InstallerScripts[node], scripts...)
 }
 
+// AddNode adds a node to Nodes (no operand yet), unless it is there.
+func (c *RolloutCluster) AddNode(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !slices.Contains(c.Nodes, node) {
+		c.Nodes = append(c.Nodes, node)
+	}
+}
+
+// RemoveNode removes a node from Nodes; its pods stay until deleted.
+func (c *RolloutCluster) RemoveNode(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Nodes = slices.DeleteFunc(c.Nodes, func(n string) bool { return n == node })
+}
+
+// SetOperand sets a node's operand, as a crash or a manual change would.
+func (c *RolloutCluster) SetOperand(node string, op rollout.OperandState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.init()
+	c.Operands[node] = op
+}
+
+// SetError makes a method fail with err (nil: succeed again).
+func (c *RolloutCluster) SetError(method RolloutMethod, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Errors == nil {
+		c.Errors = map[RolloutMethod]error{}
+	}
+	c.Errors[method] = err
+}
+
+// ResetCalls forgets the recorded calls, keeping their storage: a benchmark
+// calls it between syncs so that the log does not grow.
+func (c *RolloutCluster) ResetCalls() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Calls = c.Calls[:0]
+}
+
+// Pod returns a copy of the named installer pod.
+func (c *RolloutCluster) Pod(name string) (RolloutPod, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.Pods[name]
+	if !ok {
+		return RolloutPod{}, false
+	}
+	return *p, true
+}
+
 // Recorded returns a copy of Calls.
 func (c *RolloutCluster) Recorded() []RolloutCall {
 	c.mu.Lock()
@@ -331,8 +405,8 @@ func (c *RolloutCluster) Operand(node string) rollout.OperandState {
 // RolloutStatusStore is an in-memory rollout.StatusStore with resource
 // versions. Conflicts makes the next UpdateStatus calls lose a race: a
 // concurrent writer bumps the resource version (without changing the status)
-// and the call returns an error wrapping rollout.ErrConflict. Safe for
-// concurrent use.
+// and the call returns an error wrapping rollout.ErrConflict, or the
+// apiserver's own 409 when APIConflicts is set. Safe for concurrent use.
 type RolloutStatusStore struct {
 	mu sync.Mutex
 	// Status is the stored status.
@@ -349,6 +423,8 @@ type RolloutStatusStore struct {
 	Writes []rollout.Status
 	// ConflictsReturned counts the conflicts returned.
 	ConflictsReturned int
+	// APIConflicts makes a conflict the apiserver's 409 (apierrors.IsConflict) instead.
+	APIConflicts bool
 }
 
 var _ rollout.StatusStore = (*RolloutStatusStore)(nil)
@@ -387,7 +463,11 @@ func (s *RolloutStatusStore) UpdateStatus(_ context.Context, st rollout.Status, 
 	}
 	if resourceVersion != fmt.Sprint(s.ResourceVersion) {
 		s.ConflictsReturned++
-		return "", rollout.Conflict(fmt.Errorf("fake: resource version %s is stale, current is %d", resourceVersion, s.ResourceVersion))
+		msg := fmt.Errorf("fake: resource version %s is stale, current is %d", resourceVersion, s.ResourceVersion)
+		if s.APIConflicts {
+			return "", apierrors.NewConflict(schema.GroupResource{Resource: "rollouts"}, "status", msg)
+		}
+		return "", rollout.Conflict(msg)
 	}
 	s.ResourceVersion++
 	s.Status = *st.DeepCopy()
@@ -415,31 +495,4 @@ func (s *RolloutStatusStore) SetLatest(rev int32) {
 	defer s.mu.Unlock()
 	s.Status.LatestAvailableRevision = rev
 	s.ResourceVersion++
-}
-
-// RolloutEvents records the events a rollout emits. Safe for concurrent use.
-type RolloutEvents struct {
-	mu sync.Mutex
-	// Events records every event in order.
-	Events []rollout.Event
-}
-
-var _ rollout.EventSink = (*RolloutEvents)(nil)
-
-// Emit records e.
-func (r *RolloutEvents) Emit(_ context.Context, e rollout.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.Events = append(r.Events, e)
-}
-
-// Reasons returns the recorded event reasons in order.
-func (r *RolloutEvents) Reasons() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.Events))
-	for _, e := range r.Events {
-		out = append(out, e.Reason)
-	}
-	return out
 }

@@ -2,7 +2,6 @@ package fake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,8 +14,9 @@ import (
 // TestRolloutStatusStore checks that s behaves as rollout.Controller needs,
 // in the manner of testing/fstest.TestFS: a write with the version just read
 // succeeds and returns a new version; the status reads back as written (JSON
-// round trips included); a write with a stale version fails with an error
-// wrapping rollout.ErrConflict and changes nothing. It finally writes the
+// round trips included); a write with a stale version fails with a conflict
+// (the API server's 409 or an error wrapping rollout.ErrConflict, see
+// rollout.IsConflict) and changes nothing. It finally writes the
 // original status back. The same check runs against this package's fake and
 // a host's real adapter; run it on a scratch store.
 func TestRolloutStatusStore(ctx context.Context, s rollout.StatusStore) error {
@@ -30,7 +30,7 @@ func TestRolloutStatusStore(ctx context.Context, s rollout.StatusStore) error {
 	want.NodeStatuses = append(want.NodeStatuses, rollout.NodeStatus{
 		NodeName: "conformance-node", CurrentRevision: 1, TargetRevision: want.LatestAvailableRevision,
 		LastFailedRevision: want.LatestAvailableRevision, LastFailedTime: &failedAt, LastFailedCount: 2,
-		LastFailedReason: rollout.FailureInstallerFailed, LastFailedErrors: []string{"installer: OOMKilled"},
+		LastFailedReason: rollout.ReasonInstallerPodFailed, LastFailedErrors: []string{"installer: OOMKilled"},
 	})
 	rv1, err := s.UpdateStatus(ctx, want, rv)
 	if err != nil {
@@ -52,8 +52,8 @@ func TestRolloutStatusStore(ctx context.Context, s rollout.StatusStore) error {
 
 	stale := *want.DeepCopy()
 	stale.LatestAvailableRevision++
-	if _, err := s.UpdateStatus(ctx, stale, rv); !errors.Is(err, rollout.ErrConflict) {
-		return fmt.Errorf("a write with the stale version %q returned %v, want an error wrapping rollout.ErrConflict", rv, err)
+	if _, err := s.UpdateStatus(ctx, stale, rv); !rollout.IsConflict(err) {
+		return fmt.Errorf("a write with the stale version %q returned %v, want a conflict (rollout.IsConflict)", rv, err)
 	}
 	got, _, err = s.GetStatus(ctx)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/rollout"
@@ -123,9 +124,9 @@ func TestRolloutClusterUnreachableAndErrors(t *testing.T) {
 	ctx := context.Background()
 	c := NewRolloutCluster(clocktesting.NewFakePassiveClock(rolloutT0), 1, "a")
 	c.SetUnreachable("a", true)
-	ok, err := c.NodeReady(ctx, "a")
+	nodes, err := c.ListNodes(ctx)
 	require.NoError(t, err)
-	assert.False(t, ok)
+	assert.Equal(t, []rollout.Node{{Name: "a", Unreachable: true}}, nodes)
 	inst := rollout.Installer{Node: "a", Revision: 2, Name: "installer-2-a"}
 	require.NoError(t, c.EnsureInstaller(ctx, inst))
 	assert.False(t, c.Tick(), "nothing moves on an unreachable node")
@@ -180,9 +181,8 @@ func TestRolloutFakesConcurrent(t *testing.T) {
 	ctx := context.Background()
 	c := NewRolloutCluster(clocktesting.NewFakePassiveClock(rolloutT0), 1, "a", "b")
 	s := NewRolloutStatusStore(1, 1, "a", "b")
-	var ev RolloutEvents
 	var wg sync.WaitGroup
-	for i := range 8 {
+	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -191,11 +191,49 @@ func TestRolloutFakesConcurrent(t *testing.T) {
 			c.Tick()
 			st, rv, _ := s.GetStatus(ctx)
 			_, _ = s.UpdateStatus(ctx, st, rv)
-			ev.Emit(ctx, rollout.Event{Reason: "R", Node: string(rune('a' + i))})
+			_, _ = c.ListNodes(ctx)
 		}()
 	}
 	wg.Wait()
-	assert.Len(t, c.Recorded(), 16)
-	assert.Len(t, ev.Reasons(), 8)
+	assert.Len(t, c.Recorded(), 24)
 	assert.Len(t, c.CreatedInstallers(), 1)
+}
+
+func TestRolloutClusterMembershipAndFaults(t *testing.T) {
+	ctx := context.Background()
+	c := NewRolloutCluster(clocktesting.NewFakePassiveClock(rolloutT0), 1, "a", "b")
+	c.AddNode("c")
+	c.AddNode("c")
+	c.RemoveNode("a")
+	nodes, err := c.ListNodes(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []rollout.Node{{Name: "b"}, {Name: "c"}}, nodes, "added once, removed, in order")
+
+	c.OperandHangs = map[string]map[int32]bool{"b": {2: true}}
+	c.SetOperand("b", rollout.OperandState{Phase: rollout.OperandPending, Revision: 2})
+	c.Tick()
+	assert.Equal(t, rollout.OperandPending, c.Operand("b").Phase, "a hanging operand stays pending")
+
+	inst := rollout.Installer{Node: "b", Revision: 2, Name: "installer-2-b"}
+	require.NoError(t, c.EnsureInstaller(ctx, inst))
+	c.SetError(RolloutDeleteInstaller, errors.New("apiserver down"))
+	require.Error(t, c.DeleteInstaller(ctx, inst))
+	_, exists := c.Pod(inst.Name)
+	assert.True(t, exists, "a failed delete leaves the pod")
+	c.SetError(RolloutDeleteInstaller, nil)
+	require.NoError(t, c.DeleteInstaller(ctx, inst))
+	assert.Equal(t, []rollout.Installer{inst}, c.Deleted)
+	c.ResetCalls()
+	assert.Empty(t, c.Recorded())
+}
+
+func TestRolloutStatusStoreAPIConflicts(t *testing.T) {
+	ctx := context.Background()
+	s := NewRolloutStatusStore(1, 1, "a")
+	s.APIConflicts, s.Conflicts = true, 1
+	st, rv, err := s.GetStatus(ctx)
+	require.NoError(t, err)
+	_, err = s.UpdateStatus(ctx, st, rv)
+	assert.True(t, apierrors.IsConflict(err), "the apiserver's own 409: %v", err)
+	assert.True(t, rollout.IsConflict(err))
 }

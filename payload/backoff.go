@@ -9,6 +9,7 @@ import (
 
 // Backoff spaces retries: the n-th consecutive failure waits
 // min(Max, Initial·(FactorPercent/100)^(n-1)), plus up to JitterPercent% of that.
+// +kubebuilder:object:generate=true
 type Backoff struct {
 	// Initial is the wait after the first failure.
 	// +optional

@@ -31,6 +31,7 @@ const (
 
 // Policy is how a Worker paces its work. The zero value means every default; it can be
 // embedded in a custom resource.
+// +kubebuilder:object:generate=true
 type Policy struct {
 	// Interval is the time between two reconciles (default 3m).
 	// +optional

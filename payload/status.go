@@ -10,6 +10,7 @@ import (
 )
 
 // Release identifies a payload: the version it carries and where it comes from.
+// +kubebuilder:object:generate=true
 type Release struct {
 	// Version is the payload's version, e.g. "4.15.0".
 	// +optional
@@ -61,6 +62,7 @@ func digestOf(image string) string {
 }
 
 // Failure is the summarized error of the last apply, as plain data.
+// +kubebuilder:object:generate=true
 type Failure struct {
 	// Reason classifies the failure, e.g. "UpdatePayloadResourceNotFound" or "MultipleErrors".
 	Reason string `json:"reason"`
@@ -97,6 +99,7 @@ const (
 )
 
 // UpdateHistory is one release the worker moved to.
+// +kubebuilder:object:generate=true
 type UpdateHistory struct {
 	// State is Completed once every manifest was applied, Partial before.
 	State UpdateState `json:"state"`
@@ -116,6 +119,7 @@ type UpdateHistory struct {
 // Status is the progress of a Worker. It is plain data that a host can embed in its
 // custom resource's status, persist, and hand back to a new Worker (Config.Status),
 // which carries on from it exactly as the worker that wrote it would have.
+// +kubebuilder:object:generate=true
 type Status struct {
 	// ObservedGeneration is the generation of the desired release (Worker.Update).
 	// +optional

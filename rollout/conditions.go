@@ -1,9 +1,11 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,46 +14,59 @@ import (
 	"github.com/converge-dev/converge/conditions"
 )
 
-// Condition reasons the rollout reports.
-const (
-	ReasonZeroNodesActive           = "ZeroNodesActive"
-	ReasonNodesActive               = "NodesActive"
-	ReasonNodesProgressing          = "NodesProgressing"
-	ReasonAllNodesAtLatestRevision  = "AllNodesAtLatestRevision"
-	ReasonInstallerPodFailed        = "InstallerPodFailed"
-	ReasonOperandFailed             = "OperandFailed"
-	ReasonInstallerRetriesExhausted = "InstallerRetriesExhausted"
-	ReasonNodesUnreachable          = "NodesUnreachable"
-)
-
 // DesiredConditions returns the Available, Progressing and Degraded
-// conditions (without timestamps) that describe st:
+// conditions (without timestamps) that describe st, in library-go's words:
 //
-//   - Available is True when any node has a current revision, else False ZeroNodesActive;
-//   - Progressing is True while any node is not at the latest revision, else
-//     False AllNodesAtLatestRevision;
-//   - Degraded is True when a node's last failure is still in its way
-//     (InstallerRetriesExhausted, InstallerPodFailed or OperandFailed, grouped
-//     by revision; a node that gave up says so) or a node is unreachable
-//     (NodesUnreachable).
-func DesiredConditions(st Status, obs Observation, p Policy) []metav1.Condition {
-	counts := map[int32]int{}
+//   - Available is True (NodesActive) when any node has a current revision,
+//     else False (ZeroNodesActive);
+//   - Progressing is True while any node is below the latest revision, in
+//     transition or regressed (NodesProgressing, or RolloutHeld naming the
+//     unavailable nodes in heldBy that hold a start back), else False
+//     (AllNodesAtLatestRevision); a node above the latest revision counts as
+//     at it (the engine never moves a node down);
+//   - Degraded is True when a node's last failure is still in its way (the
+//     failure's reason, grouped by revision; InstallerRetriesExhausted once a
+//     node gave up), an operand regressed (NodeRevisionRegressed), or the
+//     hold in heldBy is older than Policy.HoldDegradedAfter at now
+//     (NodesUnavailable, naming the nodes and the way out).
+//
+// Every message is bounded: it names at most a few nodes per line ("… and N
+// more") and never exceeds the API's 32768 bytes.
+func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []metav1.Condition {
+	// Revisions are few: a short sorted slice beats a map and a sort.
+	type revCount struct {
+		rev   int32
+		count int
+	}
+	var counts []revCount
 	active, atLatest := 0, 0
-	for _, n := range st.NodeStatuses {
-		counts[n.CurrentRevision]++
+	for k := range st.NodeStatuses {
+		n := &st.NodeStatuses[k]
+		i, found := slices.BinarySearchFunc(counts, n.CurrentRevision, func(c revCount, r int32) int { return cmp.Compare(c.rev, r) })
+		if found {
+			counts[i].count++
+		} else {
+			counts = slices.Insert(counts, i, revCount{n.CurrentRevision, 1})
+		}
 		if n.CurrentRevision != 0 {
 			active++
 		}
-		if n.CurrentRevision == st.LatestAvailableRevision {
+		if n.CurrentRevision >= st.LatestAvailableRevision && !n.InTransition() && n.RegressedRevision == 0 {
 			atLatest++
 		}
 	}
-	revs := slices.Sorted(maps.Keys(counts))
-	parts := make([]string, 0, len(revs))
-	for _, r := range revs {
-		parts = append(parts, fmt.Sprintf("%s at revision %d", nodesAre(counts[r]), r))
+	var b strings.Builder
+	latestSeen := false
+	for i, c := range counts {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(nodesAre(c.count))
+		b.WriteString(" at revision ")
+		b.WriteString(strconv.FormatInt(int64(c.rev), 10))
+		latestSeen = latestSeen || c.rev == st.LatestAvailableRevision
 	}
-	byRevision := strings.Join(parts, "; ")
+	byRevision := b.String()
 
 	available := metav1.Condition{Type: conditions.TypeAvailable, Status: metav1.ConditionTrue, Reason: ReasonNodesActive,
 		Message: fmt.Sprintf("%s active; %s", nodesAre(active), byRevision)}
@@ -66,44 +81,66 @@ func DesiredConditions(st Status, obs Observation, p Policy) []metav1.Condition 
 		Reason: ReasonAllNodesAtLatestRevision, Message: byRevision}
 	if atLatest < len(st.NodeStatuses) {
 		progressing.Status, progressing.Reason = metav1.ConditionTrue, ReasonNodesProgressing
-		if atLatest == 0 {
+		if !latestSeen {
 			progressing.Message += fmt.Sprintf("; 0 nodes have achieved new revision %d", st.LatestAvailableRevision)
+		}
+		if len(heldBy) > 0 {
+			progressing.Reason = ReasonRolloutHeld
+			progressing.Message += fmt.Sprintf("; starting nodes is held: maxUnavailable %d reached by unavailable nodes %s",
+				p.Unavailable(), listNames(heldBy))
 		}
 	}
 	if len(st.NodeStatuses) == 0 {
 		progressing.Message = "no nodes"
 	}
-
-	return []metav1.Condition{available, progressing, degraded(st, obs, p)}
+	available.Message = conditions.TruncateMessage(available.Message, conditions.MaxMessageLength)
+	progressing.Message = conditions.TruncateMessage(progressing.Message, conditions.MaxMessageLength)
+	return []metav1.Condition{available, progressing, degraded(st, heldBy, p, now)}
 }
 
-// degraded groups the nodes whose failure is still in their way by revision.
-func degraded(st Status, obs Observation, p Policy) metav1.Condition {
+// failureRank orders failure reasons for Degraded: the first present names it.
+var failureRank = []string{ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonOperandFailed, ReasonOperandNotReady}
+
+// degraded groups the nodes whose failure is still in their way by revision,
+// then adds regressed operands and a hold past its limit.
+func degraded(st Status, heldBy []string, p Policy, now time.Time) metav1.Condition {
 	failing := map[int32][]NodeStatus{}
-	exhausted, installer, operand := false, false, false
-	for _, n := range st.NodeStatuses {
+	reasons := map[string]bool{}
+	exhausted := false
+	var regressed []string
+	for k := range st.NodeStatuses {
+		n := &st.NodeStatuses[k]
+		if n.RegressedRevision != 0 {
+			regressed = append(regressed, fmt.Sprintf("%s runs revision %d below its current revision %d", n.NodeName, n.RegressedRevision, n.CurrentRevision))
+		}
 		if !n.Failing() {
 			continue
 		}
-		failing[n.LastFailedRevision] = append(failing[n.LastFailedRevision], n)
-		exhausted = exhausted || p.RetriesExhausted(n)
-		installer = installer || n.LastFailedReason != FailureOperandFailed
-		operand = operand || n.LastFailedReason == FailureOperandFailed
+		failing[n.LastFailedRevision] = append(failing[n.LastFailedRevision], *n)
+		exhausted = exhausted || p.RetriesExhausted(*n)
+		reasons[n.LastFailedReason] = true
 	}
 	reason := ""
-	switch {
-	case exhausted:
+	if exhausted {
 		reason = ReasonInstallerRetriesExhausted
-	case installer:
+	}
+	for _, r := range failureRank {
+		if reason == "" && reasons[r] {
+			reason = r
+		}
+	}
+	if reason == "" && len(failing) > 0 {
 		reason = ReasonInstallerPodFailed
-	case operand:
-		reason = ReasonOperandFailed
 	}
 	var parts []string
 	for _, r := range slices.Sorted(maps.Keys(failing)) {
 		nodes := failing[r]
 		lines := []string{fmt.Sprintf("%s failing on revision %d:", nodesAre(len(nodes)), r)}
-		for _, n := range nodes {
+		for i, n := range nodes {
+			if i == maxListedNodes {
+				lines = append(lines, fmt.Sprintf("… and %d more nodes", len(nodes)-i))
+				break
+			}
 			for _, e := range n.LastFailedErrors {
 				lines = append(lines, n.NodeName+": "+e)
 			}
@@ -113,31 +150,38 @@ func degraded(st Status, obs Observation, p Policy) metav1.Condition {
 		}
 		parts = append(parts, strings.Join(lines, "\n"))
 	}
-	var unreachable []string
-	for _, n := range st.NodeStatuses {
-		if obs[n.NodeName].Unreachable {
-			unreachable = append(unreachable, n.NodeName)
+	if len(regressed) > 0 {
+		parts = append(parts, listNames(regressed)+"; installing again")
+		if reason == "" {
+			reason = ReasonNodeRevisionRegressed
 		}
 	}
-	if len(unreachable) > 0 {
-		slices.Sort(unreachable)
-		parts = append(parts, fmt.Sprintf("%s unreachable: %s", nodesAre(len(unreachable)), strings.Join(unreachable, ", ")))
-		if reason == "" {
-			reason = ReasonNodesUnreachable
+	if len(heldBy) > 0 && st.HeldSince != nil {
+		if held := now.Sub(st.HeldSince.Time); held >= p.holdDegradedAfter() {
+			parts = append(parts, fmt.Sprintf("starting nodes is held for %v: maxUnavailable %d reached by unavailable nodes %s; "+
+				"raise maxUnavailable, or drop a node that is gone for good from the observation",
+				held.Round(time.Second), p.Unavailable(), listNames(heldBy)))
+			if reason == "" {
+				reason = ReasonNodesUnavailable
+			}
 		}
 	}
 	if len(parts) == 0 {
 		return metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected}
 	}
-	return metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionTrue, Reason: reason, Message: strings.Join(parts, "; ")}
+	return metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionTrue, Reason: reason,
+		Message: conditions.JoinBounded(parts, "; ", conditions.MaxMessageLength)}
 }
 
 // ApplyConditions sets DesiredConditions on st.Conditions through the
 // conditions package (transition times move only when a status changes) and
-// reports whether anything changed.
-func ApplyConditions(st *Status, obs Observation, p Policy, now time.Time) (bool, error) {
+// reports whether anything changed. A nil st is an error wrapping ErrInvalid.
+func ApplyConditions(st *Status, heldBy []string, p Policy, now time.Time) (bool, error) {
+	if st == nil {
+		return false, invalidf("ApplyConditions needs a status, got nil")
+	}
 	changed := false
-	for _, c := range DesiredConditions(*st, obs, p) {
+	for _, c := range DesiredConditions(*st, heldBy, p, now) {
 		ch, err := conditions.Set(&st.Conditions, c, now)
 		if err != nil {
 			return changed, fmt.Errorf("rollout: setting condition %s: %w", c.Type, err)
@@ -152,5 +196,5 @@ func nodesAre(n int) string {
 	if n == 1 {
 		return "1 node is"
 	}
-	return fmt.Sprintf("%d nodes are", n)
+	return strconv.Itoa(n) + " nodes are"
 }

@@ -1,6 +1,8 @@
 package rollout
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ func TestDesiredConditions(t *testing.T) {
 	tests := []struct {
 		name        string
 		st          Status
-		obs         Observation
+		held        []string
 		policy      Policy
 		available   cond
 		progressing cond
@@ -64,10 +66,10 @@ func TestDesiredConditions(t *testing.T) {
 		{
 			name: "installer failures grouped by revision",
 			st: Status{LatestAvailableRevision: 5, NodeStatuses: []NodeStatus{
-				failed(node("a", 4, 5), 5, 1, FailureInstallerFailed, t0, "installer: boom"),
-				failed(node("b", 4, 5), 5, 2, FailureInstallerFailed, t0, "installer: OOMKilled"),
-				failed(node("c", 3, 4), 4, 1, FailureInstallerFailed, t0, "installer: old"),
-				failed(node("d", 5, 0), 5, 1, FailureInstallerFailed, t0, "recovered"),
+				failed(node("a", 4, 5), 5, 1, ReasonInstallerPodFailed, t0, "installer: boom"),
+				failed(node("b", 4, 5), 5, 2, ReasonInstallerPodFailed, t0, "installer: OOMKilled"),
+				failed(node("c", 3, 4), 4, 1, ReasonInstallerPodFailed, t0, "installer: old"),
+				failed(node("d", 5, 0), 5, 1, ReasonInstallerPodFailed, t0, "recovered"),
 			}},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "4 nodes are active; 1 node is at revision 3; 2 nodes are at revision 4; 1 node is at revision 5"},
 			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 3; 2 nodes are at revision 4; 1 node is at revision 5"},
@@ -76,14 +78,14 @@ func TestDesiredConditions(t *testing.T) {
 		},
 		{
 			name:        "operand failure",
-			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 0), 2, 1, FailureOperandFailed, t0, "CrashLoopBackOff")}},
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 0), 2, 1, ReasonOperandFailed, t0, "CrashLoopBackOff")}},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "1 node is active; 1 node is at revision 1"},
 			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 1; 0 nodes have achieved new revision 2"},
 			degraded:    cond{metav1.ConditionTrue, ReasonOperandFailed, "1 node is failing on revision 2:\na: CrashLoopBackOff"},
 		},
 		{
 			name:        "retries exhausted",
-			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 2), 2, 3, FailureInstallerFailed, t0, "x")}},
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 2), 2, 3, ReasonInstallerPodFailed, t0, "x")}},
 			policy:      Policy{MaxInstallerRetries: 2},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "1 node is active; 1 node is at revision 1"},
 			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 1; 0 nodes have achieved new revision 2"},
@@ -92,7 +94,7 @@ func TestDesiredConditions(t *testing.T) {
 		},
 		{
 			name:        "retries exhausted by operand failures",
-			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 0), 2, 2, FailureOperandFailed, t0, "CrashLoopBackOff")}},
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 0), 2, 2, ReasonOperandFailed, t0, "CrashLoopBackOff")}},
 			policy:      Policy{MaxInstallerRetries: 1},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "1 node is active; 1 node is at revision 1"},
 			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 1; 0 nodes have achieved new revision 2"},
@@ -100,17 +102,47 @@ func TestDesiredConditions(t *testing.T) {
 				"1 node is failing on revision 2:\na: CrashLoopBackOff\na: gave up after 2 failures (maxInstallerRetries 1)"},
 		},
 		{
-			name:        "unreachable nodes are reported",
-			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0), node("c", 1, 0)}},
-			obs:         Observation{"c": {Unreachable: true}, "b": {Unreachable: true}},
+			name:        "a hold is explained in Progressing at once, naming the nodes",
+			st:          Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0}, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0), node("c", 1, 0)}},
+			held:        []string{"c (unreachable)"},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "3 nodes are active; 2 nodes are at revision 1; 1 node is at revision 2"},
-			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "2 nodes are at revision 1; 1 node is at revision 2"},
-			degraded:    cond{metav1.ConditionTrue, ReasonNodesUnreachable, "2 nodes are unreachable: b, c"},
+			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "2 nodes are at revision 1; 1 node is at revision 2; starting nodes is held: maxUnavailable 1 reached by unavailable nodes c (unreachable)"},
+			degraded:    cond{metav1.ConditionFalse, conditions.ReasonAsExpected, ""},
+		},
+		{
+			name:        "a hold older than HoldDegradedAfter is Degraded and names the way out",
+			st:          Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0.Add(-11 * time.Minute)}, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0), node("c", 1, 0)}},
+			held:        []string{"c (unreachable)"},
+			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "3 nodes are active; 2 nodes are at revision 1; 1 node is at revision 2"},
+			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "2 nodes are at revision 1; 1 node is at revision 2; starting nodes is held: maxUnavailable 1 reached by unavailable nodes c (unreachable)"},
+			degraded: cond{metav1.ConditionTrue, ReasonNodesUnavailable, "starting nodes is held for 11m0s: maxUnavailable 1 reached by unavailable nodes c (unreachable); " +
+				"raise maxUnavailable, or drop a node that is gone for good from the observation"},
+		},
+		{
+			name:        "a regressed operand is Degraded and the node is not at the latest revision",
+			st:          Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{{NodeName: "a", CurrentRevision: 3, RegressedRevision: 2}}},
+			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "1 node is active; 1 node is at revision 3"},
+			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 3"},
+			degraded:    cond{metav1.ConditionTrue, ReasonNodeRevisionRegressed, "a runs revision 2 below its current revision 3; installing again"},
+		},
+		{
+			name:        "a node above the latest revision counts as at it (never downgraded)",
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 3, 0), node("b", 2, 0)}},
+			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "2 nodes are active; 1 node is at revision 2; 1 node is at revision 3"},
+			progressing: cond{metav1.ConditionFalse, ReasonAllNodesAtLatestRevision, "1 node is at revision 2; 1 node is at revision 3"},
+			degraded:    cond{metav1.ConditionFalse, conditions.ReasonAsExpected, ""},
+		},
+		{
+			name:        "a vanished installer is Degraded with library-go's reason",
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 2), 2, 1, ReasonInstallerPodDisappeared, t0, "installer installer-2-a disappeared before it finished")}},
+			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "1 node is active; 1 node is at revision 1"},
+			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 1; 0 nodes have achieved new revision 2"},
+			degraded:    cond{metav1.ConditionTrue, ReasonInstallerPodDisappeared, "1 node is failing on revision 2:\na: installer installer-2-a disappeared before it finished"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := DesiredConditions(tt.st, tt.obs, tt.policy)
+			got := DesiredConditions(tt.st, tt.held, tt.policy, t0)
 			require.Len(t, got, 3)
 			check := func(c metav1.Condition, typ string, want cond) {
 				assert.Equal(t, typ, c.Type)
@@ -145,4 +177,35 @@ func TestApplyConditions(t *testing.T) {
 	assert.Equal(t, t0.Add(time.Minute), p.LastTransitionTime.Time)
 	a, _ := conditions.Get(st.Conditions, conditions.TypeAvailable)
 	assert.Equal(t, t0, a.LastTransitionTime.Time, "Available stayed True")
+}
+
+// TestStatusCanAlwaysBeWritten: no observation, however many nodes or
+// however long their errors, yields conditions the API refuses: 1,500
+// unreachable nodes holding the rollout, 50 nodes with long installer
+// errors, and long errors already persisted.
+func TestStatusCanAlwaysBeWritten(t *testing.T) {
+	long := strings.Repeat("x", 5000)
+	st := Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0.Add(-time.Hour)}}
+	var held []string
+	for i := range 1500 {
+		name := fmt.Sprintf("unreachable-node-with-a-long-name-%05d", i)
+		st.NodeStatuses = append(st.NodeStatuses, node(name, 1, 0))
+		held = append(held, name+" (unreachable)")
+	}
+	for i := range 50 {
+		st.NodeStatuses = append(st.NodeStatuses, failed(node(fmt.Sprintf("failing-%02d", i), 1, 2), 2, 1, ReasonInstallerPodFailed, t0, long, long, long))
+	}
+	for _, c := range DesiredConditions(st, held, Policy{}, t0) {
+		assert.NoError(t, conditions.Validate(c), c.Type)
+		assert.LessOrEqual(t, len(c.Message), 32768, c.Type)
+	}
+	changed, err := ApplyConditions(&st, held, Policy{}, t0)
+	require.NoError(t, err)
+	assert.True(t, changed)
+}
+
+// TestApplyConditionsNilStatus: a nil status is an error, never a panic.
+func TestApplyConditionsNilStatus(t *testing.T) {
+	_, err := ApplyConditions(nil, nil, Policy{}, t0)
+	assert.ErrorIs(t, err, ErrInvalid)
 }

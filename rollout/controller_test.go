@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -47,39 +48,103 @@ func (j *journal) DeleteInstaller(ctx context.Context, i rollout.Installer) erro
 	return j.cluster.DeleteInstaller(ctx, i)
 }
 
-func newController(store rollout.StatusStore, cluster *fake.RolloutCluster, clk *clocktesting.FakeClock, p rollout.Policy) (*rollout.Controller, *fake.RolloutEvents) {
-	ev := &fake.RolloutEvents{}
-	return &rollout.Controller{Status: store, Installers: cluster, Operands: cluster, Nodes: cluster, Events: ev, Clock: clk, Policy: p}, ev
+// harness syncs a Controller and keeps the events of every Result.
+type harness struct {
+	t      *testing.T
+	c      *rollout.Controller
+	events []rollout.Event
 }
 
-func TestControllerSyncNeedsHostInterfaces(t *testing.T) {
-	_, err := (&rollout.Controller{}).Sync(context.Background())
-	assert.ErrorIs(t, err, rollout.ErrInvalid)
-	_, err = (*rollout.Controller)(nil).Sync(context.Background())
+func newHarness(t *testing.T, cfg rollout.Config) *harness {
+	t.Helper()
+	c, err := rollout.NewController(cfg)
+	require.NoError(t, err)
+	return &harness{t: t, c: c}
+}
+
+func newController(t *testing.T, store rollout.StatusStore, cluster *fake.RolloutCluster, clk *clocktesting.FakeClock, p rollout.Policy) *harness {
+	return newHarness(t, rollout.Config{Status: store, Installers: cluster, Operands: cluster, Nodes: cluster, Clock: clk, Policy: p})
+}
+
+func (h *harness) sync(ctx context.Context) (rollout.Result, error) {
+	res, err := h.c.Sync(ctx)
+	h.events = append(h.events, res.Events...)
+	return res, err
+}
+
+func (h *harness) reasons() []string {
+	var out []string
+	for _, e := range h.events {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+// TestNewControllerBadInputIsAnError: nil and typed-nil host interfaces and
+// a bad policy are errors wrapping ErrInvalid, never a panic later.
+func TestNewControllerBadInputIsAnError(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 1, "a")
+	store := fake.NewRolloutStatusStore(1, 1, "a")
+	var nilStore *fake.RolloutStatusStore
+	var nilCluster *fake.RolloutCluster
+	var nilClock *clocktesting.FakeClock
+	tests := []struct {
+		name string
+		cfg  rollout.Config
+	}{
+		{name: "empty", cfg: rollout.Config{}},
+		{name: "no status", cfg: rollout.Config{Installers: cluster, Operands: cluster}},
+		{name: "typed nil status", cfg: rollout.Config{Status: nilStore, Installers: cluster, Operands: cluster}},
+		{name: "typed nil installers", cfg: rollout.Config{Status: store, Installers: nilCluster, Operands: cluster}},
+		{name: "nil func operands", cfg: rollout.Config{Status: store, Installers: cluster, Operands: rollout.OperandReaderFunc(nil)}},
+		{name: "typed nil nodes", cfg: rollout.Config{Status: store, Installers: cluster, Operands: cluster, Nodes: nilCluster}},
+		{name: "nil func nodes", cfg: rollout.Config{Status: store, Installers: cluster, Operands: cluster, Nodes: rollout.NodeListerFunc(nil)}},
+		{name: "typed nil clock", cfg: rollout.Config{Status: store, Installers: cluster, Operands: cluster, Clock: nilClock}},
+		{name: "bad policy", cfg: rollout.Config{Status: store, Installers: cluster, Operands: cluster, Policy: rollout.Policy{MaxUnavailable: -1}}},
+		{name: "negative conflict retries", cfg: rollout.Config{Status: store, Installers: cluster, Operands: cluster, ConflictRetries: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := rollout.NewController(tt.cfg)
+			assert.ErrorIs(t, err, rollout.ErrInvalid)
+			assert.Nil(t, c)
+		})
+	}
+	_, err := (*rollout.Controller)(nil).Sync(context.Background())
 	assert.ErrorIs(t, err, rollout.ErrInvalid)
 }
 
+// TestControllerWritesBeforeActing: a superseded installer is recorded in
+// the same write as the new target, deleted after it, and the new installer
+// is created only once the old one is confirmed gone.
 func TestControllerWritesBeforeActing(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	clk := clocktesting.NewFakeClock(t0)
 	cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
-	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
-	store.Status.NodeStatuses[0] = rollout.NodeStatus{NodeName: "a", CurrentRevision: 1, TargetRevision: 2}
-	store.Status.LatestAvailableRevision = 3
+	store := fake.NewRolloutStatusStore(3, 1, "a", "b")
+	store.Status.NodeStatuses[0] = rollout.NodeStatus{NodeName: "a", CurrentRevision: 1, TargetRevision: 2, InstallerOrderedTime: &metaT0}
 	cluster.Pods["installer-2-a"] = &fake.RolloutPod{
 		Installer: rollout.Installer{Node: "a", Revision: 2, Name: "installer-2-a"},
 		State:     rollout.InstallerState{Phase: rollout.InstallerRunning, StartTime: t0}}
 	j := &journal{store: store, cluster: cluster}
-	c := &rollout.Controller{Status: j, Installers: j, Operands: cluster, Clock: clk}
+	h := newHarness(t, rollout.Config{Status: j, Installers: j, Operands: cluster, Clock: clk})
 
-	res, err := c.Sync(ctx)
+	_, err := h.sync(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"delete installer-2-a", "write", "ensure installer-3-a"}, j.entries,
-		"superseded installer deleted, target written, then the new installer created")
-	assert.False(t, res.Converged)
+	assert.Equal(t, []string{"write", "delete installer-2-a", "write"}, j.entries,
+		"target and the installer to delete written, the installer deleted, then its deletion confirmed")
 	a, _ := store.Current().Node("a")
 	assert.Equal(t, int32(3), a.TargetRevision)
+	assert.Empty(t, store.Current().InstallersToDelete)
+
+	j.entries = nil
+	_, err = h.sync(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"write", "ensure installer-3-a"}, j.entries, "the new installer is ordered, then created")
 }
+
+var metaT0 = metaTime(t0)
 
 func TestControllerSyncReadsOncePerNode(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
@@ -87,15 +152,15 @@ func TestControllerSyncReadsOncePerNode(t *testing.T) {
 	cluster := fake.NewRolloutCluster(clk, 1, "a", "b", "c")
 	store := fake.NewRolloutStatusStore(2, 1, "a", "b", "c")
 	store.Status.NodeStatuses[1].TargetRevision = 2
-	c, _ := newController(store, cluster, clk, rollout.Policy{})
+	h := newController(t, store, cluster, clk, rollout.Policy{})
 
-	_, err := c.Sync(ctx)
+	_, err := h.sync(ctx)
 	require.NoError(t, err)
 	count := map[fake.RolloutMethod]int{}
 	for _, call := range cluster.Recorded() {
 		count[call.Method]++
 	}
-	assert.Equal(t, map[fake.RolloutMethod]int{fake.RolloutNodeReady: 3, fake.RolloutGetOperand: 3, fake.RolloutGetInstaller: 1, fake.RolloutEnsureInstaller: 1}, count)
+	assert.Equal(t, map[fake.RolloutMethod]int{fake.RolloutListNodes: 1, fake.RolloutGetOperand: 3, fake.RolloutGetInstaller: 1, fake.RolloutEnsureInstaller: 1}, count)
 	assert.Equal(t, 1, store.Reads)
 }
 
@@ -103,13 +168,16 @@ func TestControllerSyncConflicts(t *testing.T) {
 	tests := []struct {
 		name      string
 		conflicts int
+		api       bool
 		retries   int
 		wantErr   bool
 	}{
 		{name: "no conflict", conflicts: 0},
 		{name: "one conflict is retried", conflicts: 1},
+		{name: "the apiserver's own 409 is retried too", conflicts: 1, api: true},
 		{name: "conflicts up to the retry budget", conflicts: 3},
 		{name: "more conflicts than retries", conflicts: 4, wantErr: true},
+		{name: "more 409s than retries", conflicts: 4, api: true, wantErr: true},
 		{name: "custom retry budget", conflicts: 5, retries: 5},
 	}
 	for _, tt := range tests {
@@ -118,16 +186,15 @@ func TestControllerSyncConflicts(t *testing.T) {
 			clk := clocktesting.NewFakeClock(t0)
 			cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
 			store := fake.NewRolloutStatusStore(2, 1, "a", "b")
-			store.Conflicts = tt.conflicts
-			c, ev := newController(store, cluster, clk, rollout.Policy{})
-			c.ConflictRetries = tt.retries
+			store.Conflicts, store.APIConflicts = tt.conflicts, tt.api
+			h := newHarness(t, rollout.Config{Status: store, Installers: cluster, Operands: cluster, Nodes: cluster, Clock: clk, ConflictRetries: tt.retries})
 
-			_, err := c.Sync(ctx)
+			_, err := h.sync(ctx)
 			if tt.wantErr {
-				require.ErrorIs(t, err, rollout.ErrConflict)
+				require.True(t, rollout.IsConflict(err), "%v", err)
 				assert.Contains(t, err.Error(), "rollout: writing status of node a")
 				assert.Empty(t, cluster.CreatedInstallers(), "nothing acted on without a write")
-				assert.Empty(t, ev.Reasons())
+				assert.Empty(t, h.reasons())
 				return
 			}
 			require.NoError(t, err)
@@ -135,7 +202,7 @@ func TestControllerSyncConflicts(t *testing.T) {
 			a, _ := store.Current().Node("a")
 			assert.Equal(t, int32(2), a.TargetRevision, "the transition survived the conflicts")
 			assert.Equal(t, []rollout.Installer{{Node: "a", Revision: 2, Name: "installer-2-a"}}, cluster.CreatedInstallers())
-			assert.Equal(t, []string{rollout.EventNodeTargetRevisionChanged}, ev.Reasons())
+			assert.Equal(t, []string{rollout.ReasonNodeTargetRevisionChanged}, h.reasons(), "reported once")
 		})
 	}
 }
@@ -150,13 +217,13 @@ func TestControllerSyncHostErrors(t *testing.T) {
 		{name: "status read", setup: func(s *fake.RolloutStatusStore, _ *fake.RolloutCluster) { s.GetErr = boom }, wantErr: "rollout: reading status: boom"},
 		{name: "status write", setup: func(s *fake.RolloutStatusStore, _ *fake.RolloutCluster) { s.UpdateErr = boom }, wantErr: "rollout: writing status of node a: boom"},
 		{name: "operand read", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
-			c.Errors = map[fake.RolloutMethod]error{fake.RolloutGetOperand: boom}
+			c.SetError(fake.RolloutGetOperand, boom)
 		}, wantErr: "rollout: reading operand of node a: boom"},
-		{name: "node read", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
-			c.Errors = map[fake.RolloutMethod]error{fake.RolloutNodeReady: boom}
-		}, wantErr: "rollout: reading node a: boom"},
+		{name: "node list", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
+			c.SetError(fake.RolloutListNodes, boom)
+		}, wantErr: "rollout: listing nodes: boom"},
 		{name: "installer create", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
-			c.Errors = map[fake.RolloutMethod]error{fake.RolloutEnsureInstaller: boom}
+			c.SetError(fake.RolloutEnsureInstaller, boom)
 		}, wantErr: "rollout: creating installer installer-2-a: boom"},
 	}
 	for _, tt := range tests {
@@ -165,9 +232,9 @@ func TestControllerSyncHostErrors(t *testing.T) {
 			cluster := fake.NewRolloutCluster(clk, 1, "a")
 			store := fake.NewRolloutStatusStore(2, 1, "a")
 			tt.setup(store, cluster)
-			c, _ := newController(store, cluster, clk, rollout.Policy{})
+			h := newController(t, store, cluster, clk, rollout.Policy{})
 			_, ctx := ktesting.NewTestContext(t)
-			_, err := c.Sync(ctx)
+			_, err := h.sync(ctx)
 			require.ErrorIs(t, err, boom)
 			assert.EqualError(t, err, tt.wantErr)
 		})
@@ -179,21 +246,21 @@ func TestControllerSyncIdempotentAndConditions(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	cluster := fake.NewRolloutCluster(clk, 2, "a", "b")
 	store := fake.NewRolloutStatusStore(2, 2, "b", "a")
-	c, ev := newController(store, cluster, clk, rollout.Policy{})
+	h := newController(t, store, cluster, clk, rollout.Policy{})
 
-	res, err := c.Sync(ctx)
+	_, err := h.sync(ctx)
 	require.NoError(t, err)
-	assert.True(t, res.Converged)
+	assert.True(t, store.Current().Converged())
 	assert.Equal(t, 1, store.WriteCount(), "conditions and node order written once")
 	st := store.Current()
 	assert.Equal(t, "a", st.NodeStatuses[0].NodeName)
 	assert.Len(t, st.Conditions, 3)
 
 	clk.Step(time.Minute)
-	_, err = c.Sync(ctx)
+	_, err = h.sync(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, store.WriteCount(), "nothing to write the second time")
-	assert.Empty(t, ev.Reasons())
+	assert.Empty(t, h.reasons())
 }
 
 // TestControllerPendingTimeoutSurvivesConflict loses exactly the write that
@@ -208,33 +275,95 @@ func TestControllerPendingTimeoutSurvivesConflict(t *testing.T) {
 		State:     rollout.InstallerState{Phase: rollout.InstallerPending, StartTime: t0}}
 	store := fake.NewRolloutStatusStore(2, 1, "a")
 	store.Status.NodeStatuses[0].TargetRevision = 2
+	store.Status.NodeStatuses[0].InstallerOrderedTime = &metaT0
 	store.Conflicts = 1
 	j := &journal{store: store, cluster: cluster}
-	ev := &fake.RolloutEvents{}
-	c := &rollout.Controller{Status: j, Installers: j, Operands: cluster, Events: ev, Clock: clk,
-		Policy: rollout.Policy{InstallerPendingTimeout: time.Minute}}
+	h := newHarness(t, rollout.Config{Status: j, Installers: j, Operands: cluster, Clock: clk,
+		Policy: rollout.Policy{InstallerPendingTimeout: dur(time.Minute)}})
 
-	res, err := c.Sync(ctx)
+	res, err := h.sync(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, store.ConflictsReturned, "the failure's first write was lost")
-	assert.Equal(t, []string{"write", "write", "delete installer-2-a"}, j.entries,
+	assert.Equal(t, []string{"write", "write", "delete installer-2-a", "write"}, j.entries,
 		"the failure is written before the installer goes; nothing is re-created")
 	a, _ := store.Current().Node("a")
 	assert.Equal(t, int32(2), a.TargetRevision)
 	assert.Equal(t, int32(2), a.LastFailedRevision)
 	assert.Equal(t, int32(1), a.LastFailedCount, "the timeout is recorded once")
 	assert.Equal(t, []string{"installer installer-2-a did not finish within 1m0s (Pending)"}, a.LastFailedErrors)
-	assert.Equal(t, []string{rollout.EventInstallerPodFailed}, ev.Reasons(), "reported once, after the successful write")
+	assert.Equal(t, []string{rollout.ReasonInstallerPodFailed}, h.reasons(), "reported once, after the successful write")
 	assert.Empty(t, cluster.CreatedInstallers())
 	assert.NotContains(t, cluster.Pods, "installer-2-a")
-	assert.Equal(t, 10*time.Second, res.RequeueAfter)
+	assert.Empty(t, store.Current().InstallersToDelete, "confirmed gone")
+	assert.Equal(t, 15*time.Second, res.RequeueAfter)
 
-	clk.Step(10 * time.Second)
-	_, err = c.Sync(ctx)
+	clk.Step(15 * time.Second)
+	_, err = h.sync(ctx)
 	require.NoError(t, err)
 	created := cluster.CreatedInstallers()
 	require.Len(t, created, 1)
 	assert.Equal(t, "installer-2-retry-1-a", created[0].Name, "the retry gets a new name")
+}
+
+// TestFailedDeleteIsRetriedAcrossRestarts: an installer that must go stays
+// in the status while its delete fails, a new Controller (a restart) keeps
+// deleting it, and the node's next installer waits until it is gone.
+func TestFailedDeleteIsRetriedAcrossRestarts(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 1, "a")
+	cluster.Pods["installer-2-a"] = &fake.RolloutPod{
+		Installer: rollout.Installer{Node: "a", Revision: 2, Name: "installer-2-a"},
+		State:     rollout.InstallerState{Phase: rollout.InstallerRunning, StartTime: t0}}
+	store := fake.NewRolloutStatusStore(3, 1, "a")
+	store.Status.NodeStatuses[0].TargetRevision = 2
+	store.Status.NodeStatuses[0].InstallerOrderedTime = &metaT0
+	cluster.SetError(fake.RolloutDeleteInstaller, errors.New("apiserver unavailable"))
+
+	res, err := newController(t, store, cluster, clk, rollout.Policy{}).sync(ctx)
+	require.NoError(t, err, "a failed delete does not fail the sync")
+	assert.Equal(t, []rollout.Installer{{Name: "installer-2-a", Node: "a", Revision: 2}}, store.Current().InstallersToDelete)
+	assert.Positive(t, res.RequeueAfter, "looks again to retry the delete")
+
+	restarted := newController(t, store, cluster, clk, rollout.Policy{})
+	_, err = restarted.sync(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, cluster.CreatedInstallers(), "no new installer while the old one may still run")
+	assert.Len(t, store.Current().InstallersToDelete, 1, "still remembered after a restart")
+
+	cluster.SetError(fake.RolloutDeleteInstaller, nil)
+	_, err = restarted.sync(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, store.Current().InstallersToDelete, "forgotten once confirmed gone")
+	assert.NotContains(t, cluster.Pods, "installer-2-a")
+	_, err = restarted.sync(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []rollout.Installer{{Name: "installer-3-a", Node: "a", Revision: 3}}, cluster.CreatedInstallers())
+}
+
+// TestNodeThatLeavesHasItsInstallerDeleted: a node dropped from the node
+// list loses its status and its unfinished installer.
+func TestNodeThatLeavesHasItsInstallerDeleted(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
+	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
+	h := newController(t, store, cluster, clk, rollout.Policy{})
+	_, err := h.sync(ctx)
+	require.NoError(t, err)
+	require.Contains(t, cluster.Pods, "installer-2-a")
+
+	cluster.RemoveNode("a")
+	cluster.AddNode("c")
+	_, err = h.sync(ctx)
+	require.NoError(t, err)
+	st := store.Current()
+	_, hasA := st.Node("a")
+	_, hasC := st.Node("c")
+	assert.False(t, hasA, "a left")
+	assert.True(t, hasC, "c joined")
+	assert.NotContains(t, cluster.Pods, "installer-2-a", "a's installer is deleted")
+	assert.Empty(t, st.InstallersToDelete)
 }
 
 func TestControllerSyncBackoffRequeue(t *testing.T) {
@@ -243,25 +372,25 @@ func TestControllerSyncBackoffRequeue(t *testing.T) {
 	cluster := fake.NewRolloutCluster(clk, 1, "a")
 	cluster.ScriptInstallers("a", fake.InstallerScript{Outcome: fake.InstallerFails, Message: "no disk"})
 	store := fake.NewRolloutStatusStore(2, 1, "a")
-	c, ev := newController(store, cluster, clk, rollout.Policy{})
+	h := newController(t, store, cluster, clk, rollout.Policy{})
 
-	_, err := c.Sync(ctx)
+	_, err := h.sync(ctx)
 	require.NoError(t, err)
 	cluster.Tick()
 	cluster.Tick()
-	res, err := c.Sync(ctx)
+	res, err := h.sync(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, 10*time.Second, res.RequeueAfter)
-	assert.Equal(t, []string{rollout.EventNodeTargetRevisionChanged, rollout.EventInstallerPodFailed}, ev.Reasons())
+	assert.Equal(t, 15*time.Second, res.RequeueAfter, "library-go's first retry waits 15 s")
+	assert.Equal(t, []string{rollout.ReasonNodeTargetRevisionChanged, rollout.ReasonInstallerPodFailed}, h.reasons())
 
-	clk.Step(9 * time.Second)
-	res, err = c.Sync(ctx)
+	clk.Step(14 * time.Second)
+	res, err = h.sync(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, time.Second, res.RequeueAfter)
 	assert.Len(t, cluster.CreatedInstallers(), 1, "no retry before the backoff")
 
 	clk.Step(time.Second)
-	_, err = c.Sync(ctx)
+	_, err = h.sync(ctx)
 	require.NoError(t, err)
 	created := cluster.CreatedInstallers()
 	require.Len(t, created, 2)
@@ -273,8 +402,7 @@ func TestControllerFuncAdapters(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
 	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
-	var emitted []string
-	c := &rollout.Controller{
+	h := newHarness(t, rollout.Config{
 		Status: struct {
 			rollout.StatusReaderFunc
 			rollout.StatusWriterFunc
@@ -283,16 +411,16 @@ func TestControllerFuncAdapters(t *testing.T) {
 		Operands: rollout.OperandReaderFunc(func(ctx context.Context, node string) (rollout.OperandState, error) {
 			return cluster.GetOperand(ctx, node)
 		}),
-		Nodes: rollout.NodeReadinessFunc(func(_ context.Context, node string) (bool, error) { return node != "a", nil }),
-		Events: rollout.EventSinkFunc(func(_ context.Context, e rollout.Event) {
-			emitted = append(emitted, e.Node+" "+e.Reason)
+		Nodes: rollout.NodeListerFunc(func(context.Context) ([]rollout.Node, error) {
+			return []rollout.Node{{Name: "a", Unreachable: true}, {Name: "b"}}, nil
 		}),
-		Clock: clk,
-	}
-	_, err := c.Sync(ctx)
+		Clock:  clk,
+		Policy: rollout.Policy{MaxUnavailable: 2},
+	})
+	_, err := h.sync(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []rollout.Installer{{Node: "b", Revision: 2, Name: "installer-2-b"}}, cluster.CreatedInstallers(), "unreachable a skipped")
-	assert.Equal(t, []string{"b " + rollout.EventNodeTargetRevisionChanged}, emitted)
+	assert.Equal(t, []string{rollout.ReasonNodeTargetRevisionChanged}, h.reasons())
 	b, _ := store.Current().Node("b")
 	assert.Equal(t, int32(2), b.TargetRevision, "written through the StatusWriterFunc")
 }
@@ -304,9 +432,13 @@ func TestControllerSyncCancelled(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	cluster := fake.NewRolloutCluster(clk, 1, "a")
 	store := fake.NewRolloutStatusStore(2, 1, "a")
-	c, _ := newController(store, cluster, clk, rollout.Policy{})
-	_, err := c.Sync(ctx)
+	h := newController(t, store, cluster, clk, rollout.Policy{})
+	_, err := h.sync(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Zero(t, store.WriteCount(), "nothing written once the context is done")
 	assert.Empty(t, cluster.CreatedInstallers())
 }
+
+func dur(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
+
+func metaTime(t time.Time) metav1.Time { return metav1.NewTime(t) }

@@ -1,2 +1,2 @@
-// Package rollout moves every node of a per-node component to the latest revision, one budgeted node at a time.
+// Package rollout moves every node of a per-node component to the latest revision, never more nodes down than allowed.
 package rollout

@@ -3,16 +3,19 @@ package rollout
 import (
 	"errors"
 	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // ErrInvalid is wrapped by every error caused by bad input: duplicate or empty
-// node names, negative revisions, a target above the latest revision, unknown
-// phases, a negative policy value or a nil host interface.
+// node names, negative revisions, unknown phases or reasons, a negative
+// policy value, a nil status or a nil host interface.
 var ErrInvalid = errors.New("rollout: invalid input")
 
 // ErrConflict is wrapped by a status write that lost an optimistic-concurrency
-// race. Hosts return Conflict(err) (or any error wrapping ErrConflict) from
-// StatusWriter.UpdateStatus; Controller.Sync then re-reads and plans again.
+// race. A StatusWriter returns the apiserver's own 409 unchanged or an error
+// wrapping ErrConflict (see Conflict); Controller.Sync recognises both, reads
+// the status again and decides again.
 var ErrConflict = errors.New("rollout: status conflict")
 
 func invalidf(format string, args ...any) error {
@@ -37,4 +40,10 @@ func Conflict(err error) error {
 		return nil
 	}
 	return &conflictError{err: err}
+}
+
+// IsConflict reports whether err is a status conflict: it wraps ErrConflict
+// or is the apiserver's 409 Conflict.
+func IsConflict(err error) bool {
+	return errors.Is(err, ErrConflict) || apierrors.IsConflict(err)
 }

@@ -6,30 +6,69 @@ const (
 	EventTypeWarning = "Warning"
 )
 
-// Event reasons a plan emits.
-const (
-	// EventNodeTargetRevisionChanged: a node starts installing a revision, or jumps to a newer one.
-	EventNodeTargetRevisionChanged = "NodeTargetRevisionChanged"
-	// EventNodeCurrentRevisionChanged: a node's operand is ready at its target revision.
-	EventNodeCurrentRevisionChanged = "NodeCurrentRevisionChanged"
-	// EventInstallerPodFailed: an installer failed, was OOM killed or timed out.
-	EventInstallerPodFailed = "InstallerPodFailed"
-	// EventOperandFailed: the operand failed after its installer succeeded.
-	EventOperandFailed = "OperandFailed"
-	// EventInstallerRetriesExhausted: a node gave up retrying its target revision.
-	EventInstallerRetriesExhausted = "InstallerRetriesExhausted"
-)
-
-// Event is something the host should record (the examples use client-go's
-// record.EventRecorder). Events are part of a plan: the engine never emits
-// them itself.
+// Event is a Kubernetes event the host records (with its own recorder).
+// Events are part of a decision: the engine never emits them itself, and
+// Controller.Sync returns them in Result.Events once the status change they
+// report is written.
 type Event struct {
 	// Type is EventTypeNormal or EventTypeWarning.
 	Type string `json:"type"`
-	// Reason is one of the Event* reasons.
+	// Reason is a CamelCase reason (library-go/Flux/CVO wording where they have one).
 	Reason string `json:"reason"`
-	// Node is the node the event is about.
-	Node string `json:"node,omitempty"`
-	// Message is the human-readable text.
+	// Message is the human-readable text; it names the node/manifest/etc.
 	Message string `json:"message"`
+}
+
+// The rollout's one vocabulary. A failure has one word, used alike as the
+// persisted NodeStatus.LastFailedReason, the reason of the event that reports
+// it and the reason of the Degraded condition that keeps it visible; the
+// words are library-go's installer controller's wherever it has one.
+const (
+	// ReasonInstallerPodFailed: an installer failed, was OOM killed or did not
+	// finish within Policy.InstallerPendingTimeout (a failure, an event, Degraded).
+	ReasonInstallerPodFailed = "InstallerPodFailed"
+	// ReasonInstallerPodDisappeared: an installer the engine created vanished
+	// before it finished (a failure, an event, Degraded).
+	ReasonInstallerPodDisappeared = "InstallerPodDisappeared"
+	// ReasonOperandFailed: the operand failed after its installer succeeded
+	// (a failure, an event, Degraded).
+	ReasonOperandFailed = "OperandFailed"
+	// ReasonOperandNotReady: the operand was not ready within
+	// Policy.OperandReadyTimeout after its installer succeeded (a failure, an
+	// event, Degraded).
+	ReasonOperandNotReady = "OperandNotReady"
+	// ReasonInstallerRetriesExhausted: a node failed its revision more often
+	// than Policy.MaxInstallerRetries allows and gave up (an event, Degraded).
+	ReasonInstallerRetriesExhausted = "InstallerRetriesExhausted"
+	// ReasonNodeRevisionRegressed: a node's operand runs a revision below the
+	// node's current revision (an event, Degraded); the node is installed again.
+	ReasonNodeRevisionRegressed = "NodeRevisionRegressed"
+	// ReasonNodesUnavailable: unavailable nodes held the rollout back for
+	// longer than Policy.HoldDegradedAfter (Degraded).
+	ReasonNodesUnavailable = "NodesUnavailable"
+
+	// ReasonNodeTargetRevisionChanged: a node starts installing a revision, or
+	// jumps to a newer one (an event).
+	ReasonNodeTargetRevisionChanged = "NodeTargetRevisionChanged"
+	// ReasonNodeCurrentRevisionChanged: a node's operand is ready at its
+	// target revision (an event).
+	ReasonNodeCurrentRevisionChanged = "NodeCurrentRevisionChanged"
+
+	// ReasonNodesActive and ReasonZeroNodesActive: Available.
+	ReasonNodesActive     = "NodesActive"
+	ReasonZeroNodesActive = "ZeroNodesActive"
+	// ReasonNodesProgressing, ReasonRolloutHeld and
+	// ReasonAllNodesAtLatestRevision: Progressing.
+	ReasonNodesProgressing         = "NodesProgressing"
+	ReasonRolloutHeld              = "RolloutHeld"
+	ReasonAllNodesAtLatestRevision = "AllNodesAtLatestRevision"
+)
+
+// isFailureReason reports whether r may be persisted as LastFailedReason.
+func isFailureReason(r string) bool {
+	switch r {
+	case ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonOperandFailed, ReasonOperandNotReady:
+		return true
+	}
+	return false
 }

@@ -51,12 +51,12 @@ func ExampleNextNodeStatus() {
 		Phase:      rollout.InstallerFailed,
 		Containers: []rollout.ContainerTermination{{Name: "installer", OOMKilled: true}},
 	}}
-	d := rollout.NextNodeStatus(n, 4, obs, rollout.Policy{}, now)
+	d := rollout.NextNodeStatus(n, rollout.NodeInput{Latest: 4, Observation: obs, Now: now})
 	fmt.Println(d.Reason)
-	fmt.Println(d.Status.LastFailedErrors, "retry as", rollout.InstallerName(d.Status))
+	fmt.Println(d.To.LastFailedErrors, "retry as", rollout.InstallerName(*d.To), "at", d.To.RetryTime.Format(time.TimeOnly))
 	// Output:
-	// installer failed 1 time, retrying in 10s
-	// [installer: OOMKilled] retry as installer-4-retry-1-master-0
+	// InstallerPodFailed 1 time, retrying in 15s
+	// [installer: OOMKilled] retry as installer-4-retry-1-master-0 at 12:00:15
 }
 
 func ExamplePlanRollout() {
@@ -67,25 +67,25 @@ func ExamplePlanRollout() {
 	}}
 	ready := rollout.NodeObservation{Operand: rollout.OperandState{Phase: rollout.OperandReady, Revision: 1}}
 	obs := rollout.Observation{"master-0": ready, "master-1": ready, "master-2": ready}
-	plan, _ := rollout.PlanRollout(st, obs, rollout.Policy{MaxUnavailable: 2}, time.Now())
+	plan, _ := rollout.PlanRollout(rollout.Input{Status: st, Observation: obs, Policy: rollout.Policy{MaxUnavailable: 2}, Now: time.Now()})
 	fmt.Println(plan)
 	// Output:
 	// revision 2: master-0: starting revision 2
 	// start master-0 (master-0 has the oldest current revision)
-	//   master-0: starting revision 2; target 0->2; create installer-2-master-0
-	//   master-1: starting revision 2; target 0->2; create installer-2-master-1
+	//   master-0: starting revision 2; current 1, target 2; create installer-2-master-0
+	//   master-1: starting revision 2; current 1, target 2; create installer-2-master-1
 	// blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; master-2 waits for revision 2
 }
 
 func ExampleBackoff_Delay() {
-	var b rollout.Backoff // the defaults: 10s · 1.5^(n-1), capped at 10m
+	var b rollout.Backoff // the defaults, library-go's: 15s · 1.5^(n-1), capped at 10m
 	for _, failures := range []int32{1, 2, 3, 12} {
-		fmt.Println(failures, b.Delay(failures))
+		fmt.Println(failures, b.Delay(failures, 0))
 	}
 	// Output:
-	// 1 10s
-	// 2 15s
-	// 3 22.5s
+	// 1 15s
+	// 2 22.5s
+	// 3 33.75s
 	// 12 10m0s
 }
 
@@ -96,33 +96,31 @@ func ExampleController_Sync() {
 	cluster := fake.NewRolloutCluster(clk, 1, nodes...)
 	cluster.ScriptInstallers("master-1", fake.InstallerScript{Outcome: fake.InstallerFails, Message: "etcd unreachable"})
 	store := fake.NewRolloutStatusStore(2, 1, nodes...)
-	c := &rollout.Controller{Status: store, Installers: cluster, Operands: cluster, Clock: clk}
+	c, err := rollout.NewController(rollout.Config{Status: store, Installers: cluster, Operands: cluster, Nodes: cluster, Clock: clk})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	for {
+	for !store.Current().Converged() {
 		res, err := c.Sync(ctx)
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
-		if res.Plan.Status.NodeStatuses[1].LastFailedCount > 0 && res.RequeueAfter > 0 {
-			fmt.Println("backing off:", res.Plan.Reason)
-		}
-		if res.Converged {
-			fmt.Println(res.Plan.Reason)
-			break
+		for _, e := range res.Events {
+			fmt.Println(e.Type, e.Reason+":", e.Message)
 		}
 		if !cluster.Tick() {
 			clk.Step(res.RequeueAfter)
 		}
 	}
-	for _, i := range cluster.CreatedInstallers() {
-		fmt.Println(i.Name)
-	}
 	// Output:
-	// backing off: master-1: installer failed 1 time, retrying in 10s
-	// 3 nodes are at revision 2
-	// installer-2-master-0
-	// installer-2-master-1
-	// installer-2-retry-1-master-1
-	// installer-2-master-2
+	// Normal NodeTargetRevisionChanged: Updating node "master-0" from revision 1 to 2 because starting revision 2
+	// Normal NodeCurrentRevisionChanged: Updated node "master-0" from revision 1 to 2 because static pod is ready
+	// Normal NodeTargetRevisionChanged: Updating node "master-1" from revision 1 to 2 because starting revision 2
+	// Warning InstallerPodFailed: Installer installer-2-master-1 for revision 2 on node "master-1" failed: installer: etcd unreachable
+	// Normal NodeCurrentRevisionChanged: Updated node "master-1" from revision 1 to 2 because static pod is ready
+	// Normal NodeTargetRevisionChanged: Updating node "master-2" from revision 1 to 2 because starting revision 2
+	// Normal NodeCurrentRevisionChanged: Updated node "master-2" from revision 1 to 2 because static pod is ready
 }

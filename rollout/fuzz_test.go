@@ -24,8 +24,8 @@ func (s *bytesSource) next(n int) int {
 }
 
 var (
-	fuzzOperandPhases   = []OperandPhase{"", OperandPending, OperandReady, OperandFailed}
-	fuzzInstallerPhases = []InstallerPhase{"", InstallerPending, InstallerRunning, InstallerSucceeded, InstallerFailed}
+	fuzzOperandPhases   = []OperandPhase{OperandNotFound, OperandPending, OperandReady, OperandFailed}
+	fuzzInstallerPhases = []InstallerPhase{InstallerNotFound, InstallerPending, InstallerRunning, InstallerSucceeded, InstallerFailed}
 )
 
 // fuzzInput builds a status, observation and policy from fuzz bytes.
@@ -44,9 +44,9 @@ func fuzzInput(data []byte) (Status, Observation, Policy, time.Time) {
 			n.TargetRevision = n.CurrentRevision + 1 + int32(src.next(2))
 		}
 		if src.next(2) == 1 {
-			reason := FailureInstallerFailed
+			reason := ReasonInstallerPodFailed
 			if src.next(2) == 1 {
-				reason = FailureOperandFailed
+				reason = ReasonOperandFailed
 			}
 			n = failed(n, int32(src.next(7)), int32(src.next(4)), reason, now.Add(-time.Duration(src.next(40))*time.Second), "e")
 		}
@@ -60,26 +60,27 @@ func fuzzInput(data []byte) (Status, Observation, Policy, time.Time) {
 		}
 	}
 	p := Policy{
-		MaxUnavailable:          src.next(4),
+		MaxUnavailable:          int32(src.next(4)),
 		MaxInstallerRetries:     int32(src.next(3)),
-		InstallerPendingTimeout: time.Duration(src.next(3)) * 30 * time.Second,
-		MinReadyDuration:        time.Duration(src.next(3)) * 20 * time.Second,
+		InstallerPendingTimeout: dur(time.Duration(src.next(3)) * 30 * time.Second),
+		OperandReadyTimeout:     dur(time.Duration(src.next(3)) * 30 * time.Second),
+		MinReadyDuration:        dur(time.Duration(src.next(3)) * 20 * time.Second),
 		Paused:                  src.next(4) == 0,
 	}
 	return st, obs, p, now
 }
 
-// budgetUse counts reachable nodes in transition and reachable nodes unavailable.
+// budgetUse counts nodes in transition and nodes unavailable: unreachable,
+// in transition, operand not ready or running below the node's current
+// revision (seen now or recorded), as a DaemonSet counts them.
 func budgetUse(nodes []NodeStatus, obs Observation) (inTransition, unavailable int) {
 	for _, n := range nodes {
 		o := obs[n.NodeName]
-		if o.Unreachable {
-			continue
-		}
 		if n.InTransition() {
 			inTransition++
 		}
-		if n.InTransition() || !o.operandReady() {
+		regressed := n.RegressedRevision != 0 || (o.Operand.Phase != OperandNotFound && o.Operand.Revision > 0 && o.Operand.Revision < n.CurrentRevision)
+		if o.Unreachable || n.InTransition() || !o.operandReady() || regressed {
 			unavailable++
 		}
 	}
@@ -97,40 +98,48 @@ func FuzzPlanRollout(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, obs, p, now := fuzzInput(data)
 		before := st.DeepCopy()
-		plan, err := PlanRollout(st, obs, p, now)
+		plan, err := PlanRollout(Input{Status: st, Observation: obs, Policy: p, Now: now})
 		require.Equal(t, *before, st, "input not mutated")
 		if err != nil {
 			require.ErrorIs(t, err, ErrInvalid)
 			return
 		}
-		again, err := PlanRollout(st, obs, p, now)
+		again, err := PlanRollout(Input{Status: st, Observation: obs, Policy: p, Now: now})
 		require.NoError(t, err)
 		require.Equal(t, plan, again, "deterministic")
 
 		out := plan.Status.NodeStatuses
 		require.Len(t, out, len(st.NodeStatuses))
 		for i, n := range out {
-			require.LessOrEqual(t, n.TargetRevision, st.LatestAvailableRevision, "never target above latest")
+			old, ok := st.Node(n.NodeName)
+			require.True(t, ok)
+			require.LessOrEqual(t, n.TargetRevision, max(st.LatestAvailableRevision, old.TargetRevision, old.CurrentRevision), "never target above latest")
 			if i > 0 {
 				require.Less(t, out[i-1].NodeName, n.NodeName, "sorted")
 			}
-			old, ok := st.Node(n.NodeName)
-			require.True(t, ok)
 			require.GreaterOrEqual(t, n.CurrentRevision, old.CurrentRevision, "current never goes back")
 		}
+		require.NoError(t, plan.Status.Validate(), "the plan's status is valid")
 
 		starts, readyStarts, finished := 0, 0, 0
+		current := map[string]NodeStatus{} // each node as the steps so far left it
+		for _, n := range st.NodeStatuses {
+			current[n.NodeName] = n
+		}
 		for _, s := range plan.Steps {
-			to := s.From
+			from := current[s.Node]
+			to := from
 			if s.To != nil {
 				to = *s.To
 			}
-			for _, d := range s.DeleteAfter {
-				require.NotNil(t, s.To, "an installer deleted after the write has its failure written")
-				require.Equal(t, installerFor(s.From), d, "only the node's own timed-out attempt is deleted after the write")
+			current[s.Node] = to
+			for _, d := range s.Delete {
+				require.NotNil(t, s.To, "an installer that must go is recorded with the node's status")
+				require.Equal(t, installerFor(from), d, "only the node's own attempt is deleted")
 				require.NotEqual(t, installerFor(to), d, "the next attempt has a new name")
+				require.Nil(t, s.Create, "no new installer while the old one is being deleted")
 			}
-			if s.From.InTransition() && !to.InTransition() && !obs[s.Node].Unreachable {
+			if from.InTransition() && !to.InTransition() {
 				finished++
 			}
 			if s.Create != nil {
@@ -139,24 +148,27 @@ func FuzzPlanRollout(f *testing.F) {
 				require.False(t, p.Paused, "paused creates nothing")
 				require.False(t, obs[s.Node].Unreachable, "no installer on an unreachable node")
 			}
-			if s.From.InTransition() || !to.InTransition() {
+			if from.InTransition() || !to.InTransition() {
 				continue
 			}
 			starts++
-			if obs[s.Node].operandReady() {
+			if obs[s.Node].operandReady() && to.RegressedRevision == 0 {
 				readyStarts++
 			}
 			require.False(t, p.Paused, "paused starts nothing")
 			require.False(t, obs[s.Node].Unreachable, "unreachable nodes are not started")
-			if s.From.LastFailedRevision == to.TargetRevision {
+			if from.LastFailedRevision == to.TargetRevision && from.Failing() {
 				require.Equal(t, plan.Start, s.Node, "only the start node retries a revision it failed")
-				require.False(t, p.RetriesExhausted(s.From), "no retry beyond MaxInstallerRetries")
-				require.False(t, now.Before(p.InstallerBackoff.RetryAt(s.From)), "no retry before the backoff")
+				require.False(t, p.RetriesExhausted(from), "no retry beyond MaxInstallerRetries")
+				require.False(t, now.Before(p.InstallerBackoff.RetryAt(from)), "no retry before the backoff")
 				continue
+			}
+			if !obs[s.Node].operandReady() || to.RegressedRevision != 0 {
+				continue // a node already down may take a failing revision: it has nothing to lose
 			}
 			for _, n := range st.NodeStatuses {
 				if n.Failing() && !obs[n.NodeName].Unreachable {
-					require.NotEqual(t, n.LastFailedRevision, to.TargetRevision, "a failing revision does not spread")
+					require.NotEqual(t, n.LastFailedRevision, to.TargetRevision, "a failing revision does not spread to a healthy node")
 				}
 			}
 		}

@@ -14,7 +14,7 @@ func node(name string, current, target int32) NodeStatus {
 }
 
 // failed adds a failure record to n.
-func failed(n NodeStatus, rev, count int32, reason FailureReason, at time.Time, errs ...string) NodeStatus {
+func failed(n NodeStatus, rev, count int32, reason string, at time.Time, errs ...string) NodeStatus {
 	mt := metav1.NewTime(at)
 	n.LastFailedRevision, n.LastFailedCount, n.LastFailedReason, n.LastFailedTime = rev, count, reason, &mt
 	n.LastFailedErrors = errs

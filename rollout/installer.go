@@ -1,29 +1,31 @@
 package rollout
 
-import "fmt"
+import "strconv"
 
 // Installer identifies one installer pod: the attempt to install Revision on Node.
+// +kubebuilder:object:generate=true
 type Installer struct {
-	// Node is the node the installer runs on.
-	Node string
-	// Revision is the revision it installs.
-	Revision int32
 	// Name is the pod name, see InstallerName.
-	Name string
+	Name string `json:"name"`
+	// Node is the node the installer runs on.
+	Node string `json:"node"`
+	// Revision is the revision it installs.
+	Revision int32 `json:"revision"`
 }
 
-// InstallerName names the installer for a node's current target and attempt:
-// "installer-<rev>-<node>" for the first attempt and
+// InstallerName names the installer for a node's current target and attempt,
+// as library-go does: "installer-<rev>-<node>" for the first attempt and
 // "installer-<rev>-retry-<n>-<node>" for the n-th retry after n recorded
 // failures of that revision. It returns "" when the node targets nothing.
 func InstallerName(n NodeStatus) string {
 	if n.TargetRevision == 0 {
 		return ""
 	}
+	rev := strconv.FormatInt(int64(n.TargetRevision), 10)
 	if n.LastFailedRevision == n.TargetRevision && n.LastFailedCount > 0 {
-		return fmt.Sprintf("installer-%d-retry-%d-%s", n.TargetRevision, n.LastFailedCount, n.NodeName)
+		return "installer-" + rev + "-retry-" + strconv.FormatInt(int64(n.LastFailedCount), 10) + "-" + n.NodeName
 	}
-	return fmt.Sprintf("installer-%d-%s", n.TargetRevision, n.NodeName)
+	return "installer-" + rev + "-" + n.NodeName
 }
 
 // installerFor returns the installer for the node's current target and attempt.

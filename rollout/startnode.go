@@ -13,71 +13,86 @@ var errNoNodes = fmt.Errorf("%w: no nodes", ErrInvalid)
 // matches wins, ties go to the earlier node:
 //
 //  1. a node already moving to a target revision;
-//  2. a node whose last failed revision is newer than every node's current revision;
-//  3. the node whose operand is not ready (or missing) with the oldest operand revision;
-//  4. the node whose operand runs another revision than its current one, oldest first;
-//  5. the node with the oldest current revision.
+//  2. a node whose operand runs below its current revision;
+//  3. a node whose last failed revision is newer than every node's current revision;
+//  4. the node whose operand is not ready (or missing) with the oldest operand revision;
+//  5. the node whose operand runs another revision than its current one, oldest first;
+//  6. the node with the oldest current revision.
 //
 // When every node is unreachable it returns index 0. The pass then walks the
 // other nodes in ring order from the returned index. An empty list is an
-// error wrapping ErrInvalid.
+// error wrapping ErrInvalid. It is linear in the number of nodes.
 func StartNode(nodes []NodeStatus, obs Observation) (int, string, error) {
 	if len(nodes) == 0 {
 		return 0, "", errNoNodes
 	}
-	reachable := func(i int) bool { return !obs[nodes[i].NodeName].Unreachable }
-
-	for i := range nodes {
-		if reachable(i) && nodes[i].InTransition() {
-			return i, fmt.Sprintf("%s is moving to revision %d", nodes[i].NodeName, nodes[i].TargetRevision), nil
-		}
+	views := make([]NodeObservation, len(nodes))
+	for i, n := range nodes {
+		views[i] = obs[n.NodeName]
 	}
-
-	var newestCurrent int32
-	for _, n := range nodes {
-		newestCurrent = max(newestCurrent, n.CurrentRevision)
-	}
-	for i := range nodes {
-		if reachable(i) && nodes[i].LastFailedRevision > newestCurrent {
-			return i, fmt.Sprintf("%s failed revision %d, newer than every current revision", nodes[i].NodeName, nodes[i].LastFailedRevision), nil
-		}
-	}
-
-	if i := oldestOperand(nodes, obs, func(n NodeStatus, o NodeObservation) bool { return !o.operandReady() }); i >= 0 {
-		return i, fmt.Sprintf("%s has the oldest operand that is not ready", nodes[i].NodeName), nil
-	}
-	if i := oldestOperand(nodes, obs, func(n NodeStatus, o NodeObservation) bool { return o.Operand.Revision != n.CurrentRevision }); i >= 0 {
-		return i, fmt.Sprintf("%s has the oldest operand not at its current revision", nodes[i].NodeName), nil
-	}
-
-	best := -1
-	for i := range nodes {
-		if reachable(i) && (best < 0 || nodes[i].CurrentRevision < nodes[best].CurrentRevision) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return 0, "every node is unreachable", nil
-	}
-	return best, fmt.Sprintf("%s has the oldest current revision", nodes[best].NodeName), nil
+	i, why := startNode(nodes, views)
+	return i, why, nil
 }
 
-// oldestOperand returns the reachable node matching pick with the lowest
-// operand revision (a missing operand counts as revision 0), or -1.
-func oldestOperand(nodes []NodeStatus, obs Observation, pick func(NodeStatus, NodeObservation) bool) int {
-	best, bestRev := -1, int32(math.MaxInt32)
-	for i, n := range nodes {
-		o := obs[n.NodeName]
-		if o.Unreachable || !pick(n, o) {
+// startNode is StartNode on observations aligned with the nodes.
+func startNode(nodes []NodeStatus, views []NodeObservation) (int, string) {
+	var newestCurrent int32
+	transition, regressed := -1, -1
+	for i := range nodes {
+		n := &nodes[i]
+		newestCurrent = max(newestCurrent, n.CurrentRevision)
+		if views[i].Unreachable {
+			continue
+		}
+		if transition < 0 && n.InTransition() {
+			transition = i
+		}
+		if regressed < 0 && n.RegressedRevision != 0 {
+			regressed = i
+		}
+	}
+	if transition >= 0 {
+		return transition, fmt.Sprintf("%s is moving to revision %d", nodes[transition].NodeName, nodes[transition].TargetRevision)
+	}
+	if regressed >= 0 {
+		n := nodes[regressed]
+		return regressed, fmt.Sprintf("%s runs revision %d below its current revision %d", n.NodeName, n.RegressedRevision, n.CurrentRevision)
+	}
+	for i := range nodes {
+		if n := &nodes[i]; !views[i].Unreachable && n.LastFailedRevision > newestCurrent {
+			return i, fmt.Sprintf("%s failed revision %d, newer than every current revision", n.NodeName, n.LastFailedRevision)
+		}
+	}
+
+	notReady, notReadyRev := -1, int32(math.MaxInt32)
+	mismatch, mismatchRev := -1, int32(math.MaxInt32)
+	oldest := -1
+	for i := range nodes {
+		n, o := &nodes[i], &views[i]
+		if o.Unreachable {
 			continue
 		}
 		rev := o.Operand.Revision
-		if o.Operand.Phase.normal() == OperandNotFound {
+		if o.Operand.Phase == OperandNotFound {
 			rev = 0
 		}
-		if best < 0 || rev < bestRev {
-			best, bestRev = i, rev
+		if !o.operandReady() && (notReady < 0 || rev < notReadyRev) {
+			notReady, notReadyRev = i, rev
+		}
+		if o.Operand.Revision != n.CurrentRevision && (mismatch < 0 || rev < mismatchRev) {
+			mismatch, mismatchRev = i, rev
+		}
+		if oldest < 0 || n.CurrentRevision < nodes[oldest].CurrentRevision {
+			oldest = i
 		}
 	}
-	return best
+	switch {
+	case notReady >= 0:
+		return notReady, fmt.Sprintf("%s has the oldest operand that is not ready", nodes[notReady].NodeName)
+	case mismatch >= 0:
+		return mismatch, fmt.Sprintf("%s has the oldest operand not at its current revision", nodes[mismatch].NodeName)
+	case oldest >= 0:
+		return oldest, fmt.Sprintf("%s has the oldest current revision", nodes[oldest].NodeName)
+	}
+	return 0, "every node is unreachable"
 }

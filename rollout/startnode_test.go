@@ -31,7 +31,7 @@ func TestStartNode(t *testing.T) {
 		{
 			name: "a node that failed a revision newer than every current one",
 			nodes: []NodeStatus{node("a", 1, 0), node("b", 1, 0),
-				failed(node("c", 1, 0), 2, 1, FailureOperandFailed, t0, "boom")},
+				failed(node("c", 1, 0), 2, 1, ReasonOperandFailed, t0, "boom")},
 			obs:        Observation{"a": pending(1), "b": ready(1), "c": ready(1)},
 			want:       2,
 			wantReason: "c failed revision 2, newer than every current revision",
@@ -39,7 +39,7 @@ func TestStartNode(t *testing.T) {
 		{
 			name: "an old failure does not count once a node is past it",
 			nodes: []NodeStatus{node("a", 3, 0), node("b", 2, 0),
-				failed(node("c", 2, 0), 3, 1, FailureOperandFailed, t0)},
+				failed(node("c", 2, 0), 3, 1, ReasonOperandFailed, t0)},
 			obs:        Observation{"a": ready(3), "b": ready(2), "c": ready(2)},
 			want:       1,
 			wantReason: "b has the oldest current revision",

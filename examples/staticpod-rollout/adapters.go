@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -31,18 +34,21 @@ const (
 // podAdapter implements the rollout host interfaces on client-go: reads come
 // from listers (informer caches), writes go through the clientset.
 type podAdapter struct {
-	client  kubernetes.Interface
-	pods    corelisters.PodNamespaceLister
-	nodes   corelisters.NodeLister
-	ns      string
-	operand string
-	image   string
+	client   kubernetes.Interface
+	pods     corelisters.PodNamespaceLister
+	nodes    corelisters.NodeLister
+	selector labels.Selector
+	only     map[string]bool // nil: every node the selector matches
+	ns       string
+	operand  string
+	image    string
+	out      io.Writer
 }
 
 var (
 	_ rollout.InstallerClient = (*podAdapter)(nil)
 	_ rollout.OperandReader   = (*podAdapter)(nil)
-	_ rollout.NodeReadiness   = (*podAdapter)(nil)
+	_ rollout.NodeLister      = (*podAdapter)(nil)
 )
 
 // operandPodName is the mirror pod name of the node's static pod.
@@ -103,11 +109,16 @@ func (a *podAdapter) EnsureInstaller(ctx context.Context, inst rollout.Installer
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
+	if err == nil {
+		fmt.Fprintf(a.out, "    creating installer %s\n", inst.Name)
+	}
 	return err
 }
 
+// DeleteInstaller deletes the pod with no grace period, so that once it
+// returns the installer can no longer run (the engine's contract).
 func (a *podAdapter) DeleteInstaller(ctx context.Context, inst rollout.Installer) error {
-	err := a.client.CoreV1().Pods(a.ns).Delete(ctx, inst.Name, metav1.DeleteOptions{})
+	err := a.client.CoreV1().Pods(a.ns).Delete(ctx, inst.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -145,20 +156,28 @@ func operandState(pod *corev1.Pod) (rollout.OperandState, error) {
 	return st, nil
 }
 
-func (a *podAdapter) NodeReady(_ context.Context, name string) (bool, error) {
-	node, err := a.nodes.Get(name)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
+// ListNodes lists the nodes the selector matches (and only, when set), in
+// name order, each unreachable unless its Ready condition is True.
+func (a *podAdapter) ListNodes(context.Context) ([]rollout.Node, error) {
+	nodes, err := a.nodes.List(a.selector)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue, nil
+	out := make([]rollout.Node, 0, len(nodes))
+	for _, node := range nodes {
+		if a.only != nil && !a.only[node.Name] {
+			continue
 		}
+		ready := false
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = c.Status == corev1.ConditionTrue
+			}
+		}
+		out = append(out, rollout.Node{Name: node.Name, Unreachable: !ready})
 	}
-	return false, nil
+	slices.SortFunc(out, func(x, y rollout.Node) int { return strings.Compare(x.Name, y.Name) })
+	return out, nil
 }
 
 // configMapStatus persists the rollout status as JSON under the "status" key
@@ -240,8 +259,8 @@ func (s *configMapStatus) create(ctx context.Context, st rollout.Status) error {
 	return err
 }
 
-// recorderSink emits plan events through a client-go EventRecorder, prints
-// them and counts them.
+// recorderSink emits the events a sync returns through a client-go
+// EventRecorder, prints them and counts them.
 type recorderSink struct {
 	rec     record.EventRecorder
 	ref     runtime.Object
@@ -249,9 +268,7 @@ type recorderSink struct {
 	emitted atomic.Int64
 }
 
-var _ rollout.EventSink = (*recorderSink)(nil)
-
-func (r *recorderSink) Emit(_ context.Context, e rollout.Event) {
+func (r *recorderSink) emit(e rollout.Event) {
 	r.rec.Event(r.ref, e.Type, e.Reason, e.Message)
 	r.emitted.Add(1)
 	fmt.Fprintf(r.out, "    event %s %s: %s\n", e.Type, e.Reason, e.Message)

@@ -73,5 +73,5 @@ func TestClusterModeCreatesInstallers(t *testing.T) {
 	pod, err := cs.CoreV1().Pods("real").Get(ctx, "installer-1-master-0", metav1.GetOptions{})
 	require.NoError(t, err, out.String())
 	assert.Equal(t, "master-0", pod.Spec.NodeName)
-	assert.Contains(t, out.String(), "master-0: starting revision 1")
+	assert.Contains(t, out.String(), `Updating node "master-0" from revision 0 to 1`)
 }

@@ -39,8 +39,16 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/rollout"
 )
+
+// testHooks let tests wrap the controller's host interfaces (wrap) and see
+// every event the engine returns (event).
+type testHooks struct {
+	wrap  func(*rollout.Config)
+	event func(rollout.Event)
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -76,7 +84,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.namespace, "namespace", "converge-rollout", "namespace of the installer and operand pods")
 	fs.StringVar(&c.operand, "operand", "operand", "operand name: its mirror pods are <operand>-<node>")
 	fs.StringVar(&c.image, "installer-image", "busybox:1.36", "installer pod image (-kubeconfig only)")
-	fs.StringVar(&c.nodeSelector, "node-selector", "node-role.kubernetes.io/control-plane", "nodes to roll out to (-kubeconfig only)")
+	fs.StringVar(&c.nodeSelector, "node-selector", "node-role.kubernetes.io/control-plane", "label selector of the nodes to roll out to")
 	fs.IntVar(&c.revision, "revision", 1, "revision to roll out to (-kubeconfig only; in memory it is 1 -> 2 -> 3)")
 	fs.IntVar(&c.unavailable, "max-unavailable", 1, "how many nodes may be in transition or not ready at once")
 	fs.BoolVar(&c.simulate, "simulate-kubelet", false, "with -kubeconfig: create -nodes nodes and play the in-memory scenario on that apiserver")
@@ -139,6 +147,7 @@ const eventFlushTimeout = 5 * time.Second
 type engine struct {
 	store   *configMapStatus
 	ctrl    *rollout.Controller
+	onEvent func(rollout.Event) // a test's hook on every event, nil in the program
 	clock   clock.PassiveClock
 	start   time.Time
 	out     io.Writer
@@ -154,7 +163,11 @@ type engine struct {
 	advance func(ctx context.Context, res rollout.Result) error
 }
 
-func newEngine(ctx context.Context, cfg config, client kubernetes.Interface, clk clock.PassiveClock, out io.Writer) (*engine, error) {
+// newEngine wires the engine. A non-nil only restricts the nodes to those
+// names; a non-nil wrap may replace the controller's host interfaces (tests
+// use it).
+func newEngine(ctx context.Context, cfg config, client kubernetes.Interface, clk clock.PassiveClock, out io.Writer,
+	only map[string]bool, wrap func(*rollout.Config)) (*engine, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.namespace))
 	podLister := factory.Core().V1().Pods().Lister()
 	nodeLister := factory.Core().V1().Nodes().Lister()
@@ -175,14 +188,28 @@ func newEngine(ctx context.Context, cfg config, client kubernetes.Interface, clk
 	ref := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: store.name, Namespace: cfg.namespace}}
 	emitted := &recorderSink{rec: recorder, ref: ref, out: out}
 
-	adapter := &podAdapter{client: client, pods: podLister.Pods(cfg.namespace), nodes: nodeLister,
-		ns: cfg.namespace, operand: cfg.operand, image: cfg.image}
+	selector, err := labels.Parse(cfg.nodeSelector)
+	if err != nil {
+		stop()
+		factory.Shutdown()
+		return nil, fmt.Errorf("-node-selector: %w", err)
+	}
+	adapter := &podAdapter{client: client, pods: podLister.Pods(cfg.namespace), nodes: nodeLister, selector: selector,
+		only: only, ns: cfg.namespace, operand: cfg.operand, image: cfg.image, out: out}
+	rc := rollout.Config{Status: store, Installers: adapter, Operands: adapter, Nodes: adapter, Clock: clk,
+		Policy: rollout.Policy{MaxUnavailable: int32(cfg.unavailable)}}
+	if wrap != nil {
+		wrap(&rc)
+	}
+	ctrl, err := rollout.NewController(rc)
+	if err != nil {
+		stop()
+		factory.Shutdown()
+		return nil, err
+	}
 	e := &engine{
 		store: store, clock: clk, start: clk.Now(), out: out, factory: factory, stop: stop,
-		events: broadcaster, done: ctx.Done(), emitted: emitted, written: written,
-		ctrl: &rollout.Controller{Status: store, Installers: adapter, Operands: adapter, Nodes: adapter,
-			Events: emitted, Clock: clk,
-			Policy: rollout.Policy{MaxUnavailable: cfg.unavailable}},
+		events: broadcaster, done: ctx.Done(), emitted: emitted, written: written, ctrl: ctrl,
 		pods: func() string {
 			pods, _ := podLister.Pods(cfg.namespace).List(labels.Everything())
 			return podFingerprint(pods)
@@ -242,19 +269,30 @@ func (e *engine) rollTo(ctx context.Context, rev int32, maxSyncs int) error {
 	fmt.Fprintf(e.out, "== revision %d is the latest\n", rev)
 	for range maxSyncs {
 		res, err := e.ctrl.Sync(ctx)
+		for _, ev := range res.Events {
+			e.emitted.emit(ev)
+			if e.onEvent != nil {
+				e.onEvent(ev)
+			}
+		}
 		if err != nil {
 			return err
 		}
 		e.syncs++
+		st, _, err := e.store.GetStatus(ctx)
+		if err != nil {
+			return err
+		}
 		atLatest := 0
-		for _, n := range res.Plan.Status.NodeStatuses {
+		for _, n := range st.NodeStatuses {
 			if n.CurrentRevision == rev && !n.InTransition() {
 				atLatest++
 			}
 		}
+		progressing, _ := conditions.Get(st.Conditions, conditions.TypeProgressing)
 		fmt.Fprintf(e.out, "[%6s] sync %3d: %d/%d nodes at revision %d - %s\n", e.clock.Since(e.start).Round(time.Second),
-			e.syncs, atLatest, len(res.Plan.Status.NodeStatuses), rev, res.Plan.Reason)
-		if res.Converged {
+			e.syncs, atLatest, len(st.NodeStatuses), rev, progressing.Message)
+		if st.Converged() {
 			return nil
 		}
 		if err := e.advance(ctx, res); err != nil {
@@ -284,10 +322,9 @@ func (e *engine) printTable(ctx context.Context) error {
 }
 
 // simulate rolls 1 -> 2 -> 3 with a simulated kubelet and a fake clock, on
-// the fake clientset or on a real apiserver without kubelets. A non-nil wrap
-// is called with the wired controller before the first sync: tests use it to
-// wrap the controller's host interfaces.
-func simulate(ctx context.Context, cfg config, client kubernetes.Interface, out io.Writer, wrap func(*rollout.Controller)) error {
+// the fake clientset or on a real apiserver without kubelets. Non-nil hooks
+// let tests wrap the controller's host interfaces and see every event.
+func simulate(ctx context.Context, cfg config, client kubernetes.Interface, out io.Writer, hooks *testHooks) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
@@ -307,13 +344,21 @@ func simulate(ctx context.Context, cfg config, client kubernetes.Interface, out 
 	}
 	fmt.Fprintf(out, "%s: %d nodes, installer-2-%s will fail once\n", where, len(nodes), failing)
 
-	e, err := newEngine(ctx, cfg, client, clk, out)
+	only := map[string]bool{}
+	for _, n := range nodes {
+		only[n] = true
+	}
+	var wrap func(*rollout.Config)
+	if hooks != nil {
+		wrap = hooks.wrap
+	}
+	e, err := newEngine(ctx, cfg, client, clk, out, only, wrap)
 	if err != nil {
 		return err
 	}
 	defer e.shutdown()
-	if wrap != nil {
-		wrap(e.ctrl)
+	if hooks != nil {
+		e.onEvent = hooks.event
 	}
 	initial := rollout.Status{LatestAvailableRevision: 1}
 	for _, n := range nodes {
@@ -386,7 +431,7 @@ func runCluster(ctx context.Context, cfg config, client kubernetes.Interface, ou
 	if err := ensureNamespace(ctx, client, cfg.namespace); err != nil {
 		return err
 	}
-	e, err := newEngine(ctx, cfg, client, clock.RealClock{}, out)
+	e, err := newEngine(ctx, cfg, client, clock.RealClock{}, out, nil, nil)
 	if err != nil {
 		return err
 	}

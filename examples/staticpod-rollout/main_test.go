@@ -23,7 +23,7 @@ func TestRunInMemory(t *testing.T) {
 			require.NoError(t, run(context.Background(), args, &out), out.String())
 			s := out.String()
 			assert.Contains(t, s, "installer: copying secret/serving-cert: connection refused")
-			assert.Contains(t, s, "retrying in 10s")
+			assert.Contains(t, s, "Warning InstallerPodFailed")
 			assert.Contains(t, s, "creating installer installer-2-retry-1-")
 			assert.Contains(t, s, "converged on revision 3")
 			assert.Contains(t, s, "Progressing  False   AllNodesAtLatestRevision")

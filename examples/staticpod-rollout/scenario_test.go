@@ -163,21 +163,21 @@ func runScenario(t *testing.T, client kubernetes.Interface, kubeconfig, ns strin
 	cfg, err := parseFlags([]string{"-namespace", ns, "-kubeconfig", kubeconfig}, &bytes.Buffer{})
 	require.NoError(t, err)
 	run := &scenarioRun{}
-	wrap := func(c *rollout.Controller) {
-		c.Status = &interferingStore{StatusStore: c.Status, client: client, ns: ns, name: statusName(cfg),
-			interfere: interfere, run: run, seen: map[string]bool{}}
-		c.Installers = recordingInstallers{InstallerClient: c.Installers, run: run}
-		events := c.Events
-		c.Events = rollout.EventSinkFunc(func(ctx context.Context, e rollout.Event) {
+	hooks := &testHooks{
+		wrap: func(c *rollout.Config) {
+			c.Status = &interferingStore{StatusStore: c.Status, client: client, ns: ns, name: statusName(cfg),
+				interfere: interfere, run: run, seen: map[string]bool{}}
+			c.Installers = recordingInstallers{InstallerClient: c.Installers, run: run}
+		},
+		event: func(e rollout.Event) {
 			run.mu.Lock()
 			run.events = append(run.events, e)
 			run.mu.Unlock()
-			events.Emit(ctx, e)
-		})
+		},
 	}
 	_, ctx := ktesting.NewTestContext(t)
 	var out bytes.Buffer
-	require.NoError(t, simulate(ctx, cfg, client, &out, wrap), out.String())
+	require.NoError(t, simulate(ctx, cfg, client, &out, hooks), out.String())
 	return run
 }
 

@@ -64,4 +64,6 @@ type Payload struct {
 type PayloadSpec struct {
 	// Release is the payload to apply.
 	Release payload.Release `json:"release"`
+	// Policy paces the worker.
+	Policy payload.Policy `json:"policy,omitempty"`
 }

@@ -12,7 +12,6 @@ func TestObservationValidate(t *testing.T) {
 		obs     Observation
 		wantErr string
 	}{
-		{name: "nil", obs: nil},
 		{name: "zero values mean not found", obs: Observation{"a": {}}},
 		{name: "every phase", obs: Observation{
 			"a": {Operand: OperandState{Phase: OperandReady, Revision: 1}, Installer: InstallerState{Phase: InstallerSucceeded}},
@@ -20,13 +19,17 @@ func TestObservationValidate(t *testing.T) {
 			"c": {Operand: OperandState{Phase: OperandPending}, Installer: InstallerState{Phase: InstallerRunning}},
 			"d": {Operand: OperandState{Phase: OperandNotFound}, Installer: InstallerState{Phase: InstallerPending}},
 		}},
-		{name: "unknown operand phase", obs: Observation{"a": {Operand: OperandState{Phase: "Crashing"}}}, wantErr: `node "a": rollout: invalid input: unknown operand phase "Crashing"`},
-		{name: "unknown installer phase", obs: Observation{"a": {Installer: InstallerState{Phase: "Done"}}}, wantErr: `node "a": rollout: invalid input: unknown installer phase "Done"`},
+		{name: "unknown operand phase", obs: Observation{"a": {Operand: OperandState{Phase: 9}}}, wantErr: `node "a": rollout: invalid input: unknown operand phase OperandPhase(9)`},
+		{name: "unknown installer phase", obs: Observation{"a": {Installer: InstallerState{Phase: 9}}}, wantErr: `node "a": rollout: invalid input: unknown installer phase InstallerPhase(9)`},
 		{name: "negative operand revision", obs: Observation{"a": {Operand: OperandState{Revision: -1}}}, wantErr: `node "a": rollout: invalid input: negative operand revision -1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.obs.Validate()
+			st := Status{LatestAvailableRevision: 1}
+			for name := range tt.obs {
+				st.NodeStatuses = append(st.NodeStatuses, NodeStatus{NodeName: name})
+			}
+			_, err := PlanRollout(Input{Status: st, Observation: tt.obs})
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 				return

@@ -12,7 +12,7 @@ import (
 func TestStatusDeepCopy(t *testing.T) {
 	orig := &Status{
 		LatestAvailableRevision: 3,
-		NodeStatuses:            []NodeStatus{failed(node("a", 1, 3), 3, 1, FailureInstallerFailed, t0, "e1")},
+		NodeStatuses:            []NodeStatus{failed(node("a", 1, 3), 3, 1, ReasonInstallerPodFailed, t0, "e1")},
 		Conditions:              []metav1.Condition{{Type: "Available", Status: metav1.ConditionTrue, Reason: "R"}},
 	}
 	cp := orig.DeepCopy()
@@ -33,11 +33,11 @@ func TestStatusDeepCopy(t *testing.T) {
 }
 
 func TestStatusJSON(t *testing.T) {
-	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, t0, "x")}}
+	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, t0, "x")}}
 	b, err := json.Marshal(st)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"latestAvailableRevision":2,"nodeStatuses":[{"nodeName":"a","currentRevision":1,"targetRevision":2,
-		"lastFailedRevision":2,"lastFailedTime":"2026-01-02T03:04:05Z","lastFailedCount":1,"lastFailedReason":"InstallerFailed",
+		"lastFailedRevision":2,"lastFailedTime":"2026-01-02T03:04:05Z","lastFailedCount":1,"lastFailedReason":"InstallerPodFailed",
 		"lastFailedErrors":["x"]}]}`, string(b))
 	var back Status
 	require.NoError(t, json.Unmarshal(b, &back))
@@ -58,13 +58,20 @@ func TestStatusValidate(t *testing.T) {
 		{name: "duplicate", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 0), node("a", 1, 0)}}, wantErr: `duplicate node "a"`},
 		{name: "negative revision", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", -1, 0)}}, wantErr: `node "a" has a negative revision or failure count`},
 		{name: "negative count", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{{NodeName: "a", LastFailedCount: -1}}}, wantErr: `node "a" has a negative revision or failure count`},
-		{name: "target not above current", st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 3, 2)}}, wantErr: `node "a" targets revision 2, not above its current revision 3`},
-		{name: "target above latest", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 2)}}, wantErr: `node "a" targets revision 2 above the latest available revision 1`},
+		{name: "target below current", st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 3, 2)}}, wantErr: `node "a" targets revision 2, below its current revision 3`},
+		{name: "target equal to current: a reinstall is valid", st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 3, 3)}}},
+		{name: "latest below what nodes run is a stated rule, not an error", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 3, 0)}}},
+		{name: "nil", wantErr: "nil status"},
+		{name: "bad installer to delete", st: Status{InstallersToDelete: []Installer{{Name: "x"}}}, wantErr: `installer to delete {Name:x Node: Revision:0} needs a name, a node and a revision that is not negative`},
 		{name: "unknown failure reason", st: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{{NodeName: "a", LastFailedReason: "Oops"}}}, wantErr: `node "a" has unknown failure reason "Oops"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := tt.st.Validate()
+			st := &tt.st
+			if tt.name == "nil" {
+				st = nil
+			}
+			err := st.Validate()
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 				return
@@ -82,10 +89,10 @@ func TestNodeStatusFailing(t *testing.T) {
 		want bool
 	}{
 		{name: "never failed", n: node("a", 1, 2)},
-		{name: "failing its target", n: failed(node("a", 1, 2), 2, 1, FailureInstallerFailed, t0), want: true},
-		{name: "target moved past the failure", n: failed(node("a", 1, 3), 2, 1, FailureInstallerFailed, t0)},
-		{name: "operand failed, not reached", n: failed(node("a", 1, 0), 2, 1, FailureOperandFailed, t0), want: true},
-		{name: "reached the failed revision later", n: failed(node("a", 2, 0), 2, 1, FailureInstallerFailed, t0)},
+		{name: "failing its target", n: failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, t0), want: true},
+		{name: "target moved past the failure", n: failed(node("a", 1, 3), 2, 1, ReasonInstallerPodFailed, t0)},
+		{name: "operand failed, not reached", n: failed(node("a", 1, 0), 2, 1, ReasonOperandFailed, t0), want: true},
+		{name: "reached the failed revision later", n: failed(node("a", 2, 0), 2, 1, ReasonInstallerPodFailed, t0)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,229 @@
+package rollout
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeStatus is the persisted rollout state of one node.
+//
+// A node is in transition while TargetRevision is non-zero. The failure
+// record (LastFailed*) survives a superseding revision and a later success so
+// that the history stays debuggable; it only counts as failing while it is
+// about the revision the node still targets or has not reached.
+// +kubebuilder:object:generate=true
+type NodeStatus struct {
+	// NodeName is the name of the node.
+	NodeName string `json:"nodeName"`
+	// CurrentRevision is the revision the node's operand runs successfully
+	// (0 = none). It never goes down.
+	// +optional
+	CurrentRevision int32 `json:"currentRevision,omitempty"`
+	// TargetRevision is the revision being installed (0 = none). It equals
+	// CurrentRevision only while a node whose operand regressed is installed again.
+	// +optional
+	TargetRevision int32 `json:"targetRevision,omitempty"`
+	// InstallerOrderedTime is when the engine decided to create the installer
+	// of the current attempt (nil while none is ordered). An ordered
+	// installer that is missing before it finished has disappeared, which is
+	// a failed attempt; InstallerPendingTimeout counts from here.
+	// +optional
+	InstallerOrderedTime *metav1.Time `json:"installerOrderedTime,omitempty"`
+	// InstalledTime is when the current attempt's installer was seen to
+	// succeed; OperandReadyTimeout counts from here.
+	// +optional
+	InstalledTime *metav1.Time `json:"installedTime,omitempty"`
+	// RegressedRevision is the revision below CurrentRevision the node's
+	// operand was seen running (0 = none). The node is installed again.
+	// +optional
+	RegressedRevision int32 `json:"regressedRevision,omitempty"`
+	// LastFailedRevision is the revision of the last failed install (0 = none).
+	// +optional
+	LastFailedRevision int32 `json:"lastFailedRevision,omitempty"`
+	// LastFailedTime is when the last failure was recorded, truncated to seconds.
+	// +optional
+	LastFailedTime *metav1.Time `json:"lastFailedTime,omitempty"`
+	// RetryTime is the earliest time the node retries LastFailedRevision:
+	// LastFailedTime plus the installer backoff, rounded up to seconds.
+	// +optional
+	RetryTime *metav1.Time `json:"retryTime,omitempty"`
+	// LastFailedCount counts the consecutive failures of LastFailedRevision;
+	// it saturates at the largest int32.
+	// +optional
+	LastFailedCount int32 `json:"lastFailedCount,omitempty"`
+	// LastFailedReason is the reason of the last failure:
+	// ReasonInstallerPodFailed, ReasonInstallerPodDisappeared,
+	// ReasonOperandFailed or ReasonOperandNotReady.
+	// +optional
+	LastFailedReason string `json:"lastFailedReason,omitempty"`
+	// LastFailedErrors are the messages of the last failure, at most
+	// MaxFailedErrors of at most MaxErrorLength bytes each.
+	// +optional
+	LastFailedErrors []string `json:"lastFailedErrors,omitempty"`
+}
+
+// Status is the persisted state of a rollout. Everything the engine needs to
+// continue after a restart lives here.
+// +kubebuilder:object:generate=true
+type Status struct {
+	// LatestAvailableRevision is the revision every node should reach. The
+	// host (whatever creates revisions) sets it. The engine never moves a
+	// node down: a node already above it counts as done.
+	// +optional
+	LatestAvailableRevision int32 `json:"latestAvailableRevision,omitempty"`
+	// NodeStatuses holds one entry per node, sorted by name once the engine wrote them.
+	// +listType=map
+	// +listMapKey=nodeName
+	// +optional
+	NodeStatuses []NodeStatus `json:"nodeStatuses,omitempty"`
+	// InstallersToDelete are installers the engine decided must go (timed
+	// out, superseded, or of a node that left), kept until the host
+	// confirms each is gone; a failed delete is retried on later syncs.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	InstallersToDelete []Installer `json:"installersToDelete,omitempty"`
+	// HeldSince is when unavailable nodes first held back the start of a
+	// node (nil while nothing is held); Degraded reports a hold older than
+	// Policy.HoldDegradedAfter.
+	// +optional
+	HeldSince *metav1.Time `json:"heldSince,omitempty"`
+	// Conditions are Available, Progressing and Degraded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// InTransition reports whether the node is moving to a target revision.
+func (n NodeStatus) InTransition() bool { return n.TargetRevision != 0 }
+
+// Failing reports whether the node's last failure is still in its way: the
+// failed revision is the one it targets, or it targets nothing and has not
+// reached the failed revision, or its operand regressed and installing its
+// current revision again failed.
+func (n NodeStatus) Failing() bool {
+	if n.LastFailedRevision == 0 {
+		return false
+	}
+	if n.TargetRevision != 0 {
+		return n.LastFailedRevision == n.TargetRevision
+	}
+	return n.LastFailedRevision > n.CurrentRevision || (n.RegressedRevision != 0 && n.LastFailedRevision == n.CurrentRevision)
+}
+
+// Node returns the status of the named node.
+func (s Status) Node(name string) (NodeStatus, bool) {
+	for _, n := range s.NodeStatuses {
+		if n.NodeName == name {
+			return n, true
+		}
+	}
+	return NodeStatus{}, false
+}
+
+// Converged reports whether every node runs the latest revision (or a newer
+// one), none is in transition, none has regressed and no installer waits to
+// be deleted.
+func (s Status) Converged() bool {
+	if len(s.NodeStatuses) == 0 || len(s.InstallersToDelete) > 0 {
+		return false
+	}
+	for _, n := range s.NodeStatuses {
+		if n.InTransition() || n.RegressedRevision != 0 || n.CurrentRevision < s.LatestAvailableRevision {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate reports bad input wrapped in ErrInvalid: a nil status, an empty
+// or duplicate node name, a negative revision or count, a target below the
+// node's current revision, an unknown failure reason or a bad installer to
+// delete. It is linear in the number of nodes and allocates nothing when
+// the nodes are sorted by name (as the engine writes them).
+func (s *Status) Validate() error {
+	if s == nil {
+		return invalidf("nil status")
+	}
+	if s.LatestAvailableRevision < 0 {
+		return invalidf("latest available revision %d is negative", s.LatestAvailableRevision)
+	}
+	nodes := s.NodeStatuses
+	if !sortedByName(nodes) {
+		nodes = sortNodes(nodes)
+	}
+	for i := range nodes {
+		n := &nodes[i]
+		if n.NodeName == "" {
+			return invalidf("node status with an empty name")
+		}
+		if i > 0 && nodes[i-1].NodeName == n.NodeName {
+			return invalidf("duplicate node %q", n.NodeName)
+		}
+		if err := n.validate(); err != nil {
+			return err
+		}
+	}
+	for _, inst := range s.InstallersToDelete {
+		if inst.Name == "" || inst.Node == "" || inst.Revision < 0 {
+			return invalidf("installer to delete %+v needs a name, a node and a revision that is not negative", inst)
+		}
+	}
+	return nil
+}
+
+func (n NodeStatus) validate() error {
+	if n.CurrentRevision < 0 || n.TargetRevision < 0 || n.LastFailedRevision < 0 || n.LastFailedCount < 0 || n.RegressedRevision < 0 {
+		return invalidf("node %q has a negative revision or failure count", n.NodeName)
+	}
+	if n.TargetRevision != 0 && n.TargetRevision < n.CurrentRevision {
+		return invalidf("node %q targets revision %d, below its current revision %d",
+			n.NodeName, n.TargetRevision, n.CurrentRevision)
+	}
+	if n.LastFailedReason != "" && !isFailureReason(n.LastFailedReason) {
+		return invalidf("node %q has unknown failure reason %q", n.NodeName, n.LastFailedReason)
+	}
+	return nil
+}
+
+// sortedByName reports whether nodes are sorted by name, in one pass.
+func sortedByName(nodes []NodeStatus) bool {
+	for i := 1; i < len(nodes); i++ {
+		if nodes[i-1].NodeName > nodes[i].NodeName {
+			return false
+		}
+	}
+	return true
+}
+
+// sortNodes returns a copy of nodes sorted by name; only unsorted input (a
+// status the engine has not written yet) pays for it.
+func sortNodes(nodes []NodeStatus) []NodeStatus {
+	out := append([]NodeStatus(nil), nodes...)
+	sortNodeStatuses(out)
+	return out
+}
+
+func sortNodeStatuses(nodes []NodeStatus) {
+	slices.SortFunc(nodes, func(a, b NodeStatus) int { return strings.Compare(a.NodeName, b.NodeName) })
+}
+
+// metaTime returns t truncated to seconds, as the API stores it.
+func metaTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t.Truncate(time.Second))
+	return &mt
+}
+
+// metaTimeCeil returns t rounded up to seconds, so that a wait read back
+// from the API is never shorter than the one decided.
+func metaTimeCeil(t time.Time) *metav1.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		t = r.Add(time.Second)
+	}
+	mt := metav1.NewTime(t)
+	return &mt
+}
