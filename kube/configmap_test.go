@@ -116,6 +116,28 @@ func TestNewConfigMapStatusStoreRejectsBadInput(t *testing.T) {
 	}
 }
 
+func TestNewConfigMapStatusStoreForRejectsBadInput(t *testing.T) {
+	var typedNil *typedConfigMap
+	good := typedConfigMap{client: fake.NewClientset().CoreV1().ConfigMaps("ns"), name: "a"}
+	tests := []struct {
+		name   string
+		client ConfigMapClient
+		ns     string
+		obj    string
+	}{
+		{name: "nil client", ns: "ns", obj: "a"},
+		{name: "typed-nil client", client: typedNil, ns: "ns", obj: "a"},
+		{name: "empty namespace", client: good, obj: "a"},
+		{name: "empty name", client: good, ns: "ns"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewConfigMapStatusStoreFor[engineStatus](tt.client, tt.ns, tt.obj, "")
+			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		})
+	}
+}
+
 // typedNilGetter is a ConfigMapsGetter interface holding a nil pointer.
 func typedNilGetter(*k8sfake.Clientset) corev1client.ConfigMapsGetter {
 	var c *corev1client.CoreV1Client

@@ -1,0 +1,21 @@
+// Package crconverge adapts the engines' host interfaces to controller-runtime,
+// so that an operator built with a controller-runtime manager adopts an engine
+// in a few lines.
+//
+// The status stores keep an engine's Status on a custom resource's status
+// subresource (NewObjectStatusStore) or in a ConfigMap
+// (NewConfigMapStatusStore) through the manager's client.Client; they are the
+// stores of package kube (github.com/converge-dev/converge/kube) on a client
+// of this package, with the same optimistic concurrency. WriteLatest writes
+// through a store for an engine that is the only writer of its status (the
+// payload worker). Result turns what an engine returns into what a
+// reconcile.Reconciler returns. LeaderElected runs a long-lived worker, such
+// as payload.Worker.Start, as a manager.Runnable while the manager holds the
+// leader lease.
+//
+// Events need no adapter of their own: the manager's recorder,
+// mgr.GetEventRecorder(name), is a client-go events/v1 recorder, which
+// kube.RecordEvents takes as it is:
+//
+//	kube.RecordEvents(r.Recorder, obj, "Reconcile", res.Events)
+package crconverge

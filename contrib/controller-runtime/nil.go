@@ -1,0 +1,16 @@
+package crconverge
+
+import "reflect"
+
+// isNil reports whether v is nil or an interface holding a nil pointer, map,
+// slice, channel or function.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}

@@ -1,0 +1,45 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/rollout"
+)
+
+// RolloutSpec is the revision the operator rolls out, node by node.
+type RolloutSpec struct {
+	// Revision is the revision every node should reach; it only goes up.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Revision int32 `json:"revision,omitempty"`
+	// Policy tunes the rollout: how many nodes at once, backoff, pause.
+	// +optional
+	Policy rollout.Policy `json:"policy,omitempty"`
+}
+
+// Rollout is a node-by-node revision rollout that the rollout engine drives.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster
+type Rollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec RolloutSpec `json:"spec,omitempty"`
+	// +optional
+	Status rollout.Status `json:"status,omitempty"`
+}
+
+// RolloutList is a list of Rollouts.
+//
+// +kubebuilder:object:root=true
+type RolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Rollout `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Rollout{}, &RolloutList{})
+}
