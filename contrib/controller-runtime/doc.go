@@ -6,9 +6,9 @@
 // subresource (NewObjectStatusStore) or in a ConfigMap
 // (NewConfigMapStatusStore) through the manager's client.Client; they are the
 // stores of package kube (github.com/converge-dev/converge/kube) on a client
-// of this package, with the same optimistic concurrency. WriteLatest writes
-// through a store for an engine that is the only writer of its status (the
-// payload worker). Result turns what an engine returns into what a
+// of this package, with the same optimistic concurrency (and
+// kube.LatestStatusWriter makes either the payload worker's StatusWriter).
+// Result turns what an engine returns into what a
 // reconcile.Reconciler returns. LeaderElected runs a long-lived worker, such
 // as payload.Worker.Start, as a manager.Runnable while the manager holds the
 // leader lease.

@@ -51,7 +51,7 @@ func SetupPayloadWorker(ctx context.Context, mgr ctrl.Manager, key types.Namespa
 		Applier:      serverSideApplier{client: c},
 		Deleter:      deleter{client: c},
 		Status:       p.Status,
-		StatusWriter: payload.StatusWriterFunc(crconverge.WriteLatest(store)),
+		StatusWriter: kube.LatestStatusWriter[payload.Status]{Store: store},
 		OnResult:     func(r payload.Result) { kube.RecordEvents(rec, regarding, "Apply", r.Events) },
 	})
 	if err != nil {
