@@ -113,4 +113,3 @@ func TestNewAddonObjectsRejectsBadInput(t *testing.T) {
 		})
 	}
 }
-

@@ -118,7 +118,7 @@ func TestNewConfigMapStatusStoreRejectsBadInput(t *testing.T) {
 
 func TestNewConfigMapStatusStoreForRejectsBadInput(t *testing.T) {
 	var typedNil *typedConfigMap
-	good := typedConfigMap{client: fake.NewClientset().CoreV1().ConfigMaps("ns"), name: "a"}
+	good := typedConfigMap{client: k8sfake.NewClientset().CoreV1().ConfigMaps("ns"), name: "a"}
 	tests := []struct {
 		name   string
 		client ConfigMapClient
