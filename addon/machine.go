@@ -95,7 +95,9 @@ type Config struct {
 }
 
 // maxConflicts is how many conflicts in a row one Reconcile re-reads and
-// decides again before it returns ErrConflict.
+// decides again before it returns ErrConflict, as long as no action has run;
+// the outcome of an action that ran is recorded however many conflicts it
+// meets, until it is written or ctx ends.
 const maxConflicts = 5
 
 // Machine is the thin shell around Decide: Reconcile looks, claims and runs
@@ -180,11 +182,16 @@ func isNil(v any) bool {
 // A conflict on any write makes it re-read the add-on (Store.Get) and
 // decide again: a look is made afresh, an outcome is recorded on the fresh
 // status. The error is for bad input, a failed read or write, conflicts that
-// went on past a few re-reads (matching ErrConflict), or an action cut
+// went on past a few re-reads before any action ran (matching ErrConflict;
+// the outcome of an action that ran is re-recorded until it is written or
+// ctx ends), or an action cut
 // short because ctx ended (its claim then expires and it runs again). The
 // Result is returned beside an error too, with the events of what was
 // persisted.
 func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
+	if m == nil || m.cfg.Store == nil {
+		return Result{}, invalid("Machine", "Reconcile on a Machine not made by NewMachine")
+	}
 	log := klog.FromContext(ctx).WithValues("addon", obj.Spec.Name)
 	var res Result
 	for conflicts := 0; ; {
@@ -231,13 +238,13 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 // The events of an unwritten look come first, unless a conflict replaced
 // that look's status with a fresh one.
 func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result, look []Event) (Result, error) {
-	for conflicts := 0; ; {
+	for {
 		d, err := m.decide(obj, obs)
 		if err != nil {
 			return res, err
 		}
 		if _, err := m.cfg.Store.UpdateStatus(ctx, obj, d.Status); err != nil {
-			if obj, err = m.reread(ctx, obj, err, &conflicts); err != nil {
+			if obj, err = m.reread(ctx, obj, err, nil); err != nil {
 				return res, err
 			}
 			look = nil
@@ -249,14 +256,21 @@ func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs O
 }
 
 // reread handles a failed write: after a conflict it reads the add-on
-// afresh, unless conflicts went on too long.
+// afresh, unless conflicts went on too long. With a nil count (the outcome
+// of an action that ran, which must not be lost) it reads again after every
+// conflict until the write lands or ctx ends.
 func (m *Machine) reread(ctx context.Context, obj Object, err error, conflicts *int) (Object, error) {
 	if !isConflict(err) {
 		return Object{}, fmt.Errorf("addon: write status: %w", err)
 	}
-	*conflicts++
-	if *conflicts >= maxConflicts {
-		return Object{}, fmt.Errorf("%w: %d in a row: %w", ErrConflict, *conflicts, err)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return Object{}, fmt.Errorf("addon: write status: %w (%w)", err, ctxErr)
+	}
+	if conflicts != nil {
+		*conflicts++
+		if *conflicts >= maxConflicts {
+			return Object{}, fmt.Errorf("%w: %d in a row: %w", ErrConflict, *conflicts, err)
+		}
 	}
 	fresh, err := m.cfg.Store.Get(ctx, obj.Spec.Name)
 	if err != nil {

@@ -101,6 +101,9 @@ func TestRuleConflictsLoseNothing(t *testing.T) {
 		{"an injected conflict", func(h *harness) func(addon.Request) {
 			return func(addon.Request) { h.store.Conflicts = 1 }
 		}},
+		{"more conflicts in a row than a look re-reads", func(h *harness) func(addon.Request) {
+			return func(addon.Request) { h.store.Conflicts = 20 }
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, addon.Policy{InstallRemediation: addon.RemediationNone})
@@ -257,4 +260,12 @@ func TestReconcileWritesOnlyWhatChanged(t *testing.T) {
 	writes := h.store.Writes
 	h.reconcile()
 	assert.Equal(t, writes, h.store.Writes, "a look that changes nothing writes nothing")
+}
+
+func TestAMachineNotMadeByNewMachineIsAnErrorNotAPanic(t *testing.T) {
+	var nilMachine *addon.Machine
+	for _, m := range []*addon.Machine{nilMachine, new(addon.Machine)} {
+		_, err := m.Reconcile(context.Background(), addon.Object{Spec: addon.Spec{Name: "mesh", Version: "v1"}})
+		require.ErrorIs(t, err, addon.ErrInvalid)
+	}
 }

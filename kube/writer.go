@@ -9,7 +9,10 @@ import (
 // rollout.StatusStore): read a status with its resource version, write one
 // over a version.
 type StatusReadWriter[T any] interface {
+	// GetStatus returns the status and the resource version it is at.
 	GetStatus(ctx context.Context) (T, string, error)
+	// UpdateStatus writes st if the status is still at resourceVersion and
+	// returns the new version; a lost race is the API server's 409.
 	UpdateStatus(ctx context.Context, st T, resourceVersion string) (string, error)
 }
 

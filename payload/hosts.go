@@ -86,7 +86,8 @@ func (f PreconditionsFunc) Check(ctx context.Context, from, to Release) error {
 
 // StatusWriter persists the worker's status, e.g. in the status of the host's custom
 // resource. A conflict (ErrConflict, or the apiserver's 409) makes the worker write its
-// latest status again at once; another error, after the notify interval.
+// latest status again at once, up to 3 times in a row; another error, or a fourth
+// conflict, after the notify interval.
 type StatusWriter interface {
 	WriteStatus(ctx context.Context, s Status) error
 }

@@ -67,8 +67,14 @@ func (n *notifier) take() (waiting, edge bool) {
 	return n.has, n.has && (!n.sent || isEdge(&n.last, &n.pending))
 }
 
+// conflictRetries is how many conflicts in a row deliver answers with an
+// immediate write; after that the status waits for the notify interval, so a
+// writer that keeps conflicting cannot make the worker hammer the apiserver.
+const conflictRetries = 3
+
 // deliver writes the latest offered status; it reports false when the write failed
-// and the status waits again.
+// and the status waits again. A conflict is written again at once, up to
+// conflictRetries times in a row.
 func (n *notifier) deliver(ctx context.Context) bool {
 	n.mu.Lock()
 	s, ok := n.pending, n.has
@@ -77,7 +83,7 @@ func (n *notifier) deliver(ctx context.Context) bool {
 	if !ok {
 		return true
 	}
-	for {
+	for attempt := 1; ; attempt++ {
 		err := n.write(ctx, s)
 		if err == nil {
 			n.mu.Lock()
@@ -91,7 +97,7 @@ func (n *notifier) deliver(ctx context.Context) bool {
 			n.pending, n.has = s, true
 		}
 		s = n.pending
-		retryNow := isConflict(err) && ctx.Err() == nil
+		retryNow := isConflict(err) && ctx.Err() == nil && attempt <= conflictRetries
 		if retryNow {
 			n.has = false
 		}

@@ -138,6 +138,20 @@ func TestNotifierWritesAgainAfterAConflict(t *testing.T) {
 	assert.Equal(t, []int32{7, 7, 7}, writes, "ErrConflict and the apiserver's 409 both make it write again at once")
 }
 
+func TestNotifierWaitsAfterConflictsInARow(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	writes := 0
+	n := newNotifier(time.Second, clk, func(context.Context, Status) error {
+		writes++
+		return ErrConflict
+	})
+	n.offer(Status{Done: 7})
+	assert.False(t, n.deliver(context.Background()), "a writer that always conflicts is not retried forever")
+	assert.Equal(t, 1+conflictRetries, writes, "one write and conflictRetries immediate writes again")
+	waiting, _ := n.take()
+	assert.True(t, waiting, "the status waits for the next write")
+}
+
 func TestNotifierKeepsAStatusWhoseWriteFailed(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	fail := true

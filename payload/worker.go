@@ -141,6 +141,9 @@ func NewWorker(cfg Config) (*Worker, error) {
 
 // Status returns a copy of the latest status.
 func (w *Worker) Status() Status {
+	if w == nil {
+		return Status{}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return *w.status.DeepCopy()
@@ -151,6 +154,9 @@ func (w *Worker) Status() Status {
 // before Update returns, so that nothing more of it is applied; an empty release is
 // ignored.
 func (w *Worker) Update(generation int64, desired Release) Status {
+	if w == nil {
+		return Status{}
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if desired.IsZero() {
@@ -179,8 +185,11 @@ var errApplyTimeout = errors.New("payload: apply timed out")
 
 // Start runs the worker until ctx ends and returns once every goroutine it started has
 // returned; the status then says whether an apply was interrupted. Calling Start while
-// it runs, or with a nil context, is an error.
+// it runs, with a nil context, or on a Worker not made by NewWorker is an error.
 func (w *Worker) Start(ctx context.Context) error {
+	if w == nil || w.wake == nil {
+		return invalidf("Start on a Worker not made by NewWorker")
+	}
 	if ctx == nil {
 		return invalidf("Start needs a context")
 	}

@@ -878,3 +878,11 @@ func TestWorkerAwaitsReadinessAfterAReportedError(t *testing.T) {
 	assert.Equal(t, runLevelOrder, filesOf(h.applier.Recorded()))
 	assert.Equal(t, payload.EffectReport, d.Status.Failure.Effect)
 }
+
+func TestAWorkerNotMadeByNewWorkerIsAnErrorNotAPanic(t *testing.T) {
+	var nilWorker *payload.Worker
+	require.ErrorIs(t, nilWorker.Start(context.Background()), payload.ErrInvalid)
+	assert.Zero(t, nilWorker.Update(1, v1))
+	assert.Zero(t, nilWorker.Status())
+	require.ErrorIs(t, new(payload.Worker).Start(context.Background()), payload.ErrInvalid)
+}
