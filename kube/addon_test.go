@@ -98,6 +98,11 @@ func TestAddonObjectsUpdateStatus(t *testing.T) {
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 }
 
+func TestAddonObjectsPassTheStoreConformanceCheck(t *testing.T) {
+	_, objects := newAddons(t, addonObject("v1", nil))
+	require.NoError(t, fake.TestAddonStore(context.Background(), objects, "tke/mesh"))
+}
+
 func TestNewAddonObjectsRejectsBadInput(t *testing.T) {
 	var typedNil *dynamicfake.FakeDynamicClient
 	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())

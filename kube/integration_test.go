@@ -271,6 +271,7 @@ func TestAddonObjectsOnTheAPIServer(t *testing.T) {
 	again, err := objects.Get(ctx, "kube-addon/mesh")
 	require.NoError(t, err)
 	assert.Equal(t, addon.PhaseInitializing, again.Status.Phase, "the losing write changed nothing")
+	require.NoError(t, fake.TestAddonStore(ctx, objects, "kube-addon/mesh"))
 }
 
 // A payload worker adopted with kube: manifests applied with server-side
