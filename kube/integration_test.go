@@ -5,6 +5,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -12,7 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,6 +28,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/events"
 
@@ -317,4 +322,112 @@ func TestPayloadWorkerOnTheAPIServer(t *testing.T) {
 	require.NoError(t, <-done, "a clean stop is not a failure")
 	_, err = c.typed.CoreV1().ConfigMaps("kube-payload").Get(context.Background(), "settings", metav1.GetOptions{})
 	require.NoError(t, err)
+}
+
+// asUser returns clients that act as user, who holds only the shipped
+// ClusterRole of engine (bound cluster-wide), optionally edited by trim.
+func asUser(t *testing.T, c clients, engine, user string, trim func(*rbacv1.ClusterRole)) clients {
+	t.Helper()
+	ctx := context.Background()
+	role, err := RBAC(engine)
+	require.NoError(t, err)
+	role.Name = "converge-test-" + user
+	if trim != nil {
+		trim(role)
+	}
+	_, err = c.typed.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = c.typed.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	typed, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	return clients{typed: typed, dynamic: dyn}
+}
+
+// The shipped roles are enough for the adapters on a real API server with
+// RBAC, and server-side apply fails without create.
+func TestRBACIsEnoughOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	admin := connect(t)
+	namespace(t, admin, "kube-rbac")
+
+	t.Run("rollout", func(t *testing.T) {
+		c := asUser(t, admin, "rollout", "rollout-operator", nil)
+		store, err := NewConfigMapStatusStore[rollout.Status](c.typed.CoreV1(), "kube-rbac", "rollout-status", "")
+		require.NoError(t, err)
+		_, rv, err := store.GetStatus(ctx)
+		require.NoError(t, err)
+		rv, err = store.UpdateStatus(ctx, rollout.Status{LatestAvailableRevision: 1}, rv)
+		require.NoError(t, err)
+		_, err = store.UpdateStatus(ctx, rollout.Status{LatestAvailableRevision: 2}, rv)
+		require.NoError(t, err)
+
+		factory := informers.NewSharedInformerFactory(c.typed, 0)
+		pods, nodes := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
+		pods.Informer()
+		nodes.Informer()
+		stop := make(chan struct{})
+		factory.Start(stop)
+		synced := factory.WaitForCacheSync(stop)
+		close(stop)
+		factory.Shutdown()
+		for typ, ok := range synced {
+			require.True(t, ok, "listing and watching %v", typ)
+		}
+		a, err := NewRolloutPods(RolloutPodsConfig{Client: c.typed, Pods: pods.Lister(), Nodes: nodes.Lister(), Namespace: "kube-rbac", Operand: "etcd", InstallerPod: installerPodTemplate})
+		require.NoError(t, err)
+		inst := rollout.Installer{Name: "installer-1-n", Node: "n", Revision: 1}
+		require.NoError(t, a.EnsureInstaller(ctx, inst))
+		require.NoError(t, a.DeleteInstaller(ctx, inst))
+		_, err = c.typed.EventsV1().Events("kube-rbac").Create(ctx, &eventsv1.Event{
+			ObjectMeta: metav1.ObjectMeta{Name: "rollout-event"}, EventTime: metav1.NowMicro(), ReportingController: "converge.dev/test",
+			ReportingInstance: "test", Action: "Rollout", Reason: "NodeTargetRevisionChanged", Type: "Normal",
+			Regarding: corev1.ObjectReference{Kind: "ConfigMap", Namespace: "kube-rbac", Name: "rollout-status"},
+		}, metav1.CreateOptions{})
+		require.NoError(t, err, "events")
+	})
+
+	t.Run("payload", func(t *testing.T) {
+		c := asUser(t, admin, "payload", "payload-operator", nil)
+		a, err := NewApplier(ApplierConfig{Client: c.dynamic, Mapper: mapper(t), FieldManager: "payload-operator", Force: true})
+		require.NoError(t, err)
+		cm := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "rbac-settings", "namespace": "kube-rbac"},
+			"data":     map[string]any{"level": "1"},
+		}}
+		m := &payload.Manifest{File: "0000_10_settings.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}
+		require.NoError(t, a.Apply(ctx, m, payload.StateUpdating))
+		require.NoError(t, a.Ready(ctx, m))
+		require.NoError(t, a.Delete(ctx, m))
+		store, err := NewConfigMapStatusStore[payload.Status](c.typed.CoreV1(), "kube-rbac", "payload-status", "")
+		require.NoError(t, err)
+		require.NoError(t, LatestStatusWriter[payload.Status]{Store: store}.WriteStatus(ctx, payload.Status{}))
+		_, err = c.typed.CoordinationV1().Leases("kube-rbac").Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "payload-operator"}}, metav1.CreateOptions{})
+		require.NoError(t, err, "leader election")
+	})
+
+	t.Run("server-side apply needs create as well as patch", func(t *testing.T) {
+		c := asUser(t, admin, "payload", "patch-only", func(r *rbacv1.ClusterRole) {
+			for i := range r.Rules {
+				r.Rules[i].Verbs = slices.DeleteFunc(r.Rules[i].Verbs, func(v string) bool { return v == "create" })
+			}
+		})
+		a, err := NewApplier(ApplierConfig{Client: c.dynamic, Mapper: mapper(t), FieldManager: "patch-only"})
+		require.NoError(t, err)
+		cm := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "never-created", "namespace": "kube-rbac"},
+		}}
+		err = a.Apply(ctx, &payload.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}, payload.StateUpdating)
+		assert.True(t, apierrors.IsForbidden(err), "%v", err)
+	})
 }
