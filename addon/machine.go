@@ -2,6 +2,7 @@ package addon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -129,7 +130,11 @@ func NewMachine(cfg Config) (*Machine, error) {
 		problems = append(problems, "nil store")
 	}
 	if err := cfg.Policy.Validate(); err != nil {
-		for _, p := range err.(*InvalidError).Problems {
+		var ie *InvalidError
+		if !errors.As(err, &ie) {
+			return nil, err
+		}
+		for _, p := range ie.Problems {
 			problems = append(problems, "policy: "+p)
 		}
 	}
