@@ -1,20 +1,6 @@
-// Package addonlifecycle is examples/addon-lifecycle's machinery: the
+// Package addonlifecycle is the machinery of examples/addon-lifecycle: the
 // add-on's driver, the Addon controller on kube.AddonObjects and
-// kube.RecordLegacyEvents, the simulated deployment controller, and the
-// scenarios the example runs.
-//
-// Without a kubeconfig Run plays one add-on on an in-memory cluster (client-go's
-// fake clientset, a simulated deployment controller and a fake clock) in
-// well under a second: a failed install retried with backoff, an upgrade,
-// an upgrade that never becomes healthy and is rolled back, and a deletion.
-//
-// With a kubeconfig it runs a controller on a real cluster: it installs the
-// Addon custom resource definition (addons.converge.dev), reconciles every
-// Addon through a work queue with ClusterOptions.Workers workers, creates
-// ClusterOptions.Addons Addons at v1, waits until all run, bumps them to v2,
-// waits again, deletes them and checks that none of their objects is left.
-// On a cluster without kube-controller-manager (such as the integration
-// tests' bare kube-apiserver) it also simulates the deployment controller.
+// kube.RecordLegacyEvents, the simulated deployment controller, and Run.
 package addonlifecycle
 
 import (
@@ -50,6 +36,19 @@ const (
 
 // Run is the whole command: the in-memory story, or with a kubeconfig the
 // controller on a real cluster.
+//
+// Without a kubeconfig it plays one add-on on an in-memory cluster (client-go's
+// fake clientset, a simulated deployment controller and a fake clock) in
+// well under a second: a failed install retried with backoff, an upgrade,
+// an upgrade that never becomes healthy and is rolled back, and a deletion.
+//
+// With a kubeconfig it runs a controller on a real cluster: it installs the
+// Addon custom resource definition (addons.converge.dev), reconciles every
+// Addon through a work queue with ClusterOptions.Workers workers, creates
+// ClusterOptions.Addons Addons at v1, waits until all run, bumps them to v2,
+// waits again, deletes them and checks that none of their objects is left.
+// On a cluster without kube-controller-manager (such as the integration
+// tests' bare kube-apiserver) it also simulates the deployment controller.
 func Run(ctx context.Context, kubeconfig string, opts ClusterOptions, out io.Writer) error {
 	if kubeconfig == "" {
 		return runStory(ctx, out)
