@@ -13,248 +13,132 @@
 // without kube-controller-manager (such as the integration tests' bare
 // kube-apiserver) it also simulates the deployment controller.
 //
+// The controller adopts the engine through package kube: kube.AddonObjects
+// is its addon.Store (the Addon's status subresource, written over the
+// resource version the engine read) and kube.RecordLegacyEvents records the
+// engine's events on each Addon. The driver, the controller and the
+// scenarios live in internal/e2e/addonlifecycle.
+//
 // -diagram prints the default transition table as a Mermaid state diagram.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"strings"
+	"regexp"
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
-
 	"github.com/converge-dev/converge/addon"
-	convergefake "github.com/converge-dev/converge/fake"
+	"github.com/converge-dev/converge/internal/e2e/addonlifecycle"
 )
 
-// The in-memory story's add-on, named as in TKEStack's mesh manager.
-const (
-	namespace = "tke"
-	name      = "mesh-manager"
-)
+const command = "addon-lifecycle"
+
+// config is what the flags ask for.
+type config struct {
+	kubeconfig string
+	diagram    bool
+	cluster    addonlifecycle.ClusterOptions
+}
+
+// usageError is a wrong command line (exit status 2): line is what is
+// wrong, or empty when the error and the usage are already on stderr.
+type usageError struct{ line string }
+
+func (e *usageError) Error() string { return e.line }
+
+func usageErrorf(format string, args ...any) error {
+	return &usageError{line: fmt.Sprintf(format, args...)}
+}
+
+// badValue is the flag package's message for a value that does not parse.
+var badValue = regexp.MustCompile(`^invalid value (".*") for flag -([\w-]+): (.*)$`)
+
+// parseFlags reads args. -h prints the usage on stderr and returns
+// flag.ErrHelp; an unknown flag prints its error and the usage; any other
+// mistake is a *usageError whose line names its flag.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "run a controller on this cluster instead of the in-memory story")
+	fs.IntVar(&cfg.cluster.Addons, "addons", 20, "with -kubeconfig: how many Addons to create")
+	fs.IntVar(&cfg.cluster.Workers, "workers", 4, "with -kubeconfig: how many Addons the controller reconciles at once")
+	fs.StringVar(&cfg.cluster.Namespace, "namespace", "addons", "with -kubeconfig: the namespace of the Addons")
+	fs.DurationVar(&cfg.cluster.Timeout, "timeout", 5*time.Minute, "with -kubeconfig: how long the whole run may take")
+	fs.BoolVar(&cfg.diagram, "diagram", false, "print the default transition table as a Mermaid state diagram and exit")
+	usage := func() {
+		fs.SetOutput(stderr)
+		fmt.Fprintf(stderr, "Usage of %s:\n", command)
+		fs.PrintDefaults()
+	}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		usage()
+		return cfg, err
+	case err != nil && badValue.MatchString(err.Error()):
+		m := badValue.FindStringSubmatch(err.Error())
+		return cfg, usageErrorf("-%s: invalid value %s: %s", m[2], m[1], m[3])
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", command, err)
+		usage()
+		return cfg, &usageError{}
+	case fs.NArg() > 0:
+		return cfg, usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cfg.kubeconfig == "" {
+		var needs error
+		fs.Visit(func(f *flag.Flag) {
+			if needs == nil && f.Name != "diagram" {
+				needs = usageErrorf("-%s: needs -kubeconfig", f.Name)
+			}
+		})
+		return cfg, needs
+	}
+	if err := cfg.cluster.Validate(); err != nil {
+		return cfg, &usageError{line: err.Error()}
+	}
+	return cfg, nil
+}
+
+// run is the command; it returns the exit status: 0, 1 when the run
+// failed, 2 for a wrong command line.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	var usage *usageError
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &usage):
+		if usage.line != "" {
+			fmt.Fprintf(stderr, "%s: %s\n", command, usage.line)
+		}
+		return 2
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", command, err)
+		return 2
+	}
+	if cfg.diagram {
+		fmt.Fprint(stdout, addon.DefaultTable().Mermaid())
+		return 0
+	}
+	if err := addonlifecycle.Run(ctx, cfg.kubeconfig, cfg.cluster, stdout); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", command, err)
+		return 1
+	}
+	return 0
+}
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "run a controller on this cluster instead of the in-memory story")
-	var opts clusterOptions
-	flag.IntVar(&opts.Addons, "addons", 20, "with -kubeconfig: how many Addons to create")
-	flag.IntVar(&opts.Workers, "workers", 4, "with -kubeconfig: how many Addons the controller reconciles at once")
-	flag.StringVar(&opts.Namespace, "namespace", "addons", "with -kubeconfig: the namespace of the Addons")
-	flag.DurationVar(&opts.Timeout, "timeout", 5*time.Minute, "with -kubeconfig: how long the whole run may take")
-	diagram := flag.Bool("diagram", false, "print the default transition table as a Mermaid state diagram and exit")
-	flag.Parse()
-	if *diagram {
-		fmt.Print(addon.DefaultTable().Mermaid())
-		return
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, *kubeconfig, opts, os.Stdout)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "addon-lifecycle:", err)
-		os.Exit(1)
-	}
-}
-
-// run is the whole command: the in-memory story, or with a kubeconfig the
-// controller on a real cluster.
-func run(ctx context.Context, kubeconfig string, opts clusterOptions, out io.Writer) error {
-	if kubeconfig == "" {
-		return runStory(ctx, out)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	c, err := newClients(cfg)
-	if err != nil {
-		return err
-	}
-	defer c.closeIdle()
-	return runCluster(ctx, c, opts, out)
-}
-
-// story is the lifecycle the run shows, one step each time the add-on is
-// Running: bump to v2, bump to the broken v3, delete.
-type story struct {
-	spec  addon.Spec
-	stage int
-}
-
-func (s *story) advance(st addon.Status) (string, bool) {
-	if st.Phase != addon.PhaseRunning {
-		return "", false
-	}
-	s.stage++
-	switch s.stage {
-	case 1:
-		s.spec.Version, s.spec.Generation = "v2", 2
-		return "spec: version v1 -> v2", true
-	case 2:
-		s.spec.Version, s.spec.Generation = "v3", 3
-		return "spec: version v2 -> v3 (an image that never starts)", true
-	case 3:
-		s.spec.Deleting = true
-		return "object deleted (finalizer held until the add-on is uninstalled)", true
-	}
-	return "", false
-}
-
-// runStory plays the in-memory story.
-func runStory(ctx context.Context, out io.Writer) error {
-	client := fake.NewClientset()
-	failFirstDeploymentCreate(client)
-	sim := &deploymentSimulator{client: client}
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	if err := setUp(ctx, client, namespace); err != nil {
-		return err
-	}
-
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	defer broadcaster.Shutdown()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(namespace)})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "addon-lifecycle"})
-	ref := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: namespace, Name: name}
-
-	store := &convergefake.AddonStore{}
-	machine, err := addon.NewMachine(addon.Config{
-		Driver:   &meshDriver{client: client, dbHost: "mysql.tke.svc"},
-		Store:    store,
-		Identity: "addon-lifecycle",
-		Clock:    clk,
-		Jitter:   func() float64 { return 0.5 },
-	})
-	if err != nil {
-		return err
-	}
-
-	start := clk.Now()
-	s := &story{spec: addon.Spec{Name: namespace + "/" + name, Generation: 1, Version: "v1"}}
-	obj := store.Put(addon.Object{Spec: s.spec})
-	fmt.Fprintf(out, "%8s  %-19s %s\n", "time", "reason", "transition")
-	for step := 0; ; step++ {
-		if step == 1000 {
-			return fmt.Errorf("story did not finish; status %+v", obj.Status)
-		}
-		if err := sim.Sync(ctx); err != nil {
-			return err
-		}
-		res, err := machine.Reconcile(ctx, obj)
-		if err != nil {
-			return err
-		}
-		if obj, err = store.Get(ctx, s.spec.Name); err != nil {
-			return err
-		}
-		status := obj.Status
-		for _, e := range res.Events {
-			recorder.Event(ref, e.Type, e.Reason, e.Message)
-			fmt.Fprintf(out, "%8s  %-19s %s\n", clk.Since(start).Round(time.Second), e.Reason, e.Message)
-		}
-		if res.Deleted {
-			break
-		}
-		if msg, ok := s.advance(status); ok {
-			fmt.Fprintf(out, "%8s  %-19s %s\n", clk.Since(start).Round(time.Second), "--", msg)
-			obj, _ = store.Update(s.spec.Name, func(spec *addon.Spec) { *spec = s.spec })
-			continue
-		}
-		if step == 0 {
-			if err := checkNoSecretInArgs(ctx, client); err != nil {
-				return err
-			}
-		}
-		if res.RequeueAfter == 0 {
-			return fmt.Errorf("add-on idle in %s (%s): %s", status.Phase, status.Reason, status.Message)
-		}
-		clk.Step(res.RequeueAfter)
-	}
-	return verify(ctx, client, obj.Status, out)
-}
-
-// failFirstDeploymentCreate makes the in-memory API server refuse the first
-// Deployment, as an admission webhook that is not ready yet would.
-func failFirstDeploymentCreate(c *fake.Clientset) {
-	failed := false
-	c.PrependReactor("create", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if failed {
-			return false, nil, nil
-		}
-		failed = true
-		return true, nil, apierrors.NewServiceUnavailable("admission webhook \"mesh.tkestack.io\" is not ready")
-	})
-}
-
-// setUp creates namespace ns and the database Secret the add-ons' pods read.
-func setUp(ctx context.Context, client kubernetes.Interface, ns string) error {
-	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: dbSecretName, Namespace: ns}, StringData: map[string]string{dbPasswordKey: "s3cr3t-from-vault"}}
-	_, err = client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
-}
-
-// checkNoSecretInArgs fails when the database password shows up in the
-// Deployment's arguments (seed bug 10): it must come from the Secret.
-func checkNoSecretInArgs(ctx context.Context, client kubernetes.Interface) error {
-	dep, err := client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	for _, c := range dep.Spec.Template.Spec.Containers {
-		for _, a := range c.Args {
-			if strings.Contains(a, "password") {
-				return fmt.Errorf("container %s passes a password in its arguments: %q", c.Name, a)
-			}
-		}
-		for _, e := range c.Env {
-			if e.Name == "DB_PASSWORD" && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil) {
-				return fmt.Errorf("container %s does not read DB_PASSWORD from a Secret", c.Name)
-			}
-		}
-	}
-	return nil
-}
-
-// verify checks the end of the story: v3 failed and was rolled back to v2,
-// and the deletion removed every object.
-func verify(ctx context.Context, client kubernetes.Interface, st addon.Status, out io.Writer) error {
-	if st.Phase != addon.PhaseDeleted || st.FailedVersion != "v3" || st.LastGoodVersion != "v2" {
-		return fmt.Errorf("unexpected end: phase %s, failed version %q, last good version %q", st.Phase, st.FailedVersion, st.LastGoodVersion)
-	}
-	if _, err := client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deployment still there after deletion (err %v)", err)
-	}
-	if _, err := client.RbacV1().ClusterRoleBindings().Get(ctx, addonRef{namespace, name}.crbName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		return fmt.Errorf("cluster role binding still there after deletion (err %v)", err)
-	}
-	if err := ignoreNotFound(client.CoreV1().Secrets(namespace).Delete(ctx, dbSecretName, metav1.DeleteOptions{})); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "done: v3 failed and was rolled back to v2, then uninstalled; the finalizer can go\n")
-	return nil
+	os.Exit(code)
 }

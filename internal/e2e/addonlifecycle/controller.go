@@ -1,4 +1,4 @@
-package main
+package addonlifecycle
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/kube"
 )
 
 // controllerConfig configures a controller.
@@ -40,8 +41,9 @@ type controllerConfig struct {
 // Addon at a time (the queue never hands the same key to two workers),
 // adds the finalizer before anything is installed, runs
 // addon.Machine.Reconcile, whose status writes go through the status
-// subresource with the object's resource version, emits the decided events
-// on the object, and drops the finalizer once the add-on is uninstalled.
+// subresource with the object's resource version (kube.AddonObjects, with
+// the example's own annotations), records the decided events on the object
+// (kube.RecordLegacyEvents), and drops the finalizer once the add-on is uninstalled.
 // The Addon object itself travels to the driver (addon.Object.Host), so one
 // Machine and one driver serve every Addon. A conflict makes the engine
 // re-read the Addon and decide again, so nothing is lost; conflicts that go
@@ -51,6 +53,7 @@ type controller struct {
 	factory  dynamicinformer.DynamicSharedInformerFactory
 	informer cache.SharedIndexInformer
 	queue    workqueue.TypedRateLimitingInterface[string]
+	store    *kube.AddonObjects
 	machine  *addon.Machine
 	recorder record.EventRecorder
 	workers  int
@@ -74,15 +77,20 @@ func newController(cfg controllerConfig) (*controller, error) {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "addons", Clock: cfg.Clock}),
 	}
 	c.informer = c.factory.ForResource(addonGVR).Informer()
+	store, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: cfg.Dynamic, Resource: addonGVR, Spec: specOf})
+	if err != nil {
+		c.queue.ShutDown()
+		return nil, err
+	}
 	m, err := addon.NewMachine(addon.Config{
-		Driver: &meshDriver{client: cfg.Kube, dbHost: "mysql.tke.svc"}, Store: addonStore{client: c.addons},
+		Driver: &meshDriver{client: cfg.Kube, dbHost: "mysql.tke.svc"}, Store: store,
 		Identity: cfg.Identity, Policy: cfg.Policy, Clock: cfg.Clock,
 	})
 	if err != nil {
 		c.queue.ShutDown()
 		return nil, err
 	}
-	c.machine = m
+	c.store, c.machine = store, m
 	if _, err := c.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
 		UpdateFunc: func(old, cur any) {
@@ -157,9 +165,9 @@ func (c *controller) reconcile(ctx context.Context, key string) (addon.Result, e
 		return addon.Result{}, err
 	}
 	obj := cached.(*unstructured.Unstructured).DeepCopy()
-	spec, ns := specOf(obj), obj.GetNamespace()
+	ns := obj.GetNamespace()
 	if !hasFinalizer(obj) {
-		if spec.Deleting {
+		if obj.GetDeletionTimestamp() != nil {
 			return addon.Result{}, nil // never installed
 		}
 		obj.SetFinalizers(append(obj.GetFinalizers(), finalizer))
@@ -167,15 +175,13 @@ func (c *controller) reconcile(ctx context.Context, key string) (addon.Result, e
 			return addon.Result{}, err
 		}
 	}
-	status, err := statusOf(obj)
+	current, err := c.store.Object(obj)
 	if err != nil {
 		return addon.Result{}, fmt.Errorf("%w: %w", addon.ErrInvalid, err)
 	}
-	res, err := c.machine.Reconcile(ctx, addon.Object{Spec: spec, Status: status, ResourceVersion: obj.GetResourceVersion(), Host: obj})
+	res, err := c.machine.Reconcile(ctx, current)
 	// The events of what was persisted are emitted even beside an error.
-	for _, e := range res.Events {
-		c.recorder.Event(obj, e.Type, e.Reason, e.Message)
-	}
+	kube.RecordLegacyEvents(c.recorder, obj, res.Events)
 	if err != nil || !res.Deleted {
 		return res, err
 	}

@@ -1,4 +1,4 @@
-package main
+package addonlifecycle
 
 import (
 	"context"
@@ -42,8 +42,9 @@ var clusterPolicy = addon.Policy{
 // fleetLabel marks the Addon objects the -kubeconfig run creates.
 const fleetLabel = "addons.converge.dev/fleet"
 
-// clusterOptions configures the -kubeconfig run.
-type clusterOptions struct {
+// ClusterOptions configures the run on a cluster; Validate names each
+// field by the example's flag.
+type ClusterOptions struct {
 	// Addons is how many Addon objects to create; Workers how many the
 	// controller reconciles at once; Namespace where they live.
 	Addons, Workers int
@@ -52,19 +53,20 @@ type clusterOptions struct {
 	Timeout time.Duration
 }
 
-func (o clusterOptions) validate() error {
+// Validate reports every option out of range, on one line.
+func (o ClusterOptions) Validate() error {
 	var problems []string
 	if o.Addons < 0 {
-		problems = append(problems, fmt.Sprintf("-addons %d is negative", o.Addons))
+		problems = append(problems, fmt.Sprintf("-addons: %d is negative", o.Addons))
 	}
 	if o.Workers < 1 {
-		problems = append(problems, fmt.Sprintf("-workers %d is less than 1", o.Workers))
+		problems = append(problems, fmt.Sprintf("-workers: %d is less than 1", o.Workers))
 	}
 	if errs := validation.IsDNS1123Label(o.Namespace); len(errs) > 0 {
-		problems = append(problems, fmt.Sprintf("-namespace %q: %s", o.Namespace, strings.Join(errs, "; ")))
+		problems = append(problems, fmt.Sprintf("-namespace: %q: %s", o.Namespace, strings.Join(errs, "; ")))
 	}
 	if o.Timeout <= 0 {
-		problems = append(problems, fmt.Sprintf("-timeout %s is not positive", o.Timeout))
+		problems = append(problems, fmt.Sprintf("-timeout: %s is not positive", o.Timeout))
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, ", "))
@@ -167,8 +169,8 @@ func hasDeploymentController(ctx context.Context, client kubernetes.Interface) (
 // controller, creates opts.Addons Addons at v1, waits until all run, bumps
 // them to v2, waits again, deletes them and checks that nothing of theirs
 // is left.
-func runCluster(ctx context.Context, c *clients, opts clusterOptions, out io.Writer) (err error) {
-	if err := opts.validate(); err != nil {
+func runCluster(ctx context.Context, c *clients, opts ClusterOptions, out io.Writer) (err error) {
+	if err := opts.Validate(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)

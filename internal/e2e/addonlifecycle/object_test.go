@@ -1,4 +1,4 @@
-package main
+package addonlifecycle
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/kube"
 )
 
 func TestStatusRoundTripsThroughTheObject(t *testing.T) {
@@ -27,11 +28,16 @@ func TestStatusRoundTripsThroughTheObject(t *testing.T) {
 		InstalledVersion: "v2", LastGoodVersion: "v1", ObservedGeneration: 2,
 		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionUnknown, Reason: "Upgrading", LastTransitionTime: t0, ObservedGeneration: 2}},
 	}
-	obj, err := withStatus(newAddon("ns", "mesh", "v2"), st)
+	store, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: addonClient(newAddon("ns", "mesh", "v2")), Resource: addonGVR, Spec: specOf})
 	require.NoError(t, err)
+	read, err := store.Get(context.Background(), "ns/mesh")
+	require.NoError(t, err)
+	written, err := store.UpdateStatus(context.Background(), read, st)
+	require.NoError(t, err)
+	obj := written.Host.(*unstructured.Unstructured)
 	got, err := statusOf(obj)
 	require.NoError(t, err)
-	assert.Equal(t, st, got)
+	assert.Equal(t, st, got, "kube.AddonObjects writes what statusOf reads")
 
 	empty, err := statusOf(newAddon("ns", "mesh", "v1"))
 	require.NoError(t, err)
@@ -75,9 +81,16 @@ func TestFinalizerHelpers(t *testing.T) {
 	}
 }
 
+// addonClient is a fake dynamic client serving objs as Addons.
+func addonClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{addonGVR: "AddonList"}, objs...)
+}
+
+// TestAddonStoreWritesOverTheReadResourceVersion checks kube.AddonObjects,
+// with the example's spec, as the controller's addon.Store.
 func TestAddonStoreWritesOverTheReadResourceVersion(t *testing.T) {
 	ctx := context.Background()
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{addonGVR: "AddonList"}, newAddon("ns", "mesh", "v1"))
+	dyn := addonClient(newAddon("ns", "mesh", "v1"))
 	var written []string // resource versions the writes went over
 	dyn.PrependReactor("update", "addons", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		obj := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured)
@@ -89,9 +102,10 @@ func TestAddonStoreWritesOverTheReadResourceVersion(t *testing.T) {
 		out.SetResourceVersion(obj.GetResourceVersion() + "+")
 		return true, out, nil
 	})
-	s := addonStore{client: dyn.Resource(addonGVR)}
+	s, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: dyn, Resource: addonGVR, Spec: specOf})
+	require.NoError(t, err)
 
-	_, err := s.UpdateStatus(ctx, addon.Object{Spec: addon.Spec{Name: "ns/mesh"}}, addon.Status{})
+	_, err = s.UpdateStatus(ctx, addon.Object{Spec: addon.Spec{Name: "ns/mesh"}}, addon.Status{})
 	assert.Error(t, err, "no Addon object to write")
 
 	obj, err := s.Get(ctx, "ns/mesh")

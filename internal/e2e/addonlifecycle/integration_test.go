@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package addonlifecycle
 
 import (
 	"bytes"
@@ -137,7 +137,7 @@ func TestRunOnTheTestEnvironment(t *testing.T) {
 	c, err := newClients(cfg)
 	require.NoError(t, err)
 	var out bytes.Buffer
-	err = runCluster(context.Background(), c, clusterOptions{Addons: 5, Workers: 2, Namespace: "run", Timeout: time.Minute}, &out)
+	err = runCluster(context.Background(), c, ClusterOptions{Addons: 5, Workers: 2, Namespace: "run", Timeout: time.Minute}, &out)
 	require.NoError(t, err, out.String())
 	for _, stage := range []string{"simulating the deployment controller", "created 5 Addons at v1", "all Running at v1", "all Running at v2", "all gone", "nothing left behind", "0 other failed reconciles"} {
 		assert.Contains(t, out.String(), stage)
