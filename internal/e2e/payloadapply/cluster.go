@@ -1,4 +1,4 @@
-package main
+package payloadapply
 
 import (
 	"context"
@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -29,30 +31,33 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
 )
 
-// flakyConfigMap is the manifest the in-memory API server refuses twice.
-const flakyConfigMap = "web-settings"
+// FlakyConfigMap is the manifest the in-memory API server refuses twice.
+const FlakyConfigMap = "web-settings"
 
-// cluster is where the payload goes: a real cluster, or client-go's fake dynamic client
-// with a fake clock that the program moves forward itself.
-type cluster struct {
-	// config reaches a real cluster, nil for an in-memory one.
-	config *rest.Config
-	// httpClient carries every request to a real cluster, nil for an in-memory one.
-	httpClient *http.Client
-	client     dynamic.Interface
-	mapper     meta.RESTMapper
-	clock      clock.WithDelayedExecution
-	// fake is the fake clock of an in-memory cluster, nil for a real one.
-	fake *clocktesting.FakeClock
-	// flaky counts the apply calls of flakyConfigMap (in memory only).
-	flaky *flakyCounter
+// Cluster is where the payload goes: a real cluster, or client-go's fake dynamic client
+// and fake clientset with a fake clock that the program moves forward itself.
+type Cluster struct {
+	// Config reaches a real cluster, nil for an in-memory one.
+	Config *rest.Config
+	// HTTPClient carries every request to a real cluster, nil for an in-memory one.
+	HTTPClient *http.Client
+	// Client applies the payload; Typed keeps the status and records events.
+	Client dynamic.Interface
+	Typed  kubernetes.Interface
+	Mapper meta.RESTMapper
+	Clock  clock.WithDelayedExecution
+	// Fake is the fake clock of an in-memory cluster, nil for a real one.
+	Fake *clocktesting.FakeClock
+	// Flaky counts the apply calls of FlakyConfigMap (in memory only).
+	Flaky *FlakyCounter
 }
 
-// realCluster reaches the cluster of kubeconfig; close releases its connections.
-func realCluster(kubeconfig string) (*cluster, error) {
+// RealCluster reaches the cluster of kubeconfig; Close releases its connections.
+func RealCluster(kubeconfig string) (*Cluster, error) {
 	config, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, err
@@ -68,19 +73,23 @@ func realCluster(kubeconfig string) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	typed, err := kubernetes.NewForConfigAndClient(config, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	disco, err := discovery.NewDiscoveryClientForConfigAndClient(config, httpClient)
 	if err != nil {
 		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	return &cluster{config: config, httpClient: httpClient, client: client, mapper: mapper, clock: clock.RealClock{}}, nil
+	return &Cluster{Config: config, HTTPClient: httpClient, Client: client, Typed: typed, Mapper: mapper, Clock: clock.RealClock{}}, nil
 }
 
-// close closes the idle connections to a real cluster, whose reading goroutines would
+// Close closes the idle connections to a real cluster, whose reading goroutines would
 // otherwise outlive the run.
-func (c *cluster) close() {
-	if c.httpClient != nil {
-		utilnet.CloseIdleConnectionsFor(c.httpClient.Transport)
+func (c *Cluster) Close() {
+	if c.HTTPClient != nil {
+		utilnet.CloseIdleConnectionsFor(c.HTTPClient.Transport)
 	}
 }
 
@@ -99,11 +108,12 @@ var kinds = []struct {
 	{schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, "jobs", true},
 }
 
-// memoryCluster is client-go's fake dynamic client on an object tracker that manages
+// MemoryCluster is client-go's fake dynamic client on an object tracker that manages
 // fields, so that server-side apply creates, merges and records managedFields as a real
-// API server does (the fake's default tracker cannot create an object by apply). No job
-// controller runs in it: the applier plays one (clusterApplier.completeJobs).
-func memoryCluster(start time.Time) (*cluster, error) {
+// API server does (the fake's default tracker cannot create an object by apply), and a
+// fake clientset with resource versions for the status and the events. No job
+// controller runs in it: JobSimulator plays one.
+func MemoryCluster(start time.Time) (*Cluster, error) {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	for _, k := range kinds {
 		scope := meta.RESTScopeRoot
@@ -122,9 +132,9 @@ func memoryCluster(start time.Time) (*cluster, error) {
 	client.PrependReactor("*", "*", k8stesting.ObjectReaction(tracker))
 
 	// The API server is briefly unavailable for one ConfigMap: two refusals, then it works.
-	flaky := &flakyCounter{}
+	flaky := &FlakyCounter{}
 	client.PrependReactor("patch", "configmaps", func(action k8stesting.Action) (bool, runtime.Object, error) {
-		if patch, ok := action.(k8stesting.PatchAction); !ok || patch.GetName() != flakyConfigMap {
+		if patch, ok := action.(k8stesting.PatchAction); !ok || patch.GetName() != FlakyConfigMap {
 			return false, nil, nil
 		}
 		if flaky.attempt() <= 2 {
@@ -141,18 +151,20 @@ func memoryCluster(start time.Time) (*cluster, error) {
 		Create(context.Background(), legacy, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
-	fake := clocktesting.NewFakeClock(start)
-	return &cluster{client: client, mapper: mapper, clock: fake, fake: fake, flaky: flaky}, nil
+	typed := kubefake.NewClientset()
+	fake.EnforceResourceVersions(typed)
+	clk := clocktesting.NewFakeClock(start)
+	return &Cluster{Client: client, Typed: typed, Mapper: mapper, Clock: clk, Fake: clk, Flaky: flaky}, nil
 }
 
-// flakyCounter counts the apply calls of flakyConfigMap and remembers the first that
+// FlakyCounter counts the apply calls of FlakyConfigMap and remembers the first that
 // was accepted.
-type flakyCounter struct {
+type FlakyCounter struct {
 	calls    atomic.Int32
 	accepted atomic.Int32
 }
 
-func (f *flakyCounter) attempt() int32 {
+func (f *FlakyCounter) attempt() int32 {
 	n := f.calls.Add(1)
 	if n > 2 {
 		f.accepted.CompareAndSwap(0, n)
@@ -160,18 +172,19 @@ func (f *flakyCounter) attempt() int32 {
 	return n
 }
 
-// runClock moves the fake clock of an in-memory cluster forward by a second every
+// Accepted is the number of the first attempt that was accepted, 0 before one was.
+func (f *FlakyCounter) Accepted() int32 { return f.accepted.Load() }
+
+// RunClock moves the fake clock of an in-memory cluster forward by a second every
 // millisecond while something waits on it, so that retries and throttled notifications
 // happen in virtual time. It returns a function that stops it and waits.
-func (c *cluster) runClock(ctx context.Context) (stop func()) {
-	if c.fake == nil {
+func (c *Cluster) RunClock(ctx context.Context) (stop func()) {
+	if c.Fake == nil {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		ticker := time.NewTicker(time.Millisecond)
 		defer ticker.Stop()
 		for {
@@ -179,23 +192,23 @@ func (c *cluster) runClock(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-ticker.C:
-				if c.fake.HasWaiters() {
-					c.fake.Step(time.Second)
+				if c.Fake.HasWaiters() {
+					c.Fake.Step(time.Second)
 				}
 			}
 		}
-	}()
+	})
 	return func() {
 		cancel()
 		wg.Wait()
 	}
 }
 
-// present counts the manifests whose objects exist in the cluster.
-func (c *cluster) present(ctx context.Context, manifests []payload.Manifest) (int, error) {
+// Present counts the manifests whose objects exist in the cluster.
+func (c *Cluster) Present(ctx context.Context, manifests []payload.Manifest) (int, error) {
 	n := 0
 	for _, m := range manifests {
-		client, err := resourceFor(c.client, c.mapper, &m)
+		client, err := c.ResourceFor(&m)
 		if err != nil {
 			return n, err
 		}
@@ -205,4 +218,16 @@ func (c *cluster) present(ctx context.Context, manifests []payload.Manifest) (in
 		n++
 	}
 	return n, nil
+}
+
+// ResourceFor returns the client of m's resource, namespaced when the resource is.
+func (c *Cluster) ResourceFor(m *payload.Manifest) (dynamic.ResourceInterface, error) {
+	mapping, err := c.Mapper.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
+	if err != nil {
+		return nil, err
+	}
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.Client.Resource(mapping.Resource).Namespace(m.Namespace()), nil
+	}
+	return c.Client.Resource(mapping.Resource), nil
 }
