@@ -94,18 +94,13 @@ func run(ctx context.Context, o e2e.Options, out io.Writer) error {
 
 // apply runs the sync worker until the payload has been applied and reconciled once.
 func apply(ctx context.Context, c *e2e.Cluster, o e2e.Options, manifests, removals []payload.Manifest, progress *e2e.Progress) error {
-	// Real time on a cluster; in memory the fake clock runs a second per millisecond.
+	// Real time on a cluster; in memory the policy is in virtual time.
 	policy := payload.Policy{
 		Interval: metav1.Duration{Duration: 30 * time.Second}, ApplyTimeout: metav1.Duration{Duration: 5 * time.Minute},
 		ManifestAttempts: 12, ManifestBackoff: payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: 20 * time.Second}, FactorPercent: 150},
 		Workers: 4, ReconcileWorkers: 2, ReadinessPoll: metav1.Duration{Duration: time.Second}, ReadinessTimeout: metav1.Duration{Duration: 5 * time.Minute},
 	}
-	deadline := 10 * time.Minute
-	if c.Fake != nil {
-		policy.Interval.Duration, policy.ApplyTimeout.Duration, policy.ReadinessTimeout.Duration = 3*time.Minute, time.Hour, time.Hour
-		policy.ManifestAttempts, policy.ManifestBackoff.Max.Duration, policy.ManifestBackoff.FactorPercent = 5, time.Minute, 200
-		policy.ReadinessPoll.Duration, deadline = 2*time.Second, time.Minute
-	}
+	deadline := c.InVirtualTime(&policy, 10*time.Minute)
 	if o.Interval > 0 {
 		policy.Interval.Duration = o.Interval
 	}
@@ -176,19 +171,8 @@ func apply(ctx context.Context, c *e2e.Cluster, o e2e.Options, manifests, remova
 	if err = errors.Join(err, <-done); err != nil {
 		return err
 	}
-	if err := statusWriter.WriteStatus(ctx, worker.Status()); err != nil {
+	if err = statusWriter.WriteStatus(ctx, worker.Status()); err != nil {
 		return err
 	}
-	n, err := c.Present(ctx, manifests)
-	if err != nil {
-		return err
-	}
-	progress.Println("%d of %d objects are in the cluster", n, len(manifests))
-	if c.Flaky != nil {
-		progress.Println("ConfigMap %s was accepted on attempt %d", e2e.FlakyConfigMap, c.Flaky.Accepted())
-		if c.Flaky.Accepted() != 3 {
-			return fmt.Errorf("ConfigMap %s: accepted on attempt %d, want 3", e2e.FlakyConfigMap, c.Flaky.Accepted())
-		}
-	}
-	return nil
+	return c.Verify(ctx, manifests, progress)
 }

@@ -220,6 +220,39 @@ func (c *Cluster) Present(ctx context.Context, manifests []payload.Manifest) (in
 	return n, nil
 }
 
+// InVirtualTime returns deadline, the real time a run may take, on a real cluster. In
+// memory, where the fake clock runs a second per millisecond while anything waits on it
+// (also while the apply works), it gives an apply an hour of virtual time, and the run a
+// minute of real time.
+func (c *Cluster) InVirtualTime(policy *payload.Policy, deadline time.Duration) time.Duration {
+	if c.Fake == nil {
+		return deadline
+	}
+	policy.Interval.Duration, policy.ApplyTimeout.Duration, policy.ReadinessTimeout.Duration = 3*time.Minute, time.Hour, time.Hour
+	policy.ManifestAttempts, policy.ManifestBackoff.Max.Duration, policy.ManifestBackoff.FactorPercent = 5, time.Minute, 200
+	policy.ReadinessPoll.Duration = 2 * time.Second
+	return time.Minute
+}
+
+// Verify reports how many objects of manifests are in the cluster, and in memory checks
+// that FlakyConfigMap was accepted on the attempt after its two refusals.
+func (c *Cluster) Verify(ctx context.Context, manifests []payload.Manifest, progress *Progress) error {
+	n, err := c.Present(ctx, manifests)
+	if err != nil {
+		return err
+	}
+	progress.Println("%d of %d objects are in the cluster", n, len(manifests))
+	if c.Flaky == nil {
+		return nil
+	}
+	accepted := c.Flaky.Accepted()
+	progress.Println("ConfigMap %s was accepted on attempt %d", FlakyConfigMap, accepted)
+	if accepted != 3 {
+		return fmt.Errorf("ConfigMap %s: accepted on attempt %d, want 3", FlakyConfigMap, accepted)
+	}
+	return nil
+}
+
 // ResourceFor returns the client of m's resource, namespaced when the resource is.
 func (c *Cluster) ResourceFor(m *payload.Manifest) (dynamic.ResourceInterface, error) {
 	mapping, err := c.Mapper.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
