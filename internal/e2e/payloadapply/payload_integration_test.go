@@ -4,11 +4,14 @@ package payloadapply
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/converge-dev/converge/payload"
 )
@@ -117,4 +120,14 @@ func TestSimulatedJobController(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), job.Status.Succeeded)
 	assert.NotNil(t, job.Status.CompletionTime)
+	// kube.RecordEvents recorded the worker's events about the status ConfigMap.
+	assert.NoError(t, wait.PollUntilContextTimeout(context.Background(), pollInterval, pollTimeout, true, func(ctx context.Context) (bool, error) {
+		events, err := c.Typed.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+			return e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == StatusConfigMap && e.Reason == "PayloadApplied" && e.Action == "Apply"
+		}), nil
+	}), "no PayloadApplied event about the status ConfigMap")
 }
