@@ -1,4 +1,6 @@
-package main
+//go:build !integration
+
+package payloadapply
 
 import (
 	"context"
@@ -24,14 +26,14 @@ import (
 
 // testElection is an election on a fake clientset with timings short enough for a unit
 // test; client-go's elector runs on the real clock.
-func testElection(leases *fake.Clientset, identity string) election {
-	return election{
-		leases:        leases.CoordinationV1(),
-		namespace:     "default",
-		identity:      identity,
-		leaseDuration: 600 * time.Millisecond,
-		renewDeadline: 400 * time.Millisecond,
-		retryPeriod:   100 * time.Millisecond,
+func testElection(leases *fake.Clientset, identity string) Election {
+	return Election{
+		Leases:        leases.CoordinationV1(),
+		Namespace:     "default",
+		Identity:      identity,
+		LeaseDuration: 600 * time.Millisecond,
+		RenewDeadline: 400 * time.Millisecond,
+		RetryPeriod:   100 * time.Millisecond,
 	}
 }
 
@@ -39,7 +41,7 @@ func testElection(leases *fake.Clientset, identity string) election {
 func heldLease(other string) *coordinationv1.Lease {
 	now := metav1.NewMicroTime(time.Now())
 	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: leaseName},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: LeaseName},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(other),
 			LeaseDurationSeconds: ptr.To[int32](60),
@@ -71,13 +73,13 @@ func TestRunElectedRunsWorkAndReleasesTheLease(t *testing.T) {
 				holder  string
 			)
 			e := testElection(leases, "me")
-			e.report = func(format string, args ...any) {
+			e.Report = func(format string, args ...any) {
 				mu.Lock()
 				defer mu.Unlock()
 				reports = append(reports, format)
 			}
-			err := runElected(quietContext(), e, func(ctx context.Context) error {
-				lease, err := leases.CoordinationV1().Leases("default").Get(ctx, leaseName, metav1.GetOptions{})
+			err := RunElected(quietContext(), e, func(ctx context.Context) error {
+				lease, err := leases.CoordinationV1().Leases("default").Get(ctx, LeaseName, metav1.GetOptions{})
 				if assert.NoError(t, err) {
 					holder = ptr.Deref(lease.Spec.HolderIdentity, "")
 				}
@@ -85,7 +87,7 @@ func TestRunElectedRunsWorkAndReleasesTheLease(t *testing.T) {
 			})
 			assert.Equal(t, tt.workErr, err)
 			assert.Equal(t, "me", holder, "work ran without holding the Lease")
-			lease, err := leases.CoordinationV1().Leases("default").Get(context.Background(), leaseName, metav1.GetOptions{})
+			lease, err := leases.CoordinationV1().Leases("default").Get(context.Background(), LeaseName, metav1.GetOptions{})
 			require.NoError(t, err)
 			assert.Empty(t, ptr.Deref(lease.Spec.HolderIdentity, ""), "the Lease was not released")
 			mu.Lock()
@@ -100,7 +102,7 @@ func TestRunElectedWaitsForAHeldLease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(quietContext(), 500*time.Millisecond)
 	defer cancel()
 	ran := false
-	err := runElected(ctx, testElection(leases, "me"), func(context.Context) error {
+	err := RunElected(ctx, testElection(leases, "me"), func(context.Context) error {
 		ran = true
 		return nil
 	})
@@ -119,20 +121,20 @@ func TestRunElectedStopsWhenTheLeaseIsLost(t *testing.T) {
 		return false, nil, nil
 	})
 	var workCtxErr error
-	err := runElected(quietContext(), testElection(leases, "me"), func(ctx context.Context) error {
+	err := RunElected(quietContext(), testElection(leases, "me"), func(ctx context.Context) error {
 		working.Store(true)
 		<-ctx.Done()
 		workCtxErr = ctx.Err()
 		return ctx.Err()
 	})
-	assert.ErrorIs(t, err, errLostLease)
+	assert.ErrorIs(t, err, ErrLostLease)
 	assert.ErrorIs(t, workCtxErr, context.Canceled, "work was not stopped")
 }
 
 func TestRunElectedRejectsBadTimings(t *testing.T) {
 	e := testElection(fake.NewClientset(), "me")
-	e.renewDeadline = e.leaseDuration
-	err := runElected(quietContext(), e, func(context.Context) error { return nil })
+	e.RenewDeadline = e.LeaseDuration
+	err := RunElected(quietContext(), e, func(context.Context) error { return nil })
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "leader election: "), err.Error())
 }

@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package payloadapply
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -101,13 +100,9 @@ func (in *instance) running() bool {
 // the status the first one persisted, and exits 0 after releasing the Lease.
 func TestLeaderElection(t *testing.T) {
 	c := connect(t)
-	manifests, err := loadManifests()
-	require.NoError(t, err)
+	manifests := loadExample(t)
 	c.reset(t, manifests)
-	binary := filepath.Join(t.TempDir(), "payload-apply")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	built, err := build.CombinedOutput()
-	require.NoError(t, err, string(built))
+	binary := buildExample(t)
 
 	// Identities new to this run: the Namespace, which reset keeps, remembers the field
 	// managers of earlier runs.
@@ -118,7 +113,7 @@ func TestLeaderElection(t *testing.T) {
 	}
 	ctx := context.Background()
 	holder := func(ctx context.Context) (string, error) {
-		lease, err := c.typed.CoordinationV1().Leases("default").Get(ctx, leaseName, metav1.GetOptions{})
+		lease, err := c.Typed.CoordinationV1().Leases("default").Get(ctx, LeaseName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return "", nil
 		}
@@ -150,15 +145,15 @@ func TestLeaderElection(t *testing.T) {
 		}
 	}
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, pollInterval, pollTimeout, true, func(context.Context) (bool, error) {
-		return len(c.live(t, beforeJob)) == len(beforeJob) && strings.Contains(leader.out.String(), "the job has not completed yet"), nil
+		return len(c.live(t, beforeJob)) == len(beforeJob) && strings.Contains(leader.out.String(), "has not completed: kube: not ready"), nil
 	}), "the leader did not reach the Job:\n%s", leader.out)
 
 	// Only the leader wrote: every object, and the status, is managed by it alone, and
 	// nothing after the Job exists yet.
-	leaderManager := defaultFieldManager + "/" + leader.identity
+	leaderManager := "payload-apply/" + leader.identity
 	objects := c.live(t, manifests)
 	assert.Len(t, objects, len(beforeJob), "objects after the Job exist before it completed")
-	followerManager := defaultFieldManager + "/" + follower.identity
+	followerManager := "payload-apply/" + follower.identity
 	for ref, obj := range objects {
 		if obj.GetKind() == "Namespace" {
 			assert.Contains(t, managers(obj), leaderManager, ref)
@@ -167,7 +162,7 @@ func TestLeaderElection(t *testing.T) {
 		}
 		assert.Equal(t, []string{leaderManager}, managers(obj), ref)
 	}
-	status, err := c.typed.CoreV1().ConfigMaps("default").Get(ctx, statusConfigMap, metav1.GetOptions{})
+	status, err := c.Typed.CoreV1().ConfigMaps("default").Get(ctx, StatusConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	statusManagers := make([]string, 0, len(status.ManagedFields))
 	for _, f := range status.ManagedFields {
@@ -203,7 +198,7 @@ func TestLeaderElection(t *testing.T) {
 
 	objects = c.live(t, manifests)
 	require.Len(t, objects, len(manifests))
-	for _, m := range stampRelease(manifests, "1.0.0") {
+	for _, m := range StampRelease(manifests, "1.0.0") {
 		obj := objects[m.Ref()]
 		assertContains(t, m.Ref(), m.Object, obj)
 		if m.GVK.Kind != "Job" { // a Job is applied once, by whoever created it

@@ -1,16 +1,17 @@
 //go:build integration
 
-package main
+package payloadapply
 
 import (
-	"bytes"
 	"context"
+	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/converge-dev/converge/payload"
 )
@@ -20,11 +21,16 @@ import (
 // updates to a new release, which rewrites every object run level by run level.
 func TestPayloadAgainstAPIServer(t *testing.T) {
 	c := connect(t)
-	manifests, err := loadManifests()
-	require.NoError(t, err)
+	manifests := loadExample(t)
 	c.reset(t, manifests)
 	jobs := c.startJobController(t)
-	o := options{kubeconfig: env.Kubeconfig, release: "1.0.0", namespace: "default", interval: time.Second}
+	binary := buildExample(t)
+	run := func(release string) string {
+		t.Helper()
+		out, err := runExample(t, binary, "-release", release, "-interval", "1s")
+		require.NoError(t, err, out)
+		return out
+	}
 	levelOf := func(m payload.Manifest) int {
 		level, _, ok := payload.ParseRunLevel(m.File)
 		require.True(t, ok, m.File)
@@ -32,16 +38,15 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	}
 
 	// Install: Initializing, then one reconcile pass.
-	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), o, &out), out.String())
-	assert.Contains(t, out.String(), "apply (Initializing) done: 31/31 manifests")
-	assert.Contains(t, out.String(), "apply (Reconciling) done: 31/31 manifests")
+	out := run("1.0.0")
+	assert.Contains(t, out, "apply (Initializing) done: 31/31 manifests")
+	assert.Contains(t, out, "apply (Reconciling) done: 31/31 manifests")
 	installed := c.live(t, manifests)
 	require.Len(t, installed, len(manifests))
-	for _, m := range stampRelease(manifests, "1.0.0") {
+	for _, m := range StampRelease(manifests, "1.0.0") {
 		live := installed[m.Ref()]
 		assertContains(t, m.Ref(), m.Object, live)
-		assert.Contains(t, managers(live), defaultFieldManager, m.Ref())
+		assert.Contains(t, managers(live), "payload-apply", m.Ref())
 	}
 	// The Job is a barrier even while initializing: what comes before it was written
 	// before the Job was created, what comes after it once the Job had completed. The
@@ -60,11 +65,10 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	}
 
 	// Restart: the persisted status says Reconciling, and reconciling writes nothing.
-	out.Reset()
-	require.NoError(t, run(context.Background(), o, &out), out.String())
-	assert.Contains(t, out.String(), "persisted status: release 1.0.0, Reconciling")
-	assert.Contains(t, out.String(), "apply (Reconciling) done: 31/31 manifests")
-	assert.NotContains(t, out.String(), "Initializing")
+	out = run("1.0.0")
+	assert.Contains(t, out, "persisted status: release 1.0.0, Reconciling")
+	assert.Contains(t, out, "apply (Reconciling) done: 31/31 manifests")
+	assert.NotContains(t, out, "Initializing")
 	reconciled := c.live(t, manifests)
 	for _, m := range manifests {
 		assert.Equal(t, installed[m.Ref()].GetResourceVersion(), reconciled[m.Ref()].GetResourceVersion(), "reconciling rewrote %s", m.Ref())
@@ -72,13 +76,11 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 
 	// Update to 1.1.0: every object but the Job (applied once) is rewritten, run level by
 	// run level, and the web Deployment after the api Service it depends on.
-	o.release = "1.1.0"
-	out.Reset()
-	require.NoError(t, run(context.Background(), o, &out), out.String())
-	assert.Contains(t, out.String(), "apply (Updating) done: 31/31 manifests")
+	out = run("1.1.0")
+	assert.Contains(t, out, "apply (Updating) done: 31/31 manifests")
 	updated := c.live(t, manifests)
 	first, last := map[int]int64{}, map[int]int64{}
-	for _, m := range stampRelease(manifests, "1.1.0") {
+	for _, m := range StampRelease(manifests, "1.1.0") {
 		if m.GVK.Kind == "Job" {
 			continue
 		}
@@ -108,16 +110,24 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 // Job with a status the real apiserver accepts, and the run finishes.
 func TestSimulatedJobController(t *testing.T) {
 	c := connect(t)
-	manifests, err := loadManifests()
-	require.NoError(t, err)
+	manifests := loadExample(t)
 	c.reset(t, manifests)
-	o := options{kubeconfig: env.Kubeconfig, release: "1.0.0", namespace: "default", interval: time.Second, simulateJobs: true}
-	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), o, &out), out.String())
-	assert.NotContains(t, out.String(), "attempt failed", "the Job was completed at once")
-	assert.Contains(t, out.String(), "30 of 30 objects are in the cluster")
-	job, err := c.typed.BatchV1().Jobs(demoNamespace).Get(context.Background(), jobName, metav1.GetOptions{})
+	out, err := runExample(t, buildExample(t), "-release", "1.0.0", "-interval", "1s", "-simulate-job-controller")
+	require.NoError(t, err, out)
+	assert.NotContains(t, out, "attempt failed", "the Job was completed at once")
+	assert.Contains(t, out, "30 of 30 objects are in the cluster")
+	job, err := c.Typed.BatchV1().Jobs(demoNamespace).Get(context.Background(), jobName, metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), job.Status.Succeeded)
 	assert.NotNil(t, job.Status.CompletionTime)
+	// kube.RecordEvents recorded the worker's events about the status ConfigMap.
+	assert.NoError(t, wait.PollUntilContextTimeout(context.Background(), pollInterval, pollTimeout, true, func(ctx context.Context) (bool, error) {
+		events, err := c.Typed.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
+			return e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == StatusConfigMap && e.Reason == "PayloadApplied" && e.Action == "Apply"
+		}), nil
+	}), "no PayloadApplied event about the status ConfigMap")
 }

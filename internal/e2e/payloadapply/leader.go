@@ -1,4 +1,4 @@
-package main
+package payloadapply
 
 import (
 	"context"
@@ -14,29 +14,29 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// leaseName is the Lease the instances of the example compete for.
-const leaseName = "payload-apply"
+// LeaseName is the Lease the instances of the example compete for.
+const LeaseName = "payload-apply"
 
-// errLostLease ends an instance that stopped holding the Lease before its work was done.
-var errLostLease = errors.New("lost the lease before the work was done")
+// ErrLostLease ends an instance that stopped holding the Lease before its work was done.
+var ErrLostLease = errors.New("lost the lease before the work was done")
 
-// election configures the leader election of the instances of the example.
-type election struct {
-	// leases reaches the Lease.
-	leases coordinationv1client.LeasesGetter
-	// namespace is the namespace of the Lease.
-	namespace string
-	// identity names this instance in the Lease.
-	identity string
-	// leaseDuration, renewDeadline and retryPeriod are the timings of client-go's
+// Election configures the leader election of the instances of the example.
+type Election struct {
+	// Leases reaches the Lease.
+	Leases coordinationv1client.LeasesGetter
+	// Namespace is the namespace of the Lease.
+	Namespace string
+	// Identity names this instance in the Lease.
+	Identity string
+	// LeaseDuration, RenewDeadline and RetryPeriod are the timings of client-go's
 	// leaderelection.LeaderElectionConfig.
-	leaseDuration, renewDeadline, retryPeriod time.Duration
-	// report, when set, is told who leads.
-	report func(format string, args ...any)
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// Report, when set, is told who leads.
+	Report func(format string, args ...any)
 }
 
-// defaultIdentity is the host name and the process id, unique among running instances.
-func defaultIdentity() string {
+// DefaultIdentity is the host name and the process id, unique among running instances.
+func DefaultIdentity() string {
 	host, err := os.Hostname()
 	if err != nil {
 		host = "unknown-host"
@@ -44,14 +44,14 @@ func defaultIdentity() string {
 	return fmt.Sprintf("%s_%d", host, os.Getpid())
 }
 
-// runElected runs work once, only while this instance holds the Lease payload-apply,
+// RunElected runs work once, only while this instance holds the Lease payload-apply,
 // and returns work's error. When the lease is lost first, work's context is cancelled,
-// runElected waits for work to return and returns errLostLease: the instance stops
+// RunElected waits for work to return and returns ErrLostLease: the instance stops
 // acting. When ctx ends before this instance leads, it returns ctx's error. The Lease is
 // released as soon as work has returned, so that another instance need not wait for
 // it to expire.
-func runElected(ctx context.Context, e election, work func(context.Context) error) error {
-	report := e.report
+func RunElected(ctx context.Context, e Election, work func(context.Context) error) error {
+	report := e.Report
 	if report == nil {
 		report = func(string, ...any) {}
 	}
@@ -68,15 +68,15 @@ func runElected(ctx context.Context, e election, work func(context.Context) erro
 	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: e.namespace, Name: leaseName},
-			Client:     e.leases,
-			LockConfig: resourcelock.ResourceLockConfig{Identity: e.identity},
+			LeaseMeta:  metav1.ObjectMeta{Namespace: e.Namespace, Name: LeaseName},
+			Client:     e.Leases,
+			LockConfig: resourcelock.ResourceLockConfig{Identity: e.Identity},
 		},
-		LeaseDuration:   e.leaseDuration,
-		RenewDeadline:   e.renewDeadline,
-		RetryPeriod:     e.retryPeriod,
+		LeaseDuration:   e.LeaseDuration,
+		RenewDeadline:   e.RenewDeadline,
+		RetryPeriod:     e.RetryPeriod,
 		ReleaseOnCancel: true,
-		Name:            leaseName,
+		Name:            LeaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leadCtx context.Context) {
 				mu.Lock()
@@ -89,7 +89,7 @@ func runElected(ctx context.Context, e election, work func(context.Context) erro
 				mu.Unlock()
 				defer running.Done()
 
-				report("%s leads: applying the payload", e.identity)
+				report("%s leads: applying the payload", e.Identity)
 				err := work(leadCtx)
 				mu.Lock()
 				if leadCtx.Err() == nil {
@@ -99,11 +99,11 @@ func runElected(ctx context.Context, e election, work func(context.Context) erro
 				// Work is over: stop renewing and release the Lease.
 				stopElection()
 			},
-			// Required by client-go; runElected learns that leading stopped from Run returning.
+			// Required by client-go; RunElected learns that leading stopped from Run returning.
 			OnStoppedLeading: func() {},
 			OnNewLeader: func(identity string) {
-				if identity != e.identity {
-					report("%s leads, %s waits", identity, e.identity)
+				if identity != e.Identity {
+					report("%s leads, %s waits", identity, e.Identity)
 				}
 			},
 		},
@@ -121,7 +121,7 @@ func runElected(ctx context.Context, e election, work func(context.Context) erro
 	case done:
 		return workErr
 	case led && ctx.Err() == nil:
-		return errLostLease
+		return ErrLostLease
 	}
 	return ctx.Err()
 }

@@ -1,11 +1,14 @@
 //go:build integration
 
-package main
+package payloadapply
 
 import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -20,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/converge-dev/converge/internal/testenv"
 	"github.com/converge-dev/converge/payload"
@@ -41,21 +43,43 @@ const (
 	pollTimeout  = 60 * time.Second
 )
 
-// testCluster is the test's own view of the environment: the example's dynamic client
-// and REST mapper, and a typed clientset on the same connections.
+// testCluster is the test's own view of the environment: the example's dynamic client,
+// REST mapper and typed clientset.
 type testCluster struct {
-	*cluster
-	typed kubernetes.Interface
+	*Cluster
 }
 
 func connect(t *testing.T) *testCluster {
 	t.Helper()
-	c, err := realCluster(env.Kubeconfig)
+	c, err := RealCluster(env.Kubeconfig)
 	require.NoError(t, err)
-	t.Cleanup(c.close)
-	typed, err := kubernetes.NewForConfigAndClient(c.config, c.httpClient)
+	t.Cleanup(c.Close)
+	return &testCluster{Cluster: c}
+}
+
+// loadExample loads the example's manifests.
+func loadExample(t *testing.T) []payload.Manifest {
+	t.Helper()
+	manifests, _, err := Load(os.DirFS("../../../examples/payload-apply"))
 	require.NoError(t, err)
-	return &testCluster{cluster: c, typed: typed}
+	return manifests
+}
+
+// buildExample builds the example's binary and returns its path.
+func buildExample(t *testing.T) string {
+	t.Helper()
+	binary := filepath.Join(t.TempDir(), "payload-apply")
+	built, err := exec.Command("go", "build", "-o", binary, "github.com/converge-dev/converge/examples/payload-apply").CombinedOutput()
+	require.NoError(t, err, string(built))
+	return binary
+}
+
+// runExample runs the example's binary on the environment's apiserver and returns its
+// output.
+func runExample(t *testing.T, binary string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(binary, append([]string{"-kubeconfig", env.Kubeconfig}, args...)...).CombinedOutput()
+	return string(out), err
 }
 
 // reset removes what an earlier test left: every object of the payload but its
@@ -69,14 +93,14 @@ func (c *testCluster) reset(t *testing.T, manifests []payload.Manifest) {
 		if m.GVK.Kind == "Namespace" {
 			continue
 		}
-		client, err := resourceFor(c.client, c.mapper, &m)
+		client, err := c.ResourceFor(&m)
 		require.NoError(t, err)
 		err = client.Delete(ctx, m.Name(), metav1.DeleteOptions{PropagationPolicy: &background})
 		require.True(t, err == nil || apierrors.IsNotFound(err), "deleting %s: %v", m.Ref(), err)
 	}
-	err := c.typed.CoreV1().ConfigMaps("default").Delete(ctx, statusConfigMap, metav1.DeleteOptions{})
+	err := c.Typed.CoreV1().ConfigMaps("default").Delete(ctx, StatusConfigMap, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "deleting the status: %v", err)
-	err = c.typed.CoordinationV1().Leases("default").Delete(ctx, leaseName, metav1.DeleteOptions{})
+	err = c.Typed.CoordinationV1().Leases("default").Delete(ctx, LeaseName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "deleting the Lease: %v", err)
 }
 
@@ -85,7 +109,7 @@ func (c *testCluster) live(t *testing.T, manifests []payload.Manifest) map[strin
 	t.Helper()
 	objects := map[string]*unstructured.Unstructured{}
 	for _, m := range manifests {
-		client, err := resourceFor(c.client, c.mapper, &m)
+		client, err := c.ResourceFor(&m)
 		require.NoError(t, err)
 		obj, err := client.Get(context.Background(), m.Name(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -101,7 +125,7 @@ func (c *testCluster) live(t *testing.T, manifests []payload.Manifest) map[strin
 // Complete through its status subresource, with the fields the apiserver requires of a
 // finished Job. It returns the Job's resourceVersion before and after.
 func (c *testCluster) completeJob(ctx context.Context) (before, after string, err error) {
-	jobs := c.typed.BatchV1().Jobs(demoNamespace)
+	jobs := c.Typed.BatchV1().Jobs(demoNamespace)
 	job, err := jobs.Get(ctx, jobName, metav1.GetOptions{})
 	if err != nil {
 		return "", "", err

@@ -1,0 +1,195 @@
+//go:build !integration
+
+package payloadapply
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge/payload"
+)
+
+func manifestOf(obj map[string]any) *payload.Manifest {
+	u := &unstructured.Unstructured{Object: obj}
+	return &payload.Manifest{File: "0000_20_test_00_object.yaml", Document: 1, GVK: u.GroupVersionKind(), Object: u}
+}
+
+func configMapManifest(value string) *payload.Manifest {
+	return manifestOf(map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "namespace": "demo"},
+		"data":     map[string]any{"key": value},
+	})
+}
+
+func jobManifest() *payload.Manifest {
+	return manifestOf(map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": "migrate", "namespace": "demo"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"restartPolicy": "Never",
+			"containers":    []any{map[string]any{"name": "migrate", "image": "busybox"}},
+		}}},
+	})
+}
+
+// newApplier is the example's applier on c.
+func newApplier(t *testing.T, c *Cluster, fieldManager string) *Applier {
+	t.Helper()
+	ka, err := kube.NewApplier(kube.ApplierConfig{Client: c.Client, Mapper: c.Mapper, FieldManager: fieldManager, Force: true})
+	require.NoError(t, err)
+	return &Applier{Kube: ka, Cluster: c, FieldManager: fieldManager}
+}
+
+func TestApplierServerSideApplies(t *testing.T) {
+	c, err := MemoryCluster(time.Now())
+	require.NoError(t, err)
+	applier := newApplier(t, c, "test-manager")
+	ctx := context.Background()
+	configMaps := c.Client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("demo")
+
+	require.NoError(t, applier.Apply(ctx, configMapManifest("one"), payload.StateInitializing))
+	assert.Equal(t, int64(20), applier.Level(), "the run level of the manifest applied last")
+	live, err := configMaps.Get(ctx, "settings", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"key": "one"}, live.Object["data"])
+	require.Len(t, live.GetManagedFields(), 1)
+	assert.Equal(t, "test-manager", live.GetManagedFields()[0].Manager)
+	assert.Equal(t, metav1.ManagedFieldsOperationApply, live.GetManagedFields()[0].Operation)
+
+	// Another writer changes the field; the applier forces it back.
+	live.Object["data"] = map[string]any{"key": "changed"}
+	_, err = configMaps.Update(ctx, live, metav1.UpdateOptions{FieldManager: "someone-else"})
+	require.NoError(t, err)
+	require.NoError(t, applier.Apply(ctx, configMapManifest("two"), payload.StateReconciling))
+	live, err = configMaps.Get(ctx, "settings", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"key": "two"}, live.Object["data"])
+}
+
+func TestApplierWaitsForJobs(t *testing.T) {
+	complete := []any{map[string]any{"type": "Complete", "status": "True"}}
+	failed := []any{map[string]any{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}}
+	tests := []struct {
+		name string
+		// existing is the status of a Job already in the cluster; nil applies a new one.
+		existing []any
+		// simulate has the applier play the job controller.
+		simulate  bool
+		wantErr   error
+		wantFatal bool
+	}{
+		{name: "a new Job is created and waited for", wantErr: kube.ErrNotReady},
+		{name: "a new Job is completed by the simulated controller", simulate: true},
+		{name: "a running Job is waited for", existing: []any{}, wantErr: kube.ErrNotReady},
+		{name: "a running Job is completed by the simulated controller", existing: []any{}, simulate: true},
+		{name: "a complete Job is done", existing: complete},
+		{name: "a failed Job fails the task", existing: failed, wantFatal: true},
+		{name: "the simulated controller leaves a failed Job failed", existing: failed, simulate: true, wantFatal: true},
+		{name: "a false condition is no outcome", existing: []any{map[string]any{"type": "Complete", "status": "False"}}, wantErr: kube.ErrNotReady},
+	}
+	jobs := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := MemoryCluster(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+			require.NoError(t, err)
+			m := jobManifest()
+			if tt.existing != nil {
+				job := m.Object.DeepCopy()
+				require.NoError(t, unstructured.SetNestedSlice(job.Object, tt.existing, "status", "conditions"))
+				_, err := c.Client.Resource(jobs).Namespace("demo").Create(context.Background(), job, metav1.CreateOptions{})
+				require.NoError(t, err)
+			}
+			var reported, waited []error
+			applier := newApplier(t, c, "test")
+			applier.SimulateJobs = tt.simulate
+			applier.OnError = func(_ *payload.Manifest, err error) { reported = append(reported, err) }
+			applier.OnWait = func(_ *payload.Manifest, err error) { waited = append(waited, err) }
+			require.NoError(t, applier.Apply(context.Background(), m, payload.StateInitializing), "a Job is applied once, then waited for")
+			err = applier.Ready(context.Background(), m)
+			if tt.simulate && err != nil && !tt.wantFatal {
+				assert.ErrorIs(t, err, kube.ErrNotReady)
+				err = applier.Ready(context.Background(), m) // the next poll finds it complete
+			}
+			switch {
+			case tt.wantFatal:
+				var uErr *payload.UpdateError
+				require.ErrorAs(t, err, &uErr)
+				assert.Equal(t, payload.EffectFail, uErr.Effect, "%v", err)
+				assert.ErrorContains(t, err, "Job demo/migrate failed: BackoffLimitExceeded")
+				assert.Empty(t, waited, "a failed Job is no wait")
+			case tt.wantErr != nil:
+				assert.ErrorIs(t, err, tt.wantErr)
+				assert.Len(t, waited, 1, "the wait is reported")
+			default:
+				require.NoError(t, err)
+			}
+			assert.Empty(t, reported, "waiting is no failed attempt")
+			_, err = c.Client.Resource(jobs).Namespace("demo").Get(context.Background(), "migrate", metav1.GetOptions{})
+			require.NoError(t, err, "the Job is in the cluster")
+			assert.Equal(t, tt.wantErr == nil && !tt.wantFatal, applier.Kube.Ready(context.Background(), m) == nil, "the live Job's outcome")
+		})
+	}
+}
+
+func TestApplierWaitsOnlyForJobs(t *testing.T) {
+	c, err := MemoryCluster(time.Now())
+	require.NoError(t, err)
+	applier := newApplier(t, c, "test")
+	web := manifestOf(map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "demo"},
+		"spec":     map[string]any{"replicas": int64(1)},
+	})
+	require.NoError(t, applier.Apply(context.Background(), web, payload.StateInitializing))
+	assert.ErrorIs(t, applier.Kube.Ready(context.Background(), web), kube.ErrNotReady, "no deployment controller runs")
+	assert.NoError(t, applier.Ready(context.Background(), web), "a Deployment is ready once applied")
+}
+
+func TestCompletedJob(t *testing.T) {
+	c, err := MemoryCluster(time.Now())
+	require.NoError(t, err)
+	m := jobManifest()
+	job := m.Object
+	done := CompletedJob(job, time.Date(2026, 1, 1, 12, 0, 0, 500, time.UTC))
+	_, err = c.Client.Resource(schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}).Namespace("demo").Create(context.Background(), done, metav1.CreateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, newApplier(t, c, "test").Kube.Ready(context.Background(), m), "kube takes the Job for complete")
+	assert.NotContains(t, job.Object, "status", "the Job given was changed")
+	status := done.Object["status"].(map[string]any)
+	assert.Equal(t, "2026-01-01T11:59:59Z", status["startTime"])
+	assert.Equal(t, "2026-01-01T12:00:00Z", status["completionTime"])
+	assert.Equal(t, int64(1), status["succeeded"])
+}
+
+func TestApplierUnknownKind(t *testing.T) {
+	c, err := MemoryCluster(time.Now())
+	require.NoError(t, err)
+	var reported []error
+	applier := newApplier(t, c, "test")
+	applier.OnError = func(_ *payload.Manifest, err error) { reported = append(reported, err) }
+	m := manifestOf(map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}})
+	assert.Error(t, applier.Apply(context.Background(), m, payload.StateUpdating))
+	assert.Len(t, reported, 1, "the failed attempt is reported")
+}
+
+func TestApplierDeletes(t *testing.T) {
+	c, err := MemoryCluster(time.Now())
+	require.NoError(t, err)
+	applier := newApplier(t, c, "test")
+	_, removals := loadExample(t)
+	require.Len(t, removals, 1)
+	require.True(t, removals[0].Delete)
+	require.NoError(t, applier.Delete(context.Background(), &removals[0]), "the in-memory cluster has the legacy settings")
+	_, err = c.Present(context.Background(), removals)
+	assert.ErrorContains(t, err, "not found", "the legacy settings are gone")
+	assert.NoError(t, applier.Delete(context.Background(), &removals[0]), "gone already is success")
+}

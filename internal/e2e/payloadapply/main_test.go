@@ -1,0 +1,25 @@
+//go:build !integration
+
+package payloadapply
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/converge-dev/converge/payload"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// loadExample loads the example's manifests and removals.
+func loadExample(t *testing.T) (manifests, removals []payload.Manifest) {
+	t.Helper()
+	manifests, removals, err := Load(os.DirFS("../../../examples/payload-apply"))
+	require.NoError(t, err)
+	return manifests, removals
+}

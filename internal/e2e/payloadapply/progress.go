@@ -1,0 +1,60 @@
+package payloadapply
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/converge-dev/converge/payload"
+)
+
+// Progress prints the worker's statuses as one line rewritten in place on a terminal,
+// one line per change otherwise, and other lines around it.
+type Progress struct {
+	mu   sync.Mutex
+	out  io.Writer
+	live bool
+	last string
+}
+
+// NewProgress prints to out, in place when out is a terminal.
+func NewProgress(out io.Writer) *Progress {
+	live := false
+	if f, ok := out.(*os.File); ok {
+		if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
+			live = true
+		}
+	}
+	return &Progress{out: out, live: live}
+}
+
+// Show prints s, with level the run level being applied.
+func (p *Progress) Show(s payload.Status, level int64) {
+	line := fmt.Sprintf("progress: %2d/%d manifests, run level %02d, %s", s.Done, s.Total, level, s.State)
+	if s.Failure != nil {
+		line += ", failing: " + s.Failure.Reason
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if line == p.last {
+		return
+	}
+	p.last = line
+	if p.live {
+		fmt.Fprintf(p.out, "\r%-90s", line)
+		return
+	}
+	fmt.Fprintln(p.out, line)
+}
+
+// Println prints one line.
+func (p *Progress) Println(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live && p.last != "" {
+		fmt.Fprintln(p.out)
+		p.last = ""
+	}
+	fmt.Fprintf(p.out, format+"\n", args...)
+}
