@@ -99,7 +99,8 @@ type engine struct {
 	start   time.Time
 	out     io.Writer
 	syncs   int
-	pods    func() string // fingerprint of the pod cache
+	pods    func() string            // fingerprint of the pod cache
+	cached  func(name string) string // resource version of a pod in the cache
 	factory informers.SharedInformerFactory
 	stop    context.CancelFunc // stops the informers
 	events  record.EventBroadcaster
@@ -176,6 +177,13 @@ func newEngine(ctx context.Context, cfg Config, client kubernetes.Interface, clk
 		pods: func() string {
 			pods, _ := podLister.Pods(cfg.Namespace).List(labels.Everything())
 			return podFingerprint(pods)
+		},
+		cached: func(name string) string {
+			pod, err := podLister.Pods(cfg.Namespace).Get(name)
+			if err != nil {
+				return ""
+			}
+			return pod.ResourceVersion
 		},
 	}, nil
 }
@@ -331,9 +339,15 @@ func Simulate(ctx context.Context, cfg Config, client kubernetes.Interface, out 
 	}
 	fmt.Fprintf(out, "%s: %d nodes, up to %d unavailable, installer-2-%s will fail once\n", where, len(nodes), cfg.MaxUnavailable, failing)
 
-	var wrap func(*rollout.Config)
-	if hooks != nil {
-		wrap = hooks.Wrap
+	cacheTimeout := 5*time.Second + time.Duration(cfg.Nodes)*time.Millisecond
+	var e *engine
+	wrap := func(c *rollout.Config) {
+		c.Installers = &pacedInstallers{InstallerClient: c.Installers, wait: func(ctx context.Context, name string) error {
+			return waitForPod(ctx, e.cached, func(rv string) bool { return rv != "" }, name, cacheTimeout)
+		}}
+		if hooks != nil && hooks.Wrap != nil {
+			hooks.Wrap(c)
+		}
 	}
 	e, err := newEngine(ctx, cfg, client, clk, out, wrap)
 	if err != nil {
@@ -350,7 +364,13 @@ func Simulate(ctx context.Context, cfg Config, client kubernetes.Interface, out 
 	if err := e.create(ctx, initial); err != nil {
 		return err
 	}
-	cacheTimeout := 5*time.Second + time.Duration(cfg.Nodes)*time.Millisecond
+	writes := 0
+	k.written = func(ctx context.Context, pod *corev1.Pod) error {
+		if writes++; writes%paceWrites != 0 {
+			return nil
+		}
+		return waitForPod(ctx, e.cached, func(rv string) bool { return rv == pod.ResourceVersion }, pod.Name, cacheTimeout)
+	}
 	e.advance = func(ctx context.Context, res rollout.Result) error {
 		moved, err := k.step(ctx)
 		if err != nil {
@@ -370,6 +390,48 @@ func Simulate(ctx context.Context, cfg Config, client kubernetes.Interface, out 
 	}
 	fmt.Fprintf(out, "converged on revision 3 after %d syncs and %v of simulated time\n\n", e.syncs, clk.Since(e.start))
 	return e.printTable(ctx)
+}
+
+// paceWrites is how many pod writes the simulated kubelet (or installers the
+// engine) makes before it waits for the pod informer to see them: client-go's
+// fake clientset panics when more than 100 watch events wait for an informer.
+const paceWrites = 25
+
+// pacedInstallers waits, every paceWrites installers the engine ensures,
+// until the pod informer has seen the last one.
+type pacedInstallers struct {
+	rollout.InstallerClient
+	ensured int
+	wait    func(ctx context.Context, name string) error
+}
+
+func (p *pacedInstallers) EnsureInstaller(ctx context.Context, inst rollout.Installer) error {
+	if err := p.InstallerClient.EnsureInstaller(ctx, inst); err != nil {
+		return err
+	}
+	if p.ensured++; p.ensured%paceWrites != 0 {
+		return nil
+	}
+	return p.wait(ctx, inst.Name)
+}
+
+// waitForPod waits (milliseconds) until the resource version of the pod
+// called name in the informer cache ("" when it has none) is as wanted.
+func waitForPod(ctx context.Context, cached func(name string) string, wanted func(rv string) bool, name string, timeout time.Duration) error {
+	ticker := time.NewTicker(time.Millisecond)
+	defer ticker.Stop()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for !wanted(cached(name)) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("pod informer did not see pod %s within %v (it grows with -nodes)", name, timeout)
+		case <-ticker.C:
+		}
+	}
+	return nil
 }
 
 // waitForCache waits (milliseconds) until the pod informer has seen every write.

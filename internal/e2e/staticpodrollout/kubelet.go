@@ -97,6 +97,17 @@ type kubelet struct {
 	clock   clock.PassiveClock
 	// failures scripts installer pods that fail, by pod name, with their termination message.
 	failures map[string]string
+	// written is told of every pod write, with the pod written.
+	written func(ctx context.Context, pod *corev1.Pod) error
+}
+
+// updateStatus writes the pod's status and tells k.written.
+func (k *kubelet) updateStatus(ctx context.Context, pod *corev1.Pod) error {
+	out, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	return k.written(ctx, out)
 }
 
 // step moves every pod one phase on and reports whether anything moved.
@@ -115,7 +126,7 @@ func (k *kubelet) step(ctx context.Context) (bool, error) {
 			continue
 		}
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
-		if _, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		if err := k.updateStatus(ctx, pod); err != nil {
 			return false, err
 		}
 		moved = true
@@ -135,7 +146,7 @@ func (k *kubelet) step(ctx context.Context) (bool, error) {
 		default:
 			continue
 		}
-		if _, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		if err := k.updateStatus(ctx, pod); err != nil {
 			return false, err
 		}
 		moved = true
@@ -168,8 +179,7 @@ func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod, now metav1.Time) 
 	}
 	op.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now}}}
-	_, err = k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, op, metav1.UpdateOptions{})
-	return err
+	return k.updateStatus(ctx, op)
 }
 
 // podReady reports whether the pod's Ready condition is True.
