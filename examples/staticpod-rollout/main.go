@@ -29,8 +29,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -77,6 +79,9 @@ func parseFlags(args []string, stderr io.Writer) (staticpodrollout.Config, optio
 	fs.BoolVar(&o.verbose, "v", false, "log what the engine does")
 	if err := fs.Parse(args); err != nil {
 		help := errors.Is(err, flag.ErrHelp)
+		if m := invalidValue.FindStringSubmatch(err.Error()); m != nil {
+			return c, o, fmt.Errorf("%s: invalid value %s: %s", m[2], m[1], m[3])
+		}
 		if !help && !strings.HasPrefix(err.Error(), "flag provided but not defined") {
 			return c, o, err
 		}
@@ -104,8 +109,14 @@ func parseFlags(args []string, stderr io.Writer) (staticpodrollout.Config, optio
 	case o.simulate && c.Kubeconfig == "":
 		return c, o, errors.New("-simulate-kubelet: needs -kubeconfig")
 	}
+	if _, err := labels.Parse(c.NodeSelector); err != nil {
+		return c, o, fmt.Errorf("-node-selector: %w", err)
+	}
 	return c, o, nil
 }
+
+// invalidValue matches the flag package's error for a value that does not parse.
+var invalidValue = regexp.MustCompile(`^invalid value (".*") for flag (-\S+): (.*)$`)
 
 // run runs the program and returns its exit status: 2 for bad flags, 1 for
 // a failed rollout.
