@@ -475,7 +475,7 @@ func RunCluster(ctx context.Context, cfg Config, client kubernetes.Interface, ou
 	if len(nodes.Items) == 0 {
 		return fmt.Errorf("no nodes match %q", cfg.NodeSelector)
 	}
-	if err := EnsureNamespace(ctx, client, cfg.Namespace); err != nil {
+	if err := ensureNamespace(ctx, client, cfg.Namespace); err != nil {
 		return err
 	}
 	e, err := newEngine(ctx, cfg, client, clock.RealClock{}, out, nil)

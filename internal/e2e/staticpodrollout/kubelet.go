@@ -37,7 +37,7 @@ func operandPodName(operand, node string) string { return operand + "-" + node }
 // of revision 1, through the API (so it works on a real apiserver too).
 func Seed(ctx context.Context, client kubernetes.Interface, nodes []string, ns, operand string, clk clock.PassiveClock) error {
 	now := metav1.NewTime(clk.Now())
-	if err := EnsureNamespace(ctx, client, ns); err != nil {
+	if err := ensureNamespace(ctx, client, ns); err != nil {
 		return err
 	}
 	for _, name := range nodes {
@@ -67,8 +67,8 @@ func Seed(ctx context.Context, client kubernetes.Interface, nodes []string, ns, 
 	return nil
 }
 
-// EnsureNamespace creates the namespace unless it exists.
-func EnsureNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
+// ensureNamespace creates the namespace unless it exists.
+func ensureNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
 	_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
