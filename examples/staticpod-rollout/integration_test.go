@@ -12,10 +12,9 @@ import (
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
-	"github.com/converge-dev/converge/fake"
+	"github.com/converge-dev/converge/internal/e2e/staticpodrollout"
 	"github.com/converge-dev/converge/internal/testenv"
 )
 
@@ -25,53 +24,42 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(testenv.WithEnvironment(m, &env))
 }
 
-// TestSimulateOnRealAPIServer plays the in-memory scenario on a real
-// kube-apiserver: real pod and ConfigMap validation, real resource versions,
-// real informers.
+// TestSimulateOnRealAPIServer plays the in-memory scenario through the
+// program's flags on a real kube-apiserver: real pod and ConfigMap
+// validation, real resource versions, real informers.
 func TestSimulateOnRealAPIServer(t *testing.T) {
-	var out bytes.Buffer
-	err := run(context.Background(), []string{"-kubeconfig", env.Kubeconfig, "-simulate-kubelet", "-namespace", "simulated"}, &out)
-	require.NoError(t, err, out.String())
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"-kubeconfig", env.Kubeconfig, "-simulate-kubelet", "-namespace", "simulated"}, &out, &errOut)
+	require.Equal(t, 0, code, out.String()+errOut.String())
 	s := out.String()
 	assert.Contains(t, s, "creating installer installer-2-retry-1-master-1")
 	assert.Contains(t, s, "converged on revision 3")
 
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
-	st := assertConverged(t, cs, "simulated")
+	store, err := staticpodrollout.NewStatusStore(cs, "simulated", "operand")
+	require.NoError(t, err)
+	st, _, err := store.GetStatus(context.Background())
+	require.NoError(t, err)
 	assert.True(t, st.Converged())
-	store := &configMapStatus{client: cs, ns: "simulated", name: "operand-rollout-status"}
-	require.NoError(t, fake.TestRolloutStatusStore(context.Background(), store), "the adapter passes the conformance check on a real apiserver")
-}
-
-// TestConflictsLoseNoTransitionOnRealAPIServer races every node
-// transition's status write with another writer's update of the status
-// ConfigMap on a real kube-apiserver, whose 409 Conflict the engine must
-// answer by reading and planning again.
-func TestConflictsLoseNoTransitionOnRealAPIServer(t *testing.T) {
-	testConflictsLoseNoTransition(t, func() kubernetes.Interface {
-		rc := rest.CopyConfig(env.Config)
-		rc.QPS, rc.Burst = simulateQPS, 2*simulateQPS
-		cs, err := kubernetes.NewForConfig(rc)
-		require.NoError(t, err)
-		return cs
-	}, env.Kubeconfig)
 }
 
 // TestClusterModeCreatesInstallers runs the -kubeconfig mode (no simulated
 // kubelet) on nodes without a kubelet: it must create the first installer pod
-// and wait for it until its timeout.
+// and wait for it until its timeout, which it names.
 func TestClusterModeCreatesInstallers(t *testing.T) {
 	ctx := context.Background()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
-	require.NoError(t, seed(ctx, cs, []string{"master-0", "master-1"}, "seeded", "operand", clock.RealClock{}))
+	require.NoError(t, staticpodrollout.Seed(ctx, cs, []string{"master-0", "master-1"}, "seeded", "operand", clock.RealClock{}))
 
-	var out bytes.Buffer
-	err = run(ctx, []string{"-kubeconfig", env.Kubeconfig, "-namespace", "real", "-revision", "1", "-timeout", "5s"}, &out)
-	require.ErrorIs(t, err, context.DeadlineExceeded, out.String())
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"-kubeconfig", env.Kubeconfig, "-namespace", "real", "-revision", "1", "-timeout", "5s"}, &out, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "-timeout 5s passed: context deadline exceeded", out.String())
 	pod, err := cs.CoreV1().Pods("real").Get(ctx, "installer-1-master-0", metav1.GetOptions{})
 	require.NoError(t, err, out.String())
 	assert.Equal(t, "master-0", pod.Spec.NodeName)
+	assert.Equal(t, map[string]string{"app": "installer", "revision": "1", "node": "master-0"}, pod.Labels)
 	assert.Contains(t, out.String(), `Updating node "master-0" from revision 0 to 1`)
 }

@@ -1,9 +1,8 @@
-package main
+package staticpodrollout
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -108,7 +108,7 @@ func (s *interferingStore) UpdateStatus(ctx context.Context, st rollout.Status, 
 	}
 	newRV, err := s.StatusStore.UpdateStatus(ctx, st, rv)
 	switch {
-	case errors.Is(err, rollout.ErrConflict):
+	case rollout.IsConflict(err):
 		s.run.log("conflict")
 		if apierrors.IsConflict(err) {
 			s.run.mu.Lock()
@@ -160,16 +160,15 @@ func nodeTransitions(persisted, next rollout.Status) string {
 // when interfere is set.
 func runScenario(t *testing.T, client kubernetes.Interface, kubeconfig, ns string, interfere bool) *scenarioRun {
 	t.Helper()
-	cfg, err := parseFlags([]string{"-namespace", ns, "-kubeconfig", kubeconfig}, &bytes.Buffer{})
-	require.NoError(t, err)
+	cfg := scenarioConfig(ns, kubeconfig)
 	run := &scenarioRun{}
-	hooks := &testHooks{
-		wrap: func(c *rollout.Config) {
-			c.Status = &interferingStore{StatusStore: c.Status, client: client, ns: ns, name: statusName(cfg),
+	hooks := &Hooks{
+		Wrap: func(c *rollout.Config) {
+			c.Status = &interferingStore{StatusStore: c.Status, client: client, ns: ns, name: StatusName(cfg.Operand),
 				interfere: interfere, run: run, seen: map[string]bool{}}
 			c.Installers = recordingInstallers{InstallerClient: c.Installers, run: run}
 		},
-		event: func(e rollout.Event) {
+		Event: func(e rollout.Event) {
 			run.mu.Lock()
 			run.events = append(run.events, e)
 			run.mu.Unlock()
@@ -177,12 +176,15 @@ func runScenario(t *testing.T, client kubernetes.Interface, kubeconfig, ns strin
 	}
 	_, ctx := ktesting.NewTestContext(t)
 	var out bytes.Buffer
-	require.NoError(t, simulate(ctx, cfg, client, &out, hooks), out.String())
+	require.NoError(t, Simulate(ctx, cfg, client, &out, hooks), out.String())
 	return run
 }
 
-// statusName is the name of the status ConfigMap.
-func statusName(cfg config) string { return cfg.operand + "-rollout-status" }
+// scenarioConfig is the configuration of the example's default flags in ns.
+func scenarioConfig(ns, kubeconfig string) Config {
+	return Config{Nodes: len(scenarioNodes), Kubeconfig: kubeconfig, Namespace: ns, Operand: "operand", Image: "busybox:1.36",
+		NodeSelector: "node-role.kubernetes.io/control-plane", Revision: 1}
+}
 
 // testConflictsLoseNoTransition runs the scenario twice, undisturbed and with
 // another writer racing every node transition's status write, each with a
@@ -261,7 +263,7 @@ func assertConverged(t *testing.T, client kubernetes.Interface, ns string) rollo
 	var installers []string
 	operands := map[string]corev1.Pod{}
 	for _, p := range pods.Items {
-		switch p.Labels[labelApp] {
+		switch p.Labels[kube.LabelApp] {
 		case appInstaller:
 			installers = append(installers, p.Name)
 			want := corev1.PodSucceeded
@@ -269,7 +271,7 @@ func assertConverged(t *testing.T, client kubernetes.Interface, ns string) rollo
 				want = corev1.PodFailed
 			}
 			assert.Equal(t, want, p.Status.Phase, "installer %s", p.Name)
-			assert.Equal(t, p.Labels[labelNode], p.Spec.NodeName, "installer %s", p.Name)
+			assert.Equal(t, p.Labels[kube.LabelNode], p.Spec.NodeName, "installer %s", p.Name)
 		case "operand":
 			operands[p.Name] = p
 		default:
@@ -282,13 +284,14 @@ func assertConverged(t *testing.T, client kubernetes.Interface, ns string) rollo
 		if !assert.True(t, ok, "operand pod of %s", node) {
 			continue
 		}
-		assert.Equal(t, "3", op.Labels[labelRevision], "operand revision on %s", node)
+		assert.Equal(t, "3", op.Labels[kube.LabelRevision], "operand revision on %s", node)
 		assert.Equal(t, corev1.PodRunning, op.Status.Phase, "operand phase on %s", node)
 		assert.True(t, podReady(&op), "operand on %s is ready", node)
 	}
 	assert.Len(t, operands, len(scenarioNodes))
 
-	store := &configMapStatus{client: client, ns: ns, name: "operand-rollout-status"}
+	store, err := NewStatusStore(client, ns, "operand")
+	require.NoError(t, err)
 	st, _, err := store.GetStatus(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int32(3), st.LatestAvailableRevision)
@@ -320,5 +323,5 @@ func assertConverged(t *testing.T, client kubernetes.Interface, ns string) rollo
 }
 
 func TestConflictsLoseNoTransitionInMemory(t *testing.T) {
-	testConflictsLoseNoTransition(t, func() kubernetes.Interface { return newMemoryClient() }, "")
+	testConflictsLoseNoTransition(t, func() kubernetes.Interface { return NewMemoryClient() }, "")
 }

@@ -1,37 +1,41 @@
-package main
+package staticpodrollout
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/clock"
+
+	"github.com/converge-dev/converge/fake"
+	"github.com/converge-dev/converge/kube"
 )
 
-// newMemoryClient returns client-go's fake clientset, with ConfigMap updates
-// given real optimistic concurrency (the fake tracker has none).
-func newMemoryClient() *k8sfake.Clientset {
-	client := k8sfake.NewClientset()
-	withResourceVersions(client)
+// NewMemoryClient returns client-go's fake clientset, with writes given
+// real optimistic concurrency (the fake tracker has none). It is the simple
+// clientset, without server-side apply: the field-managed one builds a REST
+// mapper on every write, which makes a 10,000-node rollout take hours.
+func NewMemoryClient() *k8sfake.Clientset {
+	client := k8sfake.NewSimpleClientset()
+	fake.EnforceResourceVersions(client)
 	return client
 }
 
-// seed creates the namespace, ready nodes and, on each, a ready operand pod
+// appInstaller is the app label kube.RolloutPods puts on installer pods.
+const appInstaller = "installer"
+
+// operandPodName is the mirror pod name of the node's static pod, as kube.RolloutPods reads it.
+func operandPodName(operand, node string) string { return operand + "-" + node }
+
+// Seed creates the namespace, ready nodes and, on each, a ready operand pod
 // of revision 1, through the API (so it works on a real apiserver too).
-func seed(ctx context.Context, client kubernetes.Interface, nodes []string, ns, operand string, clk clock.PassiveClock) error {
+func Seed(ctx context.Context, client kubernetes.Interface, nodes []string, ns, operand string, clk clock.PassiveClock) error {
 	now := metav1.NewTime(clk.Now())
 	if err := ensureNamespace(ctx, client, ns); err != nil {
 		return err
@@ -76,92 +80,9 @@ func ensureNamespace(ctx context.Context, client kubernetes.Interface, ns string
 func operandPod(operand, ns, node, rev string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: operandPodName(operand, node), Namespace: ns,
-			Labels: map[string]string{labelApp: operand, labelRevision: rev, labelNode: node}},
+			Labels: map[string]string{kube.LabelApp: operand, kube.LabelRevision: rev, kube.LabelNode: node}},
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: operand, Image: "registry.k8s.io/pause:3.10"}}},
 	}
-}
-
-// withResourceVersions makes ConfigMap writes carry resource versions and
-// rejects an update or a merge patch whose version is stale with a Conflict,
-// as the API server does (the fake tracker checks no version).
-func withResourceVersions(client *k8sfake.Clientset) {
-	var mu sync.Mutex
-	next := 0
-	bump := func(cm *corev1.ConfigMap) {
-		next++
-		cm.ResourceVersion = strconv.Itoa(next)
-	}
-	current := func(a k8stesting.Action, name string) (*corev1.ConfigMap, error) {
-		obj, err := client.Tracker().Get(a.GetResource(), a.GetNamespace(), name)
-		if err != nil {
-			return nil, err
-		}
-		return obj.(*corev1.ConfigMap), nil
-	}
-	conflict := func(a k8stesting.Action, name, rv string) error {
-		return apierrors.NewConflict(a.GetResource().GroupResource(), name, fmt.Errorf("resource version %s is stale", rv))
-	}
-	client.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		bump(a.(k8stesting.CreateAction).GetObject().(*corev1.ConfigMap))
-		return false, nil, nil
-	})
-	client.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		cm := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap)
-		cur, err := current(a, cm.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		if cm.ResourceVersion != "" && cur.ResourceVersion != cm.ResourceVersion {
-			return true, nil, conflict(a, cm.Name, cm.ResourceVersion)
-		}
-		bump(cm)
-		return false, nil, nil
-	})
-	client.PrependReactor("patch", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		pa := a.(k8stesting.PatchAction)
-		if pa.GetPatchType() != types.MergePatchType {
-			return false, nil, nil
-		}
-		cur, err := current(a, pa.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		var precondition struct {
-			Metadata struct {
-				ResourceVersion string `json:"resourceVersion"`
-			} `json:"metadata"`
-		}
-		if err := json.Unmarshal(pa.GetPatch(), &precondition); err != nil {
-			return true, nil, apierrors.NewBadRequest(err.Error())
-		}
-		if rv := precondition.Metadata.ResourceVersion; rv != "" && rv != cur.ResourceVersion {
-			return true, nil, conflict(a, cur.Name, rv)
-		}
-		old, err := json.Marshal(cur)
-		if err != nil {
-			return true, nil, err
-		}
-		// A strategic merge patch of a ConfigMap's metadata and data maps is a JSON merge patch.
-		merged, err := strategicpatch.StrategicMergePatch(old, pa.GetPatch(), &corev1.ConfigMap{})
-		if err != nil {
-			return true, nil, apierrors.NewBadRequest(err.Error())
-		}
-		cm := &corev1.ConfigMap{}
-		if err := json.Unmarshal(merged, cm); err != nil {
-			return true, nil, err
-		}
-		bump(cm)
-		if err := client.Tracker().Update(a.GetResource(), cm, a.GetNamespace()); err != nil {
-			return true, nil, err
-		}
-		return true, cm, nil
-	})
 }
 
 // kubelet is a small simulated kubelet for the in-memory cluster: each step
@@ -176,6 +97,17 @@ type kubelet struct {
 	clock   clock.PassiveClock
 	// failures scripts installer pods that fail, by pod name, with their termination message.
 	failures map[string]string
+	// written is told of every pod write, with the pod written.
+	written func(ctx context.Context, pod *corev1.Pod) error
+}
+
+// updateStatus writes the pod's status and tells k.written.
+func (k *kubelet) updateStatus(ctx context.Context, pod *corev1.Pod) error {
+	out, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if err != nil {
+		return err
+	}
+	return k.written(ctx, out)
 }
 
 // step moves every pod one phase on and reports whether anything moved.
@@ -190,18 +122,18 @@ func (k *kubelet) step(ctx context.Context) (bool, error) {
 	moved := false
 	for i := range pods {
 		pod := &pods[i]
-		if pod.Labels[labelApp] != k.operand || pod.Status.Phase != corev1.PodRunning || podReady(pod) {
+		if pod.Labels[kube.LabelApp] != k.operand || pod.Status.Phase != corev1.PodRunning || podReady(pod) {
 			continue
 		}
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
-		if _, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		if err := k.updateStatus(ctx, pod); err != nil {
 			return false, err
 		}
 		moved = true
 	}
 	for i := range pods {
 		pod := &pods[i]
-		if pod.Labels[labelApp] != appInstaller {
+		if pod.Labels[kube.LabelApp] != appInstaller {
 			continue
 		}
 		switch pod.Status.Phase {
@@ -214,7 +146,7 @@ func (k *kubelet) step(ctx context.Context) (bool, error) {
 		default:
 			continue
 		}
-		if _, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		if err := k.updateStatus(ctx, pod); err != nil {
 			return false, err
 		}
 		moved = true
@@ -233,13 +165,13 @@ func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod, now metav1.Time) 
 	pod.Status.Phase = corev1.PodSucceeded
 	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "installer",
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
-	node, rev := pod.Spec.NodeName, pod.Labels[labelRevision]
+	node, rev := pod.Spec.NodeName, pod.Labels[kube.LabelRevision]
 	op, err := k.client.CoreV1().Pods(k.ns).Get(ctx, operandPodName(k.operand, node), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		op, err = k.client.CoreV1().Pods(k.ns).Create(ctx, operandPod(k.operand, k.ns, node, rev), metav1.CreateOptions{})
 	case err == nil:
-		op.Labels[labelRevision] = rev
+		op.Labels[kube.LabelRevision] = rev
 		op, err = k.client.CoreV1().Pods(k.ns).Update(ctx, op, metav1.UpdateOptions{})
 	}
 	if err != nil {
@@ -247,10 +179,10 @@ func (k *kubelet) finish(ctx context.Context, pod *corev1.Pod, now metav1.Time) 
 	}
 	op.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, LastTransitionTime: now}}}
-	_, err = k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, op, metav1.UpdateOptions{})
-	return err
+	return k.updateStatus(ctx, op)
 }
 
+// podReady reports whether the pod's Ready condition is True.
 func podReady(pod *corev1.Pod) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -265,7 +197,7 @@ func podReady(pod *corev1.Pod) bool {
 func podFingerprint(pods []*corev1.Pod) string {
 	lines := make([]string, 0, len(pods))
 	for _, p := range pods {
-		lines = append(lines, fmt.Sprintf("%s/%s/%s/%t", p.Name, p.Labels[labelRevision], p.Status.Phase, podReady(p)))
+		lines = append(lines, fmt.Sprintf("%s/%s/%s/%t", p.Name, p.Labels[kube.LabelRevision], p.Status.Phase, podReady(p)))
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, ",")
