@@ -107,11 +107,15 @@ func (a *RolloutPods) GetInstaller(_ context.Context, inst rollout.Installer) (r
 	if err != nil {
 		return rollout.InstallerState{}, err
 	}
-	return installerState(pod), nil
+	return InstallerPodState(pod), nil
 }
 
-// installerState maps an installer pod onto what the engine needs.
-func installerState(pod *corev1.Pod) rollout.InstallerState {
+// InstallerPodState maps an installer pod onto what rollout needs: its
+// phase, its status message, the terminated containers (OOM kills marked),
+// and when it started (its creation time while it has no start time, so
+// that InstallerPendingTimeout counts from creation). Hosts that read pods
+// through another client (controller-runtime's) use it as it is.
+func InstallerPodState(pod *corev1.Pod) rollout.InstallerState {
 	st := rollout.InstallerState{Message: pod.Status.Message, StartTime: pod.CreationTimestamp.Time}
 	if pod.Status.StartTime != nil {
 		st.StartTime = pod.Status.StartTime.Time

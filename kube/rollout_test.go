@@ -119,7 +119,7 @@ func TestRolloutPodsMapsInstallerPods(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := installerState(&tt.pod)
+			got := InstallerPodState(&tt.pod)
 			assert.True(t, tt.want.StartTime.Equal(got.StartTime))
 			got.StartTime = tt.want.StartTime
 			assert.Equal(t, tt.want, got)

@@ -178,26 +178,7 @@ func (p installerPods) GetInstaller(ctx context.Context, inst rollout.Installer)
 	if err != nil {
 		return rollout.InstallerState{}, err
 	}
-	st := rollout.InstallerState{Message: pod.Status.Message}
-	if pod.Status.StartTime != nil {
-		st.StartTime = pod.Status.StartTime.Time
-	}
-	switch pod.Status.Phase {
-	case corev1.PodRunning:
-		st.Phase = rollout.InstallerRunning
-	case corev1.PodSucceeded:
-		st.Phase = rollout.InstallerSucceeded
-	case corev1.PodFailed:
-		st.Phase = rollout.InstallerFailed
-	default:
-		st.Phase = rollout.InstallerPending
-	}
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			st.Containers = append(st.Containers, rollout.ContainerTermination{Name: cs.Name, Message: t.Message, OOMKilled: t.Reason == "OOMKilled"})
-		}
-	}
-	return st, nil
+	return kube.InstallerPodState(pod), nil
 }
 
 func (p installerPods) EnsureInstaller(ctx context.Context, inst rollout.Installer) error {
