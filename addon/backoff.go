@@ -1,6 +1,7 @@
 package addon
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -36,6 +37,34 @@ const (
 	DefaultBackoffFactorPercent = 200
 	DefaultBackoffJitterPercent = 10
 )
+
+// Validate reports a negative duration, a factor below 100 (other than the
+// zero default) or a jitter outside 0..100, as an *InvalidError (wrapping
+// ErrInvalid).
+func (b Backoff) Validate() error {
+	if problems := b.problems(""); len(problems) > 0 {
+		return invalid("backoff", problems...)
+	}
+	return nil
+}
+
+// problems lists what Validate reports, each field name after prefix.
+func (b Backoff) problems(prefix string) []string {
+	var out []string
+	if b.Initial.Duration < 0 {
+		out = append(out, fmt.Sprintf("%sinitial %s is negative", prefix, b.Initial.Duration))
+	}
+	if b.Max.Duration < 0 {
+		out = append(out, fmt.Sprintf("%smax %s is negative", prefix, b.Max.Duration))
+	}
+	if f := b.FactorPercent; f != 0 && f < 100 {
+		out = append(out, fmt.Sprintf("%sfactorPercent %d is below 100", prefix, f))
+	}
+	if j := b.JitterPercent; j < 0 || j > 100 {
+		out = append(out, fmt.Sprintf("%sjitterPercent %d is outside 0..100", prefix, j))
+	}
+	return out
+}
 
 func (b Backoff) withDefaults() Backoff {
 	if b.Initial.Duration <= 0 {

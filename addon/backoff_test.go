@@ -56,3 +56,33 @@ func TestBackoffDelayDoesNotOverflow(t *testing.T) {
 	assert.Equal(t, time.Duration(math.MaxInt64-1), b.Delay(10, 0))
 	assert.Equal(t, time.Duration(math.MaxInt64), b.Delay(10, 0.9))
 }
+
+// Backoff.Validate holds the rule every engine's Backoff follows: zero
+// fields are defaults; a negative duration, a factor below 100 and a jitter
+// outside 0..100 are ErrInvalid.
+func TestBackoffValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		b    addon.Backoff
+		want string // "" for valid, else a problem the error names
+	}{
+		{name: "zero", b: addon.Backoff{}},
+		{name: "custom", b: addon.Backoff{Initial: dur(time.Second), FactorPercent: 100, Max: dur(time.Minute), JitterPercent: 100}},
+		{name: "negative initial", b: addon.Backoff{Initial: dur(-1)}, want: "initial -1ns is negative"},
+		{name: "negative max", b: addon.Backoff{Max: dur(-1)}, want: "max -1ns is negative"},
+		{name: "shrinking factor", b: addon.Backoff{FactorPercent: 50}, want: "factorPercent 50 is below 100"},
+		{name: "negative jitter", b: addon.Backoff{JitterPercent: -1}, want: "jitterPercent -1 is outside 0..100"},
+		{name: "jitter above 100", b: addon.Backoff{JitterPercent: 101}, want: "jitterPercent 101 is outside 0..100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.b.Validate()
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, addon.ErrInvalid)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}

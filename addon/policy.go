@@ -177,7 +177,6 @@ func (p Policy) Validate() error {
 		name string
 		v    time.Duration
 	}{
-		{"backoff.initial", p.Backoff.Initial.Duration}, {"backoff.max", p.Backoff.Max.Duration},
 		{"checkInterval", p.CheckInterval.Duration}, {"runningInterval", p.RunningInterval.Duration},
 		{"checkTimeout", p.CheckTimeout.Duration}, {"actionTimeout", p.ActionTimeout.Duration},
 		{"healthUnknownTimeout", p.HealthUnknownTimeout.Duration},
@@ -188,12 +187,7 @@ func (p Policy) Validate() error {
 			problems = append(problems, fmt.Sprintf("%s %s is negative", d.name, d.v))
 		}
 	}
-	if f := p.Backoff.FactorPercent; f != 0 && f < 100 {
-		problems = append(problems, fmt.Sprintf("backoff.factorPercent %d is below 100", f))
-	}
-	if j := p.Backoff.JitterPercent; j < 0 || j > 100 {
-		problems = append(problems, fmt.Sprintf("backoff.jitterPercent %d is outside 0..100", j))
-	}
+	problems = append(problems, p.Backoff.problems("backoff.")...)
 	if p.HistoryLimit < 0 || p.HistoryLimit > MaxHistoryLimit {
 		problems = append(problems, fmt.Sprintf("historyLimit %d is outside 0..%d", p.HistoryLimit, MaxHistoryLimit))
 	}

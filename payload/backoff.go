@@ -55,6 +55,10 @@ func (b Backoff) Delay(failures int32, jitter float64) time.Duration {
 	return d + time.Duration(extra)
 }
 
+// Validate reports a negative duration, a factor below 100 (other than the
+// zero default) or a jitter outside 0..100, wrapped in ErrInvalid.
+func (b Backoff) Validate() error { return b.validate("backoff") }
+
 func (b Backoff) validate(field string) error {
 	switch {
 	case b.Initial.Duration < 0 || b.Max.Duration < 0:

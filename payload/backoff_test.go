@@ -45,3 +45,34 @@ func TestPolicyDefaults(t *testing.T) {
 	assert.Equal(t, int32(defaultInitializingWorkers), p.InitializingWorkers)
 	assert.Equal(t, EffectFailAfterInterval, p.ReadinessEffect)
 }
+
+// Backoff.Validate holds the rule every engine's Backoff follows: zero
+// fields are defaults; a negative duration, a factor below 100 and a jitter
+// outside 0..100 are ErrInvalid.
+func TestBackoffValidate(t *testing.T) {
+	d := func(x time.Duration) metav1.Duration { return metav1.Duration{Duration: x} }
+	tests := []struct {
+		name string
+		b    Backoff
+		want string // "" for valid, else what the error names
+	}{
+		{name: "zero", b: Backoff{}},
+		{name: "custom", b: Backoff{Initial: d(time.Second), FactorPercent: 100, Max: d(time.Minute), JitterPercent: 100}},
+		{name: "negative initial", b: Backoff{Initial: d(-1)}, want: "negative duration"},
+		{name: "negative max", b: Backoff{Max: d(-1)}, want: "negative duration"},
+		{name: "shrinking factor", b: Backoff{FactorPercent: 50}, want: "factorPercent 50 is below 100"},
+		{name: "negative jitter", b: Backoff{JitterPercent: -1}, want: "jitterPercent -1 is not within 0..100"},
+		{name: "jitter above 100", b: Backoff{JitterPercent: 101}, want: "jitterPercent 101 is not within 0..100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.b.Validate()
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorContains(t, err, "payload: backoff: "+tt.want)
+		})
+	}
+}
