@@ -52,8 +52,8 @@ func SetupPayloadWorker(ctx context.Context, mgr ctrl.Manager, key types.Namespa
 	}
 	rec := mgr.GetEventRecorder("payload-worker")
 	w, err := payload.NewWorker(payload.Config{
-		Loader:  releaseLoader{releases: releases},
 		Applier: applier, Deleter: applier, Readiness: applier,
+		Loader:       releaseLoader{releases: releases},
 		Status:       p.Status,
 		StatusWriter: kube.LatestStatusWriter[payload.Status]{Store: store},
 		OnResult:     func(r payload.Result) { kube.RecordEvents(rec, p, "Apply", r.Events) },

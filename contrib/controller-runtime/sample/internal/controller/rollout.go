@@ -85,7 +85,9 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	c, err := rollout.NewController(rollout.Config{
 		Status:     revisionStore{store: store, revision: ro.Spec.Revision},
-		Installers: pods, Operands: pods, Nodes: pods,
+		Installers: pods,
+		Operands:   pods,
+		Nodes:      pods,
 		Policy:     ro.Spec.Policy,
 		Clock:      r.Clock,
 	})
