@@ -43,22 +43,13 @@ func NewAddonClient(c client.Client, gvk schema.GroupVersionKind) (*AddonClient,
 
 // Get reads the object name in namespace.
 func (a *AddonClient) Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(a.gvk)
-	if err := a.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
-		return nil, err
-	}
-	return obj, nil
+	return getUnstructured(ctx, a.client, a.gvk, client.ObjectKey{Namespace: namespace, Name: name})
 }
 
 // UpdateStatus writes obj through the status subresource if it is still at
 // obj's resource version, and returns the object as written.
 func (a *AddonClient) UpdateStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	out := obj.DeepCopy()
-	if err := a.client.Status().Update(ctx, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return updateStatus(ctx, a.client, obj)
 }
 
 // AddonObjects is kube's AddonObjects, addon.Store, on a controller-runtime
