@@ -43,9 +43,11 @@ func DefaultAddonSpec(obj *unstructured.Unstructured) addon.Spec {
 
 // AddonObjectsConfig says which custom resources AddonObjects serves.
 type AddonObjectsConfig struct {
-	// Client reads the objects and writes their status. Required.
+	// Client reads the objects and writes their status. Required by
+	// NewAddonObjects; left nil for NewAddonObjectsFor.
 	Client dynamic.Interface
-	// Resource is the add-on custom resource. Required.
+	// Resource is the add-on custom resource. Required by NewAddonObjects;
+	// left empty for NewAddonObjectsFor.
 	Resource schema.GroupVersionResource
 	// Spec reads an add-on's Spec from its object; nil means DefaultAddonSpec.
 	Spec func(obj *unstructured.Unstructured) addon.Spec
@@ -54,8 +56,22 @@ type AddonObjectsConfig struct {
 	StatusPath []string
 }
 
+// AddonClient reads add-on objects and writes their status subresource: the
+// dynamic client through NewAddonObjects, or any other client (the
+// controller-runtime module adapts its client.Client) through
+// NewAddonObjectsFor.
+type AddonClient interface {
+	// Get reads the object name in namespace (empty for a cluster-scoped
+	// resource) from the API server.
+	Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
+	// UpdateStatus writes obj through the status subresource, with the
+	// optimistic concurrency of obj's resource version, and returns the
+	// object as written.
+	UpdateStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
+}
+
 // AddonObjects is addon.Store on a custom resource with a status
-// subresource, read and written with the dynamic client: Get reads the
+// subresource, read and written through an AddonClient: Get reads the
 // object named "namespace/name" afresh; UpdateStatus writes the status at
 // StatusPath through the status subresource over the resource version the
 // engine read, so a write over a stale copy is the API server's own 409.
@@ -65,15 +81,33 @@ type AddonObjectsConfig struct {
 // RBAC: get on the resource, update on its status subresource (and, to
 // keep a finalizer until Result.Deleted, update on the resource).
 type AddonObjects struct {
-	cfg AddonObjectsConfig
+	cfg    AddonObjectsConfig
+	client AddonClient
 }
 
-var _ addon.Store = (*AddonObjects)(nil)
+var (
+	_ addon.Store = (*AddonObjects)(nil)
+	_ AddonClient = dynamicAddons{}
+)
 
-// NewAddonObjects checks cfg and returns the store.
+// NewAddonObjects checks cfg and returns the store on the dynamic client.
 func NewAddonObjects(cfg AddonObjectsConfig) (*AddonObjects, error) {
 	if isNil(cfg.Client) || cfg.Resource.Resource == "" {
 		return nil, fmt.Errorf("kube: NewAddonObjects: nil Client or empty Resource: %w", ErrInvalid)
+	}
+	client := dynamicAddons{ri: cfg.Client.Resource(cfg.Resource)}
+	cfg.Client, cfg.Resource = nil, schema.GroupVersionResource{}
+	return NewAddonObjectsFor(client, cfg)
+}
+
+// NewAddonObjectsFor checks cfg and returns the store on client; cfg's
+// Client and Resource, which belong to NewAddonObjects, must be unset.
+func NewAddonObjectsFor(client AddonClient, cfg AddonObjectsConfig) (*AddonObjects, error) {
+	switch {
+	case isNil(client):
+		return nil, fmt.Errorf("kube: NewAddonObjectsFor: nil add-on client: %w", ErrInvalid)
+	case cfg.Client != nil || !cfg.Resource.Empty():
+		return nil, fmt.Errorf("kube: NewAddonObjectsFor: Client and Resource are NewAddonObjects' and must be unset: %w", ErrInvalid)
 	}
 	if cfg.Spec == nil {
 		cfg.Spec = DefaultAddonSpec
@@ -84,7 +118,27 @@ func NewAddonObjects(cfg AddonObjectsConfig) (*AddonObjects, error) {
 	if cfg.StatusPath[0] != "status" {
 		return nil, fmt.Errorf("kube: NewAddonObjects: status path %v is not under status: %w", cfg.StatusPath, ErrInvalid)
 	}
-	return &AddonObjects{cfg: cfg}, nil
+	return &AddonObjects{cfg: cfg, client: client}, nil
+}
+
+// dynamicAddons is the AddonClient of one resource on the dynamic client.
+type dynamicAddons struct {
+	ri dynamic.NamespaceableResourceInterface
+}
+
+func (d dynamicAddons) resource(namespace string) dynamic.ResourceInterface {
+	if namespace == "" {
+		return d.ri
+	}
+	return d.ri.Namespace(namespace)
+}
+
+func (d dynamicAddons) Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	return d.resource(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (d dynamicAddons) UpdateStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return d.resource(obj.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 }
 
 // Object is the engine's view of an add-on object (from an informer's
@@ -104,20 +158,13 @@ func (s *AddonObjects) Object(obj *unstructured.Unstructured) (addon.Object, err
 	return addon.Object{Spec: s.cfg.Spec(obj), Status: st, ResourceVersion: obj.GetResourceVersion(), Host: obj}, nil
 }
 
-func (s *AddonObjects) resource(namespace string) dynamic.ResourceInterface {
-	if namespace == "" {
-		return s.cfg.Client.Resource(s.cfg.Resource)
-	}
-	return s.cfg.Client.Resource(s.cfg.Resource).Namespace(namespace)
-}
-
 // Get reads the add-on named "namespace/name" ("name" when cluster-scoped).
 func (s *AddonObjects) Get(ctx context.Context, name string) (addon.Object, error) {
 	ns, n, ok := strings.Cut(name, "/")
 	if !ok {
 		ns, n = "", name
 	}
-	obj, err := s.resource(ns).Get(ctx, n, metav1.GetOptions{})
+	obj, err := s.client.Get(ctx, ns, n)
 	if err != nil {
 		return addon.Object{}, err
 	}
@@ -140,7 +187,7 @@ func (s *AddonObjects) UpdateStatus(ctx context.Context, obj addon.Object, st ad
 		return addon.Object{}, fmt.Errorf("kube: setting the status of add-on %s: %w", obj.Spec.Name, err)
 	}
 	u.SetResourceVersion(obj.ResourceVersion)
-	out, err := s.resource(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	out, err := s.client.UpdateStatus(ctx, u)
 	if err != nil {
 		return addon.Object{}, err
 	}

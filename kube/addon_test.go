@@ -118,3 +118,58 @@ func TestNewAddonObjectsRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// mapAddons is an AddonClient on a map of objects, with the API server's
+// optimistic concurrency.
+type mapAddons struct {
+	objs map[string]*unstructured.Unstructured
+}
+
+func (m *mapAddons) Get(_ context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	o, ok := m.objs[namespace+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(addonsResource.GroupResource(), name)
+	}
+	return o.DeepCopy(), nil
+}
+
+func (m *mapAddons) UpdateStatus(_ context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	key := obj.GetNamespace() + "/" + obj.GetName()
+	cur, ok := m.objs[key]
+	if !ok || cur.GetResourceVersion() != obj.GetResourceVersion() {
+		return nil, apierrors.NewConflict(addonsResource.GroupResource(), obj.GetName(), errors.New("stale"))
+	}
+	out := obj.DeepCopy()
+	out.SetResourceVersion(cur.GetResourceVersion() + "1")
+	m.objs[key] = out
+	return out.DeepCopy(), nil
+}
+
+func TestAddonObjectsForPassTheStoreConformanceCheck(t *testing.T) {
+	o := addonObject("v1", nil)
+	o.SetResourceVersion("1")
+	objects, err := NewAddonObjectsFor(&mapAddons{objs: map[string]*unstructured.Unstructured{"tke/mesh": o}}, AddonObjectsConfig{})
+	require.NoError(t, err)
+	require.NoError(t, fake.TestAddonStore(context.Background(), objects, "tke/mesh"))
+}
+
+func TestNewAddonObjectsForRejectsBadInput(t *testing.T) {
+	var typedNil *mapAddons
+	tests := []struct {
+		name   string
+		client AddonClient
+		cfg    AddonObjectsConfig
+	}{
+		{name: "nil client"},
+		{name: "typed-nil client", client: typedNil},
+		{name: "a dynamic client beside the add-on client", client: &mapAddons{}, cfg: AddonObjectsConfig{Client: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())}},
+		{name: "a resource beside the add-on client", client: &mapAddons{}, cfg: AddonObjectsConfig{Resource: addonsResource}},
+		{name: "a path outside status", client: &mapAddons{}, cfg: AddonObjectsConfig{StatusPath: []string{"spec"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewAddonObjectsFor(tt.client, tt.cfg)
+			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		})
+	}
+}

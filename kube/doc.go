@@ -9,6 +9,15 @@
 // (apierrors.IsConflict), which every engine recognises and answers by
 // reading again.
 //
+// RolloutPods (rollout's installers as pods, its operands and nodes),
+// AddonObjects (addon.Store on a custom resource) and Applier (payload's
+// server-side apply, deletion and readiness) hold every rule themselves and
+// reach the cluster through a small seam, PodClient, AddonClient and
+// ApplyClient: NewRolloutPods, NewAddonObjects and NewApplier implement them
+// on client-go, and NewRolloutPodsFor, NewAddonObjectsFor and NewApplierFor
+// take any other client (the controller-runtime module's, for one), as the
+// status stores' ...For constructors do.
+//
 // RecordEvents and RecordLegacyEvents turn any engine's Result.Events into
 // Kubernetes events about the object the engine works for, through client-go's
 // events/v1 recorder or its older record.EventRecorder.

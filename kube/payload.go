@@ -17,10 +17,12 @@ import (
 
 // ApplierConfig says how Applier reaches the cluster.
 type ApplierConfig struct {
-	// Client applies, reads and deletes objects. Required.
+	// Client applies, reads and deletes objects. Required by NewApplier;
+	// left nil for NewApplierFor.
 	Client dynamic.Interface
 	// Mapper maps a manifest's kind to its resource and scope (e.g.
-	// restmapper.NewDeferredDiscoveryRESTMapper). Required.
+	// restmapper.NewDeferredDiscoveryRESTMapper). Required by NewApplier;
+	// left nil for NewApplierFor.
 	Mapper meta.RESTMapper
 	// FieldManager names the applier in the objects' managedFields. Required.
 	FieldManager string
@@ -29,8 +31,25 @@ type ApplierConfig struct {
 	Force bool
 }
 
-// Applier applies a payload's manifests with server-side apply on the
-// dynamic client, deletes the objects of manifests marked for deletion, and
+// ApplyClient reads, applies and deletes the objects of manifests: the
+// dynamic client through NewApplier, or any other client (the
+// controller-runtime module adapts its client.Client) through NewApplierFor.
+// An ApplyClient finds each kind's resource and scope itself: the namespace
+// it is given is the manifest's, which a cluster-scoped kind ignores.
+type ApplyClient interface {
+	// Get reads the object; a missing object is the API server's NotFound.
+	Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error)
+	// Apply applies obj with server-side apply as fieldManager, forcing
+	// ownership of conflicting fields when force is set; it does not
+	// modify obj.
+	Apply(ctx context.Context, obj *unstructured.Unstructured, fieldManager string, force bool) error
+	// Delete deletes the object with background propagation; a missing
+	// object is the API server's NotFound.
+	Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) error
+}
+
+// Applier applies a payload's manifests with server-side apply through an
+// ApplyClient, deletes the objects of manifests marked for deletion, and
 // checks readiness: it implements payload.Applier, payload.Deleter and
 // payload.Readiness.
 //
@@ -47,51 +66,56 @@ type ApplierConfig struct {
 // apply needs create as well as patch), and delete for manifests marked for
 // deletion.
 type Applier struct {
-	cfg ApplierConfig
+	cfg    ApplierConfig
+	client ApplyClient
 }
 
 var (
 	_ payload.Applier   = (*Applier)(nil)
 	_ payload.Deleter   = (*Applier)(nil)
 	_ payload.Readiness = (*Applier)(nil)
+	_ ApplyClient       = dynamicApply{}
 )
 
-// NewApplier checks cfg and returns the applier.
+// NewApplier checks cfg and returns the applier on the dynamic client.
 func NewApplier(cfg ApplierConfig) (*Applier, error) {
-	switch {
-	case isNil(cfg.Client) || isNil(cfg.Mapper):
+	if isNil(cfg.Client) || isNil(cfg.Mapper) {
 		return nil, fmt.Errorf("kube: NewApplier: nil Client or Mapper: %w", ErrInvalid)
+	}
+	client := dynamicApply{client: cfg.Client, mapper: cfg.Mapper}
+	cfg.Client, cfg.Mapper = nil, nil
+	return NewApplierFor(client, cfg)
+}
+
+// NewApplierFor checks cfg and returns the applier on client; cfg's Client
+// and Mapper, which belong to NewApplier, must be nil.
+func NewApplierFor(client ApplyClient, cfg ApplierConfig) (*Applier, error) {
+	switch {
+	case isNil(client):
+		return nil, fmt.Errorf("kube: NewApplierFor: nil apply client: %w", ErrInvalid)
+	case cfg.Client != nil || cfg.Mapper != nil:
+		return nil, fmt.Errorf("kube: NewApplierFor: Client and Mapper are NewApplier's and must be nil: %w", ErrInvalid)
 	case cfg.FieldManager == "":
 		return nil, fmt.Errorf("kube: NewApplier: empty FieldManager: %w", ErrInvalid)
 	}
-	return &Applier{cfg: cfg}, nil
+	return &Applier{cfg: cfg, client: client}, nil
 }
 
 // Apply applies m with server-side apply.
 func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, _ payload.State) error {
-	client, err := a.resource(m)
-	if err != nil {
-		return err
-	}
 	if m.GVK.Group == "batch" && m.GVK.Kind == "Job" {
-		_, err := client.Get(ctx, m.Name(), metav1.GetOptions{})
+		_, err := a.client.Get(ctx, m.GVK, m.Namespace(), m.Name())
 		if !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
-	_, err = client.Apply(ctx, m.Name(), m.Object, metav1.ApplyOptions{FieldManager: a.cfg.FieldManager, Force: a.cfg.Force})
-	return err
+	return a.client.Apply(ctx, m.Object, a.cfg.FieldManager, a.cfg.Force)
 }
 
 // Delete deletes the object of m in the background; an object already gone
 // is success.
 func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
-	client, err := a.resource(m)
-	if err != nil {
-		return err
-	}
-	background := metav1.DeletePropagationBackground
-	err = client.Delete(ctx, m.Name(), metav1.DeleteOptions{PropagationPolicy: &background})
+	err := a.client.Delete(ctx, m.GVK, m.Namespace(), m.Name())
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -105,27 +129,55 @@ func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
 	if !ok {
 		return nil
 	}
-	client, err := a.resource(m)
-	if err != nil {
-		return err
-	}
-	obj, err := client.Get(ctx, m.Name(), metav1.GetOptions{})
+	obj, err := a.client.Get(ctx, m.GVK, m.Namespace(), m.Name())
 	if err != nil {
 		return err
 	}
 	return check(obj)
 }
 
-// resource returns the client of m's resource, namespaced when the resource is.
-func (a *Applier) resource(m *payload.Manifest) (dynamic.ResourceInterface, error) {
-	mapping, err := a.cfg.Mapper.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
+// dynamicApply is the ApplyClient of the dynamic client and a REST mapper.
+type dynamicApply struct {
+	client dynamic.Interface
+	mapper meta.RESTMapper
+}
+
+// resource returns the client of gvk's resource, namespaced when the resource is.
+func (d dynamicApply) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
+	mapping, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return nil, fmt.Errorf("kube: manifest %s: %w", m.Ref(), err)
+		return nil, fmt.Errorf("kube: mapping %s: %w", gvk, err)
 	}
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		return a.cfg.Client.Resource(mapping.Resource).Namespace(m.Namespace()), nil
+		return d.client.Resource(mapping.Resource).Namespace(namespace), nil
 	}
-	return a.cfg.Client.Resource(mapping.Resource), nil
+	return d.client.Resource(mapping.Resource), nil
+}
+
+func (d dynamicApply) Get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	ri, err := d.resource(gvk, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return ri.Get(ctx, name, metav1.GetOptions{})
+}
+
+func (d dynamicApply) Apply(ctx context.Context, obj *unstructured.Unstructured, fieldManager string, force bool) error {
+	ri, err := d.resource(obj.GroupVersionKind(), obj.GetNamespace())
+	if err != nil {
+		return err
+	}
+	_, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: force})
+	return err
+}
+
+func (d dynamicApply) Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) error {
+	ri, err := d.resource(gvk, namespace)
+	if err != nil {
+		return err
+	}
+	background := metav1.DeletePropagationBackground
+	return ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})
 }
 
 // ErrNotReady is wrapped by Ready's error while an object is not ready yet.

@@ -3,10 +3,12 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -104,8 +106,8 @@ func TestApplierReadinessReadsTheObject(t *testing.T) {
 	require.NoError(t, a.Ready(context.Background(), manifest(done)))
 	cm := obj("v1", "ConfigMap", 1, nil, nil)
 	require.NoError(t, a.Ready(context.Background(), manifest(cm)), "a kind without a check is ready once applied")
-	_, err := a.resource(manifest(obj("example.com/v1", "Unknown", 1, nil, nil)))
-	assert.Error(t, err, "a kind the mapper does not know is an error")
+	err := a.Ready(context.Background(), manifest(obj("apps/v1", "Deployment", 1, nil, nil)))
+	assert.ErrorContains(t, err, "kube: mapping apps/v1, Kind=Deployment", "a kind the mapper does not know is an error")
 }
 
 func TestApplierDeleteOfAnObjectAlreadyGoneSucceeds(t *testing.T) {
@@ -147,4 +149,72 @@ func TestLatestStatusWriterWritesOverTheCurrentVersion(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.Revision)
 	assert.True(t, errors.Is(LatestStatusWriter[engineStatus]{}.WriteStatus(ctx, engineStatus{}), ErrInvalid))
+}
+
+// recordingApply is an ApplyClient on a map of objects that records what
+// it applies and deletes.
+type recordingApply struct {
+	objs    map[string]*unstructured.Unstructured
+	applied []string
+	deleted []string
+}
+
+func (r *recordingApply) Get(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	if o, ok := r.objs[gvk.Kind+" "+namespace+"/"+name]; ok {
+		return o, nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: gvk.Kind}, name)
+}
+
+func (r *recordingApply) Apply(_ context.Context, obj *unstructured.Unstructured, fieldManager string, force bool) error {
+	r.applied = append(r.applied, fmt.Sprintf("%s %s/%s as %s force=%t", obj.GetKind(), obj.GetNamespace(), obj.GetName(), fieldManager, force))
+	return nil
+}
+
+func (r *recordingApply) Delete(_ context.Context, gvk schema.GroupVersionKind, namespace, name string) error {
+	r.deleted = append(r.deleted, gvk.Kind+" "+namespace+"/"+name)
+	return apierrors.NewNotFound(schema.GroupResource{Resource: gvk.Kind}, name)
+}
+
+// TestApplierForKeepsEveryRuleOnAnyApplyClient drives the applier through
+// an ApplyClient of its own: the field manager and force, the Job applied
+// only while it does not exist, readiness and NotFound on delete are the
+// Applier's own, not the client's.
+func TestApplierForKeepsEveryRuleOnAnyApplyClient(t *testing.T) {
+	ctx := context.Background()
+	job := obj("batch/v1", "Job", 1, conds("Complete", "True"), nil)
+	deploy := obj("apps/v1", "Deployment", 2, map[string]any{"observedGeneration": int64(1)}, nil)
+	client := &recordingApply{objs: map[string]*unstructured.Unstructured{"Job ns/x": job, "Deployment ns/x": deploy}}
+	a, err := NewApplierFor(client, ApplierConfig{FieldManager: "op", Force: true})
+	require.NoError(t, err)
+
+	require.NoError(t, a.Apply(ctx, manifest(obj("v1", "ConfigMap", 1, nil, nil)), payload.StateReconciling))
+	require.NoError(t, a.Apply(ctx, manifest(job), payload.StateReconciling), "an existing Job is left as it is")
+	assert.Equal(t, []string{"ConfigMap ns/x as op force=true"}, client.applied)
+	require.NoError(t, a.Delete(ctx, manifest(job)), "deleting what is gone succeeds")
+	assert.Equal(t, []string{"Job ns/x"}, client.deleted)
+	require.NoError(t, a.Ready(ctx, manifest(job)))
+	assert.ErrorIs(t, a.Ready(ctx, manifest(deploy)), ErrNotReady)
+}
+
+func TestNewApplierForRejectsBadInput(t *testing.T) {
+	var typedNil *recordingApply
+	tests := []struct {
+		name   string
+		client ApplyClient
+		cfg    ApplierConfig
+	}{
+		{name: "nil client", cfg: ApplierConfig{FieldManager: "m"}},
+		{name: "typed-nil client", client: typedNil, cfg: ApplierConfig{FieldManager: "m"}},
+		{name: "a dynamic client beside the apply client", client: &recordingApply{},
+			cfg: ApplierConfig{Client: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), FieldManager: "m"}},
+		{name: "a mapper beside the apply client", client: &recordingApply{}, cfg: ApplierConfig{Mapper: meta.NewDefaultRESTMapper(nil), FieldManager: "m"}},
+		{name: "no field manager", client: &recordingApply{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewApplierFor(tt.client, tt.cfg)
+			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		})
+	}
 }

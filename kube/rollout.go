@@ -30,11 +30,14 @@ const (
 
 // RolloutPodsConfig says where RolloutPods finds and makes pods.
 type RolloutPodsConfig struct {
-	// Client creates and deletes installer pods. Required.
+	// Client creates and deletes installer pods. Required by NewRolloutPods;
+	// left nil for NewRolloutPodsFor.
 	Client kubernetes.Interface
-	// Pods reads installer and operand pods (an informer's cache). Required.
+	// Pods reads installer and operand pods (an informer's cache). Required
+	// by NewRolloutPods; left nil for NewRolloutPodsFor.
 	Pods corelisters.PodLister
-	// Nodes reads nodes (an informer's cache). Required.
+	// Nodes reads nodes (an informer's cache). Required by NewRolloutPods;
+	// left nil for NewRolloutPodsFor.
 	Nodes corelisters.NodeLister
 	// Namespace holds the installer and operand pods. Required.
 	Namespace string
@@ -57,30 +60,64 @@ type RolloutPodsConfig struct {
 	Owner *metav1.OwnerReference
 }
 
+// PodClient is what RolloutPods needs of a cluster: client-go's listers and
+// clientset through NewRolloutPods, or any other client (the
+// controller-runtime module adapts its client.Client) through
+// NewRolloutPodsFor. RolloutPods keeps every rule (installer pod labels,
+// owner and restart policy, the states it maps pods and nodes to, the node
+// order); a PodClient only moves objects.
+type PodClient interface {
+	// GetPod reads a pod; a missing pod is the API server's NotFound.
+	GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error)
+	// CreatePod creates pod; an existing one is the API server's AlreadyExists.
+	CreatePod(ctx context.Context, pod *corev1.Pod) error
+	// DeletePod deletes a pod with a zero grace period; a missing pod is the
+	// API server's NotFound.
+	DeletePod(ctx context.Context, namespace, name string) error
+	// ListNodes lists the nodes selector matches, in any order.
+	ListNodes(ctx context.Context, selector labels.Selector) ([]corev1.Node, error)
+}
+
 // RolloutPods implements rollout's InstallerClient, OperandReader and
-// NodeLister on client-go: reads come from listers, writes go through the
-// clientset. An operand pod's revision is its "revision" label; it is ready
-// while its Ready condition is True, since that condition's transition time.
-// A node is unreachable unless its Ready condition is True.
+// NodeLister on a PodClient. An operand pod's revision is its "revision"
+// label; it is ready while its Ready condition is True, since that
+// condition's transition time. A node is unreachable unless its Ready
+// condition is True.
 //
 // RBAC: get, list and watch on pods and nodes; create and delete on pods in
 // Namespace; with Owner, update on the owner's finalizers subresource (the
 // API server checks it for blockOwnerDeletion).
 type RolloutPods struct {
-	cfg RolloutPodsConfig
+	cfg    RolloutPodsConfig
+	client PodClient
 }
 
 var (
 	_ rollout.InstallerClient = (*RolloutPods)(nil)
 	_ rollout.OperandReader   = (*RolloutPods)(nil)
 	_ rollout.NodeLister      = (*RolloutPods)(nil)
+	_ PodClient               = listerPods{}
 )
 
-// NewRolloutPods checks cfg and returns the adapter.
+// NewRolloutPods checks cfg and returns the adapter on client-go: reads come
+// from cfg's listers, writes go through cfg's clientset.
 func NewRolloutPods(cfg RolloutPodsConfig) (*RolloutPods, error) {
-	switch {
-	case isNil(cfg.Client) || isNil(cfg.Pods) || isNil(cfg.Nodes):
+	if isNil(cfg.Client) || isNil(cfg.Pods) || isNil(cfg.Nodes) {
 		return nil, fmt.Errorf("kube: NewRolloutPods: nil Client, Pods or Nodes: %w", ErrInvalid)
+	}
+	client := listerPods{client: cfg.Client, pods: cfg.Pods, nodes: cfg.Nodes}
+	cfg.Client, cfg.Pods, cfg.Nodes = nil, nil, nil
+	return NewRolloutPodsFor(client, cfg)
+}
+
+// NewRolloutPodsFor checks cfg and returns the adapter on client; cfg's
+// Client, Pods and Nodes, which belong to NewRolloutPods, must be nil.
+func NewRolloutPodsFor(client PodClient, cfg RolloutPodsConfig) (*RolloutPods, error) {
+	switch {
+	case isNil(client):
+		return nil, fmt.Errorf("kube: NewRolloutPodsFor: nil pod client: %w", ErrInvalid)
+	case cfg.Client != nil || cfg.Pods != nil || cfg.Nodes != nil:
+		return nil, fmt.Errorf("kube: NewRolloutPodsFor: Client, Pods and Nodes are NewRolloutPods' and must be nil: %w", ErrInvalid)
 	case cfg.Namespace == "":
 		return nil, fmt.Errorf("kube: NewRolloutPods: empty Namespace: %w", ErrInvalid)
 	case cfg.InstallerPod == nil:
@@ -92,15 +129,48 @@ func NewRolloutPods(cfg RolloutPodsConfig) (*RolloutPods, error) {
 		operand := cfg.Operand
 		cfg.OperandPodName = func(node string) string { return operand + "-" + node }
 	}
-	if cfg.NodeSelector == nil {
+	if isNil(cfg.NodeSelector) {
 		cfg.NodeSelector = labels.Everything()
 	}
-	return &RolloutPods{cfg: cfg}, nil
+	return &RolloutPods{cfg: cfg, client: client}, nil
 }
 
-// GetInstaller reads the installer pod from the lister.
-func (a *RolloutPods) GetInstaller(_ context.Context, inst rollout.Installer) (rollout.InstallerState, error) {
-	pod, err := a.cfg.Pods.Pods(a.cfg.Namespace).Get(inst.Name)
+// listerPods is the PodClient of client-go: listers read, the clientset writes.
+type listerPods struct {
+	client kubernetes.Interface
+	pods   corelisters.PodLister
+	nodes  corelisters.NodeLister
+}
+
+func (l listerPods) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	return l.pods.Pods(namespace).Get(name)
+}
+
+func (l listerPods) CreatePod(ctx context.Context, pod *corev1.Pod) error {
+	_, err := l.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	return err
+}
+
+func (l listerPods) DeletePod(ctx context.Context, namespace, name string) error {
+	var zero int64
+	return l.client.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+}
+
+func (l listerPods) ListNodes(_ context.Context, selector labels.Selector) ([]corev1.Node, error) {
+	nodes, err := l.nodes.List(selector)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]corev1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, *n)
+	}
+	return out, nil
+}
+
+// GetInstaller reads the installer pod.
+func (a *RolloutPods) GetInstaller(ctx context.Context, inst rollout.Installer) (rollout.InstallerState, error) {
+	pod, err := a.client.GetPod(ctx, a.cfg.Namespace, inst.Name)
 	if apierrors.IsNotFound(err) {
 		return rollout.InstallerState{Phase: rollout.InstallerNotFound}, nil
 	}
@@ -160,7 +230,7 @@ func (a *RolloutPods) EnsureInstaller(ctx context.Context, inst rollout.Installe
 		owner.Controller, owner.BlockOwnerDeletion = ptrTrue(), ptrTrue()
 		pod.OwnerReferences = append(pod.OwnerReferences, owner)
 	}
-	_, err := a.cfg.Client.CoreV1().Pods(a.cfg.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	err := a.client.CreatePod(ctx, pod)
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
@@ -173,17 +243,16 @@ func ptrTrue() *bool { t := true; return &t }
 // once it returns nil the installer can no longer run (rollout's contract);
 // a pod already gone is success.
 func (a *RolloutPods) DeleteInstaller(ctx context.Context, inst rollout.Installer) error {
-	var zero int64
-	err := a.cfg.Client.CoreV1().Pods(a.cfg.Namespace).Delete(ctx, inst.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	err := a.client.DeletePod(ctx, a.cfg.Namespace, inst.Name)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	return err
 }
 
-// GetOperand reads the node's operand pod from the lister.
-func (a *RolloutPods) GetOperand(_ context.Context, node string) (rollout.OperandState, error) {
-	pod, err := a.cfg.Pods.Pods(a.cfg.Namespace).Get(a.cfg.OperandPodName(node))
+// GetOperand reads the node's operand pod.
+func (a *RolloutPods) GetOperand(ctx context.Context, node string) (rollout.OperandState, error) {
+	pod, err := a.client.GetPod(ctx, a.cfg.Namespace, a.cfg.OperandPodName(node))
 	if apierrors.IsNotFound(err) {
 		return rollout.OperandState{Phase: rollout.OperandNotFound}, nil
 	}
@@ -215,8 +284,8 @@ func operandState(pod *corev1.Pod) (rollout.OperandState, error) {
 
 // ListNodes lists the nodes NodeSelector matches, in name order, each
 // unreachable unless its Ready condition is True.
-func (a *RolloutPods) ListNodes(context.Context) ([]rollout.Node, error) {
-	nodes, err := a.cfg.Nodes.List(a.cfg.NodeSelector)
+func (a *RolloutPods) ListNodes(ctx context.Context) ([]rollout.Node, error) {
+	nodes, err := a.client.ListNodes(ctx, a.cfg.NodeSelector)
 	if err != nil {
 		return nil, err
 	}

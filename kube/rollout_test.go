@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
@@ -188,6 +189,102 @@ func TestNewRolloutPodsRejectsBadInput(t *testing.T) {
 			cfg := good
 			tt.mod(&cfg)
 			_, err := NewRolloutPods(cfg)
+			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		})
+	}
+}
+
+// recordingPods is a PodClient that serves pods and nodes from maps and
+// records the pods it creates and deletes.
+type recordingPods struct {
+	pods    map[string]*corev1.Pod
+	nodes   []corev1.Node
+	created []*corev1.Pod
+	deleted []string
+}
+
+func (r *recordingPods) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	if p, ok := r.pods[namespace+"/"+name]; ok {
+		return p, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("pods"), name)
+}
+
+func (r *recordingPods) CreatePod(_ context.Context, pod *corev1.Pod) error {
+	r.created = append(r.created, pod)
+	return nil
+}
+
+func (r *recordingPods) DeletePod(_ context.Context, namespace, name string) error {
+	r.deleted = append(r.deleted, namespace+"/"+name)
+	return apierrors.NewNotFound(corev1.Resource("pods"), name)
+}
+
+func (r *recordingPods) ListNodes(_ context.Context, selector labels.Selector) ([]corev1.Node, error) {
+	var out []corev1.Node
+	for _, n := range r.nodes {
+		if selector.Matches(labels.Set(n.Labels)) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// TestRolloutPodsForKeepsEveryRuleOnAnyPodClient drives the adapter through
+// a PodClient of its own: the installer pod's labels, node and restart
+// policy, the operand and node states, the node order and the NotFound
+// handling are RolloutPods' own, not the client's.
+func TestRolloutPodsForKeepsEveryRuleOnAnyPodClient(t *testing.T) {
+	ctx := context.Background()
+	client := &recordingPods{
+		pods:  map[string]*corev1.Pod{"ns/etcd-a": operandPod("a", "3", corev1.PodRunning, true)},
+		nodes: []corev1.Node{*node("b", corev1.ConditionTrue, nil), *node("a", corev1.ConditionFalse, nil)},
+	}
+	a, err := NewRolloutPodsFor(client, RolloutPodsConfig{Namespace: "ns", Operand: "etcd", InstallerPod: installerPodTemplate})
+	require.NoError(t, err)
+	inst := rollout.Installer{Name: "installer-3-a", Node: "a", Revision: 3}
+
+	require.NoError(t, a.EnsureInstaller(ctx, inst))
+	require.Len(t, client.created, 1)
+	pod := client.created[0]
+	assert.Equal(t, "ns", pod.Namespace)
+	assert.Equal(t, "a", pod.Spec.NodeName)
+	assert.Equal(t, corev1.RestartPolicyNever, pod.Spec.RestartPolicy)
+	assert.Equal(t, map[string]string{LabelApp: "installer", LabelRevision: "3", LabelNode: "a"}, pod.Labels)
+	require.NoError(t, a.DeleteInstaller(ctx, inst), "an installer already gone is deleted")
+	assert.Equal(t, []string{"ns/installer-3-a"}, client.deleted)
+
+	got, err := a.GetInstaller(ctx, inst)
+	require.NoError(t, err)
+	assert.Equal(t, rollout.InstallerNotFound, got.Phase)
+	op, err := a.GetOperand(ctx, "a")
+	require.NoError(t, err)
+	assert.Equal(t, rollout.OperandState{Phase: rollout.OperandReady, Revision: 3, ReadySince: t0}, op)
+	nodes, err := a.ListNodes(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []rollout.Node{{Name: "a", Unreachable: true}, {Name: "b"}}, nodes)
+}
+
+func TestNewRolloutPodsForRejectsBadInput(t *testing.T) {
+	var typedNil *recordingPods
+	good := RolloutPodsConfig{Namespace: "ns", Operand: "etcd", InstallerPod: installerPodTemplate}
+	tests := []struct {
+		name   string
+		client PodClient
+		mod    func(*RolloutPodsConfig)
+	}{
+		{name: "nil client", mod: func(*RolloutPodsConfig) {}},
+		{name: "typed-nil client", client: typedNil, mod: func(*RolloutPodsConfig) {}},
+		{name: "a clientset beside the pod client", client: &recordingPods{}, mod: func(c *RolloutPodsConfig) { c.Client = k8sfake.NewClientset() }},
+		{name: "a pod lister beside the pod client", client: &recordingPods{}, mod: func(c *RolloutPodsConfig) { c.Pods = corelisters.NewPodLister(podIndexer()) }},
+		{name: "no namespace", client: &recordingPods{}, mod: func(c *RolloutPodsConfig) { c.Namespace = "" }},
+		{name: "no installer pod", client: &recordingPods{}, mod: func(c *RolloutPodsConfig) { c.InstallerPod = nil }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := good
+			tt.mod(&cfg)
+			_, err := NewRolloutPodsFor(tt.client, cfg)
 			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
 		})
 	}

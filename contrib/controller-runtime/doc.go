@@ -8,9 +8,18 @@
 // stores of package kube (github.com/converge-dev/converge/kube) on a client
 // of this package, with the same optimistic concurrency (and
 // kube.LatestStatusWriter makes either the payload worker's StatusWriter).
-// Result turns what an engine returns into what a
-// reconcile.Reconciler returns. LeaderElected runs a long-lived worker, such
-// as payload.Worker.Start, as a manager.Runnable while the manager holds the
+// In the same way, NewRolloutPods runs rollout's installers as pods and reads
+// its operands and nodes, NewAddonObjects is the add-on engine's Store on a
+// custom resource, and NewApplier applies a payload's manifests with
+// server-side apply, deletes them and checks their readiness: kube's
+// RolloutPods, AddonObjects and Applier, with all their rules, on
+// client.Client. The manager's client reads pods and nodes from its cache
+// (list and watch on both); add-ons and applied objects, read as
+// unstructured, come from the API server.
+//
+// Result turns what an engine returns into what a reconcile.Reconciler
+// returns. LeaderElected runs a long-lived worker, such as
+// payload.Worker.Start, as a manager.Runnable while the manager holds the
 // leader lease.
 //
 // Events need no adapter of their own: the manager's recorder,

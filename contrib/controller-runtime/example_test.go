@@ -8,11 +8,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/converge-dev/converge/addon"
 	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
+	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/rollout"
 )
 
 // What a Reconciler returns for what an engine returned.
@@ -79,4 +86,94 @@ func ExampleLeaderElected() {
 	fmt.Println(worker.NeedLeaderElection(), worker.Start(ctx))
 	// Output:
 	// true <nil>
+}
+
+// rollout's installers run as pods, and its operands and nodes are read,
+// through a controller-runtime client (here the fake one).
+func ExampleNewRolloutPods() {
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-0"}}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	c := fake.NewClientBuilder().WithObjects(node).Build()
+	pods, err := crconverge.NewRolloutPods(c, kube.RolloutPodsConfig{
+		Namespace: "etcd", Operand: "etcd",
+		InstallerPod: func(rollout.Installer) *corev1.Pod {
+			return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "installer", Image: "installer:v1"}}}}
+		},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	nodes, _ := pods.ListNodes(ctx)
+	fmt.Printf("nodes: %+v\n", nodes)
+	inst := rollout.Installer{Name: "installer-2-master-0", Node: "master-0", Revision: 2}
+	fmt.Println("ensure:", pods.EnsureInstaller(ctx, inst))
+	st, _ := pods.GetInstaller(ctx, inst)
+	fmt.Println("installer:", st.Phase)
+	op, _ := pods.GetOperand(ctx, "master-0")
+	fmt.Println("operand:", op.Phase)
+	// Output:
+	// nodes: [{Name:master-0 Unreachable:false}]
+	// ensure: <nil>
+	// installer: Pending
+	// operand: NotFound
+}
+
+// An add-on custom resource as the add-on engine's Store, through a
+// controller-runtime client (here the fake one, with the kind's status as
+// a subresource).
+func ExampleNewAddonObjects() {
+	gvk := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Addon"}
+	mesh := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"version": "1.2.0"}}}
+	mesh.SetGroupVersionKind(gvk)
+	mesh.SetNamespace("tke")
+	mesh.SetName("mesh")
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(gvk, meta.RESTScopeNamespace)
+	c := fake.NewClientBuilder().WithRESTMapper(mapper).WithObjects(mesh).WithStatusSubresource(mesh).Build()
+	objects, err := crconverge.NewAddonObjects(c, gvk, kube.AddonObjectsConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	o, _ := objects.Get(ctx, "tke/mesh")
+	fmt.Printf("%s wants %s\n", o.Spec.Name, o.Spec.Version)
+	o, err = objects.UpdateStatus(ctx, o, addon.Status{Phase: addon.PhaseInitializing})
+	fmt.Println("status written:", err == nil, o.Status.Phase)
+	// Output:
+	// tke/mesh wants 1.2.0
+	// status written: true Initializing
+}
+
+// A payload's manifests applied with server-side apply through a
+// controller-runtime client (here the fake one).
+func ExampleNewApplier() {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	c := fake.NewClientBuilder().WithRESTMapper(mapper).Build()
+	applier, err := crconverge.NewApplier(c, "my-operator", true)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": "ops", "name": "settings"},
+		"data":     map[string]any{"mode": "fast"},
+	}}
+	m := &payload.Manifest{File: "0000_10_settings.yaml", GVK: cm.GroupVersionKind(), Object: cm}
+	ctx := context.Background()
+	fmt.Println("apply:", applier.Apply(ctx, m, payload.StateReconciling))
+	fmt.Println("ready:", applier.Ready(ctx, m))
+	got := &corev1.ConfigMap{}
+	_ = c.Get(ctx, client.ObjectKey{Namespace: "ops", Name: "settings"}, got)
+	fmt.Println("applied:", got.Data["mode"])
+	fmt.Println("delete:", applier.Delete(ctx, m))
+	// Output:
+	// apply: <nil>
+	// ready: <nil>
+	// applied: fast
+	// delete: <nil>
 }

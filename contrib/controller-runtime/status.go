@@ -45,19 +45,30 @@ func NewObjectClient(c client.Client, gvk schema.GroupVersionKind, key client.Ob
 
 // Get reads the object.
 func (o *ObjectClient) Get(ctx context.Context) (*unstructured.Unstructured, error) {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(o.gvk)
-	if err := o.client.Get(ctx, o.key, obj); err != nil {
-		return nil, err
-	}
-	return obj, nil
+	return getUnstructured(ctx, o.client, o.gvk, o.key)
 }
 
 // UpdateStatus writes obj through the status subresource if it is still at
 // obj's resource version, and returns the object as written.
 func (o *ObjectClient) UpdateStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return updateStatus(ctx, o.client, obj)
+}
+
+// getUnstructured reads the object of kind gvk at key.
+func getUnstructured(ctx context.Context, c client.Client, gvk schema.GroupVersionKind, key client.ObjectKey) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, key, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// updateStatus writes a copy of obj through the status subresource if it is
+// still at obj's resource version, and returns the copy as written.
+func updateStatus(ctx context.Context, c client.Client, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	out := obj.DeepCopy()
-	if err := o.client.Status().Update(ctx, out); err != nil {
+	if err := c.Status().Update(ctx, out); err != nil {
 		return nil, err
 	}
 	return out, nil

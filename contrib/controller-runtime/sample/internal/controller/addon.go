@@ -2,14 +2,11 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,10 +31,10 @@ const AddonFinalizer = "sample.converge.dev/addon"
 // +kubebuilder:rbac:groups=sample.converge.dev,resources=addons/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 type AddonReconciler struct {
-	// Client reads Addons from the manager's cache and writes them.
+	// Client reads Addons from the manager's cache and writes them; the
+	// engine's store reads them afresh through it, as unstructured objects,
+	// which the manager's client does not cache.
 	Client client.Client
-	// Reader reads Addons from the API server, after a conflict.
-	Reader client.Reader
 	// Recorder records the engine's events about each Addon.
 	Recorder events.EventRecorder
 	// Driver installs, upgrades, checks and uninstalls the add-ons.
@@ -52,7 +49,6 @@ type AddonReconciler struct {
 func SetupAddonReconciler(mgr ctrl.Manager, driver addon.Driver) error {
 	r := &AddonReconciler{
 		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
 		Recorder: mgr.GetEventRecorder("addon-controller"),
 		Driver:   driver,
 		Identity: "sample-operator",
@@ -65,7 +61,8 @@ func SetupAddonReconciler(mgr ctrl.Manager, driver addon.Driver) error {
 // +kubebuilder:rbac:groups=sample.converge.dev,resources=addons/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile advances one Addon by one step of its lifecycle.
+// Reconcile advances one Addon by one step of its lifecycle. An invalid
+// policy is a terminal error: it waits for the user to change the Addon.
 func (r *AddonReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	a := &v1alpha1.Addon{}
 	if err := r.Client.Get(ctx, req.NamespacedName, a); err != nil {
@@ -76,17 +73,19 @@ func (r *AddonReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 			return crconverge.Result(0, err)
 		}
 	}
-	m, err := addon.NewMachine(addon.Config{
-		Driver:   r.Driver,
-		Store:    addonStore{client: r.Client, reader: r.Reader},
-		Identity: r.Identity,
-		Policy:   a.Spec.Policy,
-	})
+	store, err := crconverge.NewAddonObjects(r.Client, v1alpha1.GroupVersion.WithKind("Addon"), kube.AddonObjectsConfig{})
 	if err != nil {
-		// An invalid policy waits for the user to change the Addon.
+		return reconcile.Result{}, err
+	}
+	m, err := addon.NewMachine(addon.Config{Driver: r.Driver, Store: store, Identity: r.Identity, Policy: a.Spec.Policy})
+	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
-	res, err := m.Reconcile(ctx, addonObject(a))
+	obj, err := store.FromObject(a)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	res, err := m.Reconcile(ctx, obj)
 	kube.RecordEvents(r.Recorder, a, "Reconcile", res.Events)
 	if err == nil && res.Deleted && controllerutil.ContainsFinalizer(a, AddonFinalizer) {
 		err = r.patchFinalizer(ctx, a, controllerutil.RemoveFinalizer)
@@ -100,67 +99,6 @@ func (r *AddonReconciler) patchFinalizer(ctx context.Context, a *v1alpha1.Addon,
 	patch := client.MergeFrom(a.DeepCopy())
 	change(a, AddonFinalizer)
 	return r.Client.Patch(ctx, a, patch)
-}
-
-// addonObject is what the engine sees of an Addon.
-func addonObject(a *v1alpha1.Addon) addon.Object {
-	return addon.Object{
-		Spec: addon.Spec{
-			Name:       types.NamespacedName{Namespace: a.Namespace, Name: a.Name}.String(),
-			Generation: a.Generation,
-			Version:    a.Spec.Version,
-			Deleting:   !a.DeletionTimestamp.IsZero(),
-			Suspended:  a.Spec.Suspend,
-		},
-		Status:          *a.Status.DeepCopy(),
-		ResourceVersion: a.ResourceVersion,
-		Host:            a,
-	}
-}
-
-// addonStore is the engine's addon.Store on Addons: it reads from the API
-// server (after a conflict the cache may still be stale) and writes the
-// status subresource at the resource version the engine read.
-type addonStore struct {
-	client client.Client
-	reader client.Reader
-}
-
-var _ addon.Store = addonStore{}
-
-func (s addonStore) Get(ctx context.Context, name string) (addon.Object, error) {
-	key, err := splitKey(name)
-	if err != nil {
-		return addon.Object{}, err
-	}
-	a := &v1alpha1.Addon{}
-	if err := s.reader.Get(ctx, key, a); err != nil {
-		return addon.Object{}, err
-	}
-	return addonObject(a), nil
-}
-
-func (s addonStore) UpdateStatus(ctx context.Context, obj addon.Object, st addon.Status) (addon.Object, error) {
-	host, ok := obj.Host.(*v1alpha1.Addon)
-	if !ok {
-		return addon.Object{}, fmt.Errorf("sample: addon %s: host object is %T, not *v1alpha1.Addon", obj.Spec.Name, obj.Host)
-	}
-	a := host.DeepCopy()
-	a.ResourceVersion = obj.ResourceVersion
-	a.Status = *st.DeepCopy()
-	if err := s.client.Status().Update(ctx, a); err != nil {
-		return addon.Object{}, err
-	}
-	return addonObject(a), nil
-}
-
-// splitKey parses the add-on name addonObject gives, namespace/name.
-func splitKey(name string) (types.NamespacedName, error) {
-	ns, n, ok := strings.Cut(name, "/")
-	if !ok {
-		return types.NamespacedName{}, fmt.Errorf("sample: add-on name %q is not namespace/name", name)
-	}
-	return types.NamespacedName{Namespace: ns, Name: n}, nil
 }
 
 // ConfigMapDriver is the sample's add-on: a ConfigMap named after the Addon,
@@ -225,11 +163,12 @@ func (d ConfigMapDriver) apply(ctx context.Context, req addon.Request) error {
 	return err
 }
 
-// configMap returns the Addon of req and the key of its ConfigMap.
-func (d ConfigMapDriver) configMap(req addon.Request) (*v1alpha1.Addon, *corev1.ConfigMap, error) {
-	host, ok := req.Host.(*v1alpha1.Addon)
-	if !ok {
-		return nil, nil, errors.New("sample: the add-on request carries no *v1alpha1.Addon")
+// configMap returns the Addon of req (crconverge.AddonObjects hands it over
+// as unstructured) and the key of its ConfigMap.
+func (d ConfigMapDriver) configMap(req addon.Request) (client.Object, *corev1.ConfigMap, error) {
+	host, ok := req.Host.(client.Object)
+	if !ok || host == nil {
+		return nil, nil, fmt.Errorf("sample: the add-on request carries no object (%T)", req.Host)
 	}
-	return host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: host.Namespace, Name: "addon-" + host.Name}}, nil
+	return host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: host.GetNamespace(), Name: "addon-" + host.GetName()}}, nil
 }

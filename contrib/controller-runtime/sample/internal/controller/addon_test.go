@@ -31,7 +31,6 @@ func newAddonReconciler(t *testing.T, objs ...client.Object) (*AddonReconciler, 
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.Addon{}).WithObjects(objs...).Build()
 	return &AddonReconciler{
 		Client:   c,
-		Reader:   c,
 		Recorder: events.NewFakeRecorder(100),
 		Driver:   ConfigMapDriver{Client: c},
 		Identity: "test",

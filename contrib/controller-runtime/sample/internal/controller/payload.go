@@ -29,30 +29,34 @@ const FieldManager = "converge-sample"
 // SetupPayloadWorker runs one payload worker for the Payload at key, as the
 // cluster-version operator runs one for its ClusterVersion: the worker runs
 // on the leader only (crconverge.LeaderElected), applies the manifests of
-// the release the Payload names, read from releases/<release>/, writes its
-// status to the Payload's status subresource, and records its events about
-// the Payload; a reconciler hands the worker each new release. The sample's
-// RBAC lets it apply ConfigMaps; an operator grants what its payloads hold.
+// the release the Payload names, read from releases/<release>/, with
+// server-side apply (crconverge.NewApplier, which also waits for each
+// object's readiness, read from the API server rather than the cache),
+// writes its status to the Payload's status subresource, and records its
+// events about the Payload; a reconciler hands the worker each new release.
+// The sample's RBAC lets it apply ConfigMaps; an operator grants what its
+// payloads hold.
 func SetupPayloadWorker(ctx context.Context, mgr ctrl.Manager, key types.NamespacedName, releases fs.FS) error {
 	store, err := crconverge.NewObjectStatusStore[payload.Status](mgr.GetClient(), v1alpha1.GroupVersion.WithKind("Payload"), key)
 	if err != nil {
 		return err
 	}
+	applier, err := crconverge.NewApplier(mgr.GetClient(), FieldManager, true)
+	if err != nil {
+		return err
+	}
 	// The worker carries on from the persisted status; none yet is the zero status.
-	p := &v1alpha1.Payload{}
+	p := &v1alpha1.Payload{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	if err := client.IgnoreNotFound(mgr.GetAPIReader().Get(ctx, key, p)); err != nil {
 		return fmt.Errorf("sample: reading Payload %s: %w", key, err)
 	}
-	regarding := &v1alpha1.Payload{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
 	rec := mgr.GetEventRecorder("payload-worker")
-	c := mgr.GetClient()
 	w, err := payload.NewWorker(payload.Config{
+		Applier: applier, Deleter: applier, Readiness: applier,
 		Loader:       releaseLoader{releases: releases},
-		Applier:      serverSideApplier{client: c},
-		Deleter:      deleter{client: c},
 		Status:       p.Status,
 		StatusWriter: kube.LatestStatusWriter[payload.Status]{Store: store},
-		OnResult:     func(r payload.Result) { kube.RecordEvents(rec, regarding, "Apply", r.Events) },
+		OnResult:     func(r payload.Result) { kube.RecordEvents(rec, p, "Apply", r.Events) },
 	})
 	if err != nil {
 		return err
@@ -60,7 +64,13 @@ func SetupPayloadWorker(ctx context.Context, mgr ctrl.Manager, key types.Namespa
 	if err := mgr.Add(crconverge.LeaderElected(w.Start)); err != nil {
 		return err
 	}
-	r := &PayloadReconciler{Client: c, Worker: w}
+	return setupPayloadReconciler(mgr, key, w)
+}
+
+// setupPayloadReconciler registers the reconciler that hands w the releases
+// of the Payload at key.
+func setupPayloadReconciler(mgr ctrl.Manager, key types.NamespacedName, w *payload.Worker) error {
+	r := &PayloadReconciler{Client: mgr.GetClient(), Worker: w}
 	isKey := predicate.NewPredicateFuncs(func(o client.Object) bool { return client.ObjectKeyFromObject(o) == key })
 	return ctrl.NewControllerManagedBy(mgr).Named("payload").
 		For(&v1alpha1.Payload{}, builder.WithPredicates(isKey)).Complete(r)
@@ -101,24 +111,4 @@ func (l releaseLoader) Load(_ context.Context, desired payload.Release) (*payloa
 		return nil, err
 	}
 	return &payload.Payload{Release: desired, Manifests: manifests}, nil
-}
-
-// serverSideApplier applies a manifest with server-side apply, taking over
-// fields another manager set.
-type serverSideApplier struct {
-	client client.Client
-}
-
-func (a serverSideApplier) Apply(ctx context.Context, m *payload.Manifest, _ payload.State) error {
-	return a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(m.Object.DeepCopy()),
-		client.FieldOwner(FieldManager), client.ForceOwnership)
-}
-
-// deleter deletes the object of a manifest marked for deletion.
-type deleter struct {
-	client client.Client
-}
-
-func (d deleter) Delete(ctx context.Context, m *payload.Manifest) error {
-	return client.IgnoreNotFound(d.client.Delete(ctx, m.Object.DeepCopy()))
 }

@@ -5,8 +5,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,14 +20,11 @@ import (
 	"github.com/converge-dev/converge/rollout"
 )
 
-// RevisionLabel is the label of the revision an installer installs and an
-// operand pod runs.
-const RevisionLabel = "sample.converge.dev/revision"
-
 // RolloutReconciler rolls each Rollout's revision out node by node through
 // the rollout engine, as OpenShift's static-pod operators do: an installer
 // pod per node and revision writes the operand, whose pod on the node then
-// reports the revision it runs (label RevisionLabel).
+// reports the revision it runs (label kube.LabelRevision). Pods and nodes
+// are read from the manager's cache (hence list and watch on both).
 type RolloutReconciler struct {
 	// Client reads Rollouts, nodes and pods and writes Rollouts and pods.
 	Client client.Client
@@ -82,11 +77,17 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	pods, err := crconverge.NewRolloutPods(r.Client, kube.RolloutPodsConfig{
+		Namespace: r.Namespace, Operand: r.Operand, InstallerPod: r.installerPod,
+	})
+	if err != nil {
+		return reconcile.Result{}, reconcile.TerminalError(err)
+	}
 	c, err := rollout.NewController(rollout.Config{
 		Status:     revisionStore{store: store, revision: ro.Spec.Revision},
-		Installers: installerPods{r: r},
-		Operands:   rollout.OperandReaderFunc(r.operand),
-		Nodes:      rollout.NodeListerFunc(r.nodes),
+		Installers: pods,
+		Operands:   pods,
+		Nodes:      pods,
 		Policy:     ro.Spec.Policy,
 		Clock:      r.Clock,
 	})
@@ -96,6 +97,14 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	res, err := c.Sync(ctx)
 	kube.RecordEvents(r.Recorder, ro, "Rollout", res.Events)
 	return crconverge.Result(res.RequeueAfter, err)
+}
+
+// installerPod is the pod that installs inst: the installer image, told
+// the revision.
+func (r *RolloutReconciler) installerPod(inst rollout.Installer) *corev1.Pod {
+	return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "installer", Image: r.InstallerImage, Args: []string{"--revision=" + strconv.FormatInt(int64(inst.Revision), 10)},
+	}}}}
 }
 
 // revisionStore is the Rollout's status with the spec's revision as the
@@ -113,93 +122,4 @@ func (s revisionStore) GetStatus(ctx context.Context) (rollout.Status, string, e
 
 func (s revisionStore) UpdateStatus(ctx context.Context, st rollout.Status, rv string) (string, error) {
 	return s.store.UpdateStatus(ctx, st, rv)
-}
-
-// nodes lists every node, unreachable unless Ready.
-func (r *RolloutReconciler) nodes(ctx context.Context) ([]rollout.Node, error) {
-	var list corev1.NodeList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return nil, err
-	}
-	nodes := make([]rollout.Node, 0, len(list.Items))
-	for _, n := range list.Items {
-		nodes = append(nodes, rollout.Node{Name: n.Name, Unreachable: !hasCondition(n.Status.Conditions, corev1.NodeReady)})
-	}
-	return nodes, nil
-}
-
-func hasCondition(conds []corev1.NodeCondition, t corev1.NodeConditionType) bool {
-	for _, c := range conds {
-		if c.Type == t {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-// operand reads the operand pod of node.
-func (r *RolloutReconciler) operand(ctx context.Context, node string) (rollout.OperandState, error) {
-	pod := &corev1.Pod{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: r.Operand + "-" + node}, pod)
-	if apierrors.IsNotFound(err) {
-		return rollout.OperandState{Phase: rollout.OperandNotFound}, nil
-	}
-	if err != nil {
-		return rollout.OperandState{}, err
-	}
-	rev, _ := strconv.ParseInt(pod.Labels[RevisionLabel], 10, 32)
-	st := rollout.OperandState{Phase: rollout.OperandPending, Revision: int32(rev)}
-	switch {
-	case pod.Status.Phase == corev1.PodFailed:
-		st.Phase = rollout.OperandFailed
-	case pod.Status.Phase == corev1.PodRunning:
-		for _, c := range pod.Status.Conditions {
-			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-				st.Phase, st.ReadySince = rollout.OperandReady, c.LastTransitionTime.Time
-			}
-		}
-	}
-	return st, nil
-}
-
-// installerPods runs installers as pods on their nodes.
-type installerPods struct {
-	r *RolloutReconciler
-}
-
-var _ rollout.InstallerClient = installerPods{}
-
-func (p installerPods) GetInstaller(ctx context.Context, inst rollout.Installer) (rollout.InstallerState, error) {
-	pod := &corev1.Pod{}
-	err := p.r.Client.Get(ctx, client.ObjectKey{Namespace: p.r.Namespace, Name: inst.Name}, pod)
-	if apierrors.IsNotFound(err) {
-		return rollout.InstallerState{Phase: rollout.InstallerNotFound}, nil
-	}
-	if err != nil {
-		return rollout.InstallerState{}, err
-	}
-	return kube.InstallerPodState(pod), nil
-}
-
-func (p installerPods) EnsureInstaller(ctx context.Context, inst rollout.Installer) error {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: p.r.Namespace, Name: inst.Name,
-			Labels: map[string]string{RevisionLabel: strconv.FormatInt(int64(inst.Revision), 10)}},
-		Spec: corev1.PodSpec{
-			NodeName:      inst.Node,
-			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "installer", Image: p.r.InstallerImage,
-				Args: []string{"--revision=" + strconv.FormatInt(int64(inst.Revision), 10)}}},
-		},
-	}
-	err := p.r.Client.Create(ctx, pod)
-	if apierrors.IsAlreadyExists(err) {
-		return nil
-	}
-	return err
-}
-
-func (p installerPods) DeleteInstaller(ctx context.Context, inst rollout.Installer) error {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.r.Namespace, Name: inst.Name}}
-	return client.IgnoreNotFound(p.r.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)))
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
+	"github.com/converge-dev/converge/kube"
 )
 
 // TestRolloutReconcilerOnTheAPIServer rolls a revision out to two nodes
@@ -77,7 +78,7 @@ func apiKubelet(ctx context.Context, c client.Client, ns string) error {
 		if err := c.Delete(ctx, op, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
 			return err
 		}
-		op.Labels = map[string]string{RevisionLabel: p.Labels[RevisionLabel]}
+		op.Labels = map[string]string{kube.LabelRevision: p.Labels[kube.LabelRevision]}
 		op.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}
 		if err := c.Create(ctx, op); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
+	"github.com/converge-dev/converge/kube"
 )
 
 func readyNode(name string) *corev1.Node {
@@ -44,7 +45,7 @@ func kubelet(t *testing.T, c client.Client, now time.Time) {
 		require.NoError(t, c.Update(ctx, &p))
 		op := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "operand", Name: "etcd-" + p.Spec.NodeName}}
 		_ = c.Delete(ctx, op)
-		op.Labels = map[string]string{RevisionLabel: p.Labels[RevisionLabel]}
+		op.Labels = map[string]string{kube.LabelRevision: p.Labels[kube.LabelRevision]}
 		op.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName, Containers: []corev1.Container{{Name: "etcd", Image: "etcd"}}}
 		op.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
 			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now)}}}

@@ -1,0 +1,42 @@
+//go:build !integration
+
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestRunRejectsBadArgumentsBeforeConnecting checks that bad command-line
+// arguments are usage errors, found before any connection is attempted (no
+// cluster is configured here).
+func TestRunRejectsBadArgumentsBeforeConnecting(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want error
+	}{
+		{name: "an unknown flag", args: []string{"-no-such-flag"}, want: errUsage},
+		{name: "a flag without its value", args: []string{"-payload"}, want: errUsage},
+		{name: "a payload that is not namespace/name", args: []string{"-payload=cluster"}, want: errUsage},
+		{name: "a payload with an empty namespace", args: []string{"-payload=/cluster"}, want: errUsage},
+		{name: "a positional argument", args: []string{"-leader-elect", "extra"}, want: errUsage},
+		{name: "help is not an error to report", args: []string{"-help"}, want: flag.ErrHelp},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := run(context.Background(), tt.args, io.Discard, nil)
+			assert.True(t, errors.Is(err, tt.want), "%v", err)
+		})
+	}
+}
