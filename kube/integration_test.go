@@ -144,6 +144,52 @@ func TestStatusStoresConformOnTheAPIServer(t *testing.T) {
 	assert.Equal(t, int64(3), size, "a status write leaves the spec alone")
 }
 
+// LatestStatusWriter keeps the payload worker's status writer contract over
+// each store on a real API server; a second writer on its own store stands
+// for another replica.
+func TestLatestStatusWriterConformsOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c := connect(t)
+	namespace(t, c, "kube-writers")
+	widgetCRD(t, c)
+	created, err := c.dynamic.Resource(widgets).Namespace("kube-writers").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "kube-writers"},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	created.Object["status"] = map[string]any{"other": "kept"}
+	_, err = c.dynamic.Resource(widgets).Namespace("kube-writers").UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	tests := []struct {
+		name     string
+		newStore func() (StatusReadWriter[payload.Status], error)
+	}{
+		{name: "ConfigMap, created by the first write", newStore: func() (StatusReadWriter[payload.Status], error) {
+			return NewConfigMapStatusStore[payload.Status](c.typed.CoreV1(), "kube-writers", "payload-status", "")
+		}},
+		{name: "custom resource, status.payload", newStore: func() (StatusReadWriter[payload.Status], error) {
+			return NewObjectStatusStore[payload.Status](c.dynamic, widgets, "kube-writers", "w", "status", "payload")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stores := make([]StatusReadWriter[payload.Status], 3)
+			for i := range stores {
+				s, err := tt.newStore()
+				require.NoError(t, err)
+				stores[i] = s
+			}
+			w := LatestStatusWriter[payload.Status]{Store: stores[0]}
+			foreign := LatestStatusWriter[payload.Status]{Store: stores[1]}
+			require.NoError(t, fake.TestPayloadStatusWriter(ctx, w, foreign, readStatus(stores[2])))
+		})
+	}
+	got, err := c.dynamic.Resource(widgets).Namespace("kube-writers").Get(ctx, "w", metav1.GetOptions{})
+	require.NoError(t, err)
+	other, _, _ := unstructured.NestedString(got.Object, "status", "other")
+	assert.Equal(t, "kept", other, "a writer at status.payload leaves the rest of the status alone")
+}
+
 func TestApplierOnTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	c := connect(t)
