@@ -190,6 +190,40 @@ func TestLatestStatusWriterConformsOnTheAPIServer(t *testing.T) {
 	assert.Equal(t, "kept", other, "a writer at status.payload leaves the rest of the status alone")
 }
 
+// The store's own 409, for a version it knows is stale, has the shape of
+// the API server's 409 for the same stale write.
+func TestObjectStatusStoreConflictIsTheAPIServersOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c := connect(t)
+	namespace(t, c, "kube-conflict")
+	widgetCRD(t, c)
+	ri := c.dynamic.Resource(widgets).Namespace("kube-conflict")
+	stale, err := ri.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w", "namespace": "kube-conflict"},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	fresh := stale.DeepCopy()
+	fresh.Object["status"] = map[string]any{"revision": int64(1)}
+	_, err = ri.UpdateStatus(ctx, fresh, metav1.UpdateOptions{})
+	require.NoError(t, err)
+
+	_, serverErr := ri.UpdateStatus(ctx, stale, metav1.UpdateOptions{})
+	require.True(t, apierrors.IsConflict(serverErr), "%v", serverErr)
+	s, err := NewObjectStatusStore[engineStatus](c.dynamic, widgets, "kube-conflict", "w")
+	require.NoError(t, err)
+	_, ownErr := s.UpdateStatus(ctx, engineStatus{Revision: 2}, stale.GetResourceVersion())
+	require.True(t, apierrors.IsConflict(ownErr), "%v", ownErr)
+
+	var server, own apierrors.APIStatus
+	require.True(t, errors.As(serverErr, &server))
+	require.True(t, errors.As(ownErr, &own))
+	assert.Equal(t, server.Status().Details, own.Status().Details)
+	assert.Equal(t, server.Status().Reason, own.Status().Reason)
+	prefix := `Operation cannot be fulfilled on widgets.example.com "w": `
+	assert.Contains(t, serverErr.Error(), prefix)
+	assert.Contains(t, ownErr.Error(), prefix)
+}
+
 func TestApplierOnTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	c := connect(t)
