@@ -5,7 +5,9 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -21,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -70,17 +74,21 @@ func namespace(t *testing.T, c clients, name string) {
 
 var crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// widgetCRD installs the Widget CRD (status subresource, any status) and
-// waits until it is established.
-func widgetCRD(t *testing.T, c clients) {
+// widgetCRD installs the Widget CRD and waits until it is established.
+func widgetCRD(t *testing.T, c clients) { exampleCRD(t, c, "widgets", "Widget") }
+
+// exampleCRD installs the namespaced CRD plural.example.com of kind (status
+// subresource, any fields) and waits until it is established.
+func exampleCRD(t *testing.T, c clients, plural, kind string) {
 	t.Helper()
 	ctx := context.Background()
+	name := plural + ".example.com"
 	crd := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "widgets.example.com"},
+		"metadata": map[string]any{"name": name},
 		"spec": map[string]any{
 			"group": "example.com", "scope": "Namespaced",
-			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"names": map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind, "listKind": kind + "List"},
 			"versions": []any{map[string]any{
 				"name": "v1", "served": true, "storage": true,
 				"subresources": map[string]any{"status": map[string]any{}},
@@ -90,7 +98,7 @@ func widgetCRD(t *testing.T, c clients) {
 			}},
 		},
 	}}
-	_, err := c.dynamic.Resource(crds).Apply(ctx, "widgets.example.com", crd, metav1.ApplyOptions{FieldManager: "kube-test", Force: true})
+	_, err := c.dynamic.Resource(crds).Apply(ctx, name, crd, metav1.ApplyOptions{FieldManager: "kube-test", Force: true})
 	require.NoError(t, err)
 	a, err := NewApplier(ApplierConfig{Client: c.dynamic, Mapper: mapper(t), FieldManager: "kube-test"})
 	require.NoError(t, err)
@@ -423,6 +431,13 @@ func asUser(t *testing.T, c clients, engine, user string, trim func(*rbacv1.Clus
 		Subjects:   []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: user}},
 	}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	first := role.Rules[0]
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		review, err := c.typed.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, ResourceAttributes: &authorizationv1.ResourceAttributes{Group: first.APIGroups[0], Resource: first.Resources[0], Verb: first.Verbs[0]},
+		}}, metav1.CreateOptions{})
+		return err == nil && review.Status.Allowed, err
+	}), "the authorizer sees the binding of %s", user)
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	typed, err := kubernetes.NewForConfig(cfg)
@@ -510,4 +525,236 @@ func TestRBACIsEnoughOnTheAPIServer(t *testing.T) {
 		err = a.Apply(ctx, &payload.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}, payload.StateUpdating)
 		assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	})
+}
+
+// without returns a trim for asUser that takes verb on resource out of the
+// role (and a rule left without verbs) and adds extra.
+func without(resource, verb string, extra ...rbacv1.PolicyRule) func(*rbacv1.ClusterRole) {
+	return func(r *rbacv1.ClusterRole) {
+		for i := range r.Rules {
+			if slices.Contains(r.Rules[i].Resources, resource) {
+				r.Rules[i].Verbs = slices.DeleteFunc(slices.Clone(r.Rules[i].Verbs), func(v string) bool { return v == verb })
+			}
+		}
+		r.Rules = slices.DeleteFunc(r.Rules, func(rule rbacv1.PolicyRule) bool { return len(rule.Verbs) == 0 })
+		r.Rules = append(r.Rules, extra...)
+	}
+}
+
+// The resources the shipped addon and rollout roles name.
+var (
+	exampleAddons   = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "addons"}
+	exampleRollouts = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "rollouts"}
+)
+
+// exampleObject creates the example.com object namespace/name of resource
+// and kind with spec.version v1.
+func exampleObject(t *testing.T, c clients, gvr schema.GroupVersionResource, kind, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj, err := c.dynamic.Resource(gvr).Namespace(namespace).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": kind,
+		"metadata": map[string]any{"name": name, "namespace": namespace},
+		"spec":     map[string]any{"version": "v1"},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return obj
+}
+
+// awaitOwnerMapping waits until the API server's admission maps the kind of
+// owner, a custom resource of gvr just defined: until then the
+// OwnerReferencesPermissionEnforcement plugin forbids blockOwnerDeletion on
+// it, for up to the 30 seconds between the resets of its REST mapper, to any
+// user but those who may update the finalizers of every resource (the admin).
+func awaitOwnerMapping(t *testing.T, admin clients, gvr schema.GroupVersionResource, owner *unstructured.Unstructured) {
+	t.Helper()
+	ctx := context.Background()
+	c := asUser(t, admin, "addon", "owner-probe-"+gvr.Resource, func(r *rbacv1.ClusterRole) {
+		r.Rules = []rbacv1.PolicyRule{
+			{APIGroups: []string{gvr.Group}, Resources: []string{gvr.Resource + "/finalizers"}, Verbs: []string{"update"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create", "delete"}},
+		}
+	})
+	probes := c.typed.CoreV1().ConfigMaps(owner.GetNamespace())
+	require.NoError(t, wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := probes.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: "owner-mapping-probe", OwnerReferences: []metav1.OwnerReference{blockingOwnerOf(owner)},
+		}}, metav1.CreateOptions{})
+		if apierrors.IsForbidden(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return true, probes.Delete(ctx, "owner-mapping-probe", metav1.DeleteOptions{})
+	}), "blockOwnerDeletion on a %s", owner.GetKind())
+}
+
+// blockingOwnerOf is a controller owner reference to obj that blocks its
+// deletion.
+func blockingOwnerOf(obj *unstructured.Unstructured) metav1.OwnerReference {
+	return *metav1.NewControllerRef(obj, obj.GroupVersionKind())
+}
+
+// The shipped rollout role lets RolloutPods make installer pods that block
+// the deletion of their owner (RolloutPodsConfig.Owner), which the
+// OwnerReferencesPermissionEnforcement admission plugin allows only with
+// update on the owner's finalizers.
+func TestRBACOfAnInstallerPodOwnerOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	admin := connect(t)
+	namespace(t, admin, "kube-rbac-owner")
+	exampleCRD(t, admin, "rollouts", "Rollout")
+	owner := exampleObject(t, admin, exampleRollouts, "Rollout", "kube-rbac-owner", "etcd")
+	awaitOwnerMapping(t, admin, exampleRollouts, owner)
+	ref := blockingOwnerOf(owner)
+	tests := []struct {
+		name          string
+		trim          func(*rbacv1.ClusterRole)
+		wantForbidden bool
+	}{
+		{name: "the shipped role is enough", trim: nil},
+		{name: "without update on the owner's finalizers blockOwnerDeletion is forbidden", trim: without("rollouts/finalizers", "update"), wantForbidden: true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := asUser(t, admin, "rollout", fmt.Sprintf("rollout-owner-%d", i), tt.trim)
+			factory := informers.NewSharedInformerFactory(c.typed, 0)
+			a, err := NewRolloutPods(RolloutPodsConfig{Client: c.typed, Pods: factory.Core().V1().Pods().Lister(), Nodes: factory.Core().V1().Nodes().Lister(),
+				Namespace: "kube-rbac-owner", Operand: "etcd", InstallerPod: installerPodTemplate, Owner: &ref})
+			require.NoError(t, err)
+			inst := rollout.Installer{Name: fmt.Sprintf("installer-%d-n", i+1), Node: "n", Revision: int32(i + 1)}
+			err = a.EnsureInstaller(ctx, inst)
+			if tt.wantForbidden {
+				assert.True(t, apierrors.IsForbidden(err), "%v", err)
+				assert.ErrorContains(t, err, "can't set finalizers on")
+				return
+			}
+			require.NoError(t, err)
+			pod, err := admin.typed.CoreV1().Pods("kube-rbac-owner").Get(ctx, inst.Name, metav1.GetOptions{})
+			require.NoError(t, err)
+			require.Len(t, pod.OwnerReferences, 1)
+			assert.Equal(t, owner.GetUID(), pod.OwnerReferences[0].UID)
+			assert.True(t, *pod.OwnerReferences[0].BlockOwnerDeletion)
+			require.NoError(t, a.DeleteInstaller(ctx, inst))
+		})
+	}
+}
+
+// The shipped addon role is enough for AddonObjects under an addon.Machine,
+// a finalizer, events and a driver's objects owned by the add-on; and each
+// of its rules is needed: without it, the action that needs it is
+// forbidden while every other one still works.
+func TestRBACOfTheAddonRoleOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	admin := connect(t)
+	const ns = "kube-rbac-addon"
+	namespace(t, admin, ns)
+	exampleCRD(t, admin, "addons", "Addon")
+	mesh := exampleObject(t, admin, exampleAddons, "Addon", ns, "mesh")
+	awaitOwnerMapping(t, admin, exampleAddons, mesh)
+	patched, err := admin.typed.EventsV1().Events(ns).Create(ctx, addonEvent("patched"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	// The driver's own RBAC, for the objects it owns by the add-on.
+	driver := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}}
+	objectsOf := func(t *testing.T, c clients) *AddonObjects {
+		objects, err := NewAddonObjects(AddonObjectsConfig{Client: c.dynamic, Resource: exampleAddons})
+		require.NoError(t, err)
+		return objects
+	}
+	actions := []struct {
+		resource, verb string
+		act            func(t *testing.T, c clients, user string) error
+	}{
+		{resource: "addons", verb: "get", act: func(t *testing.T, c clients, _ string) error {
+			_, err := objectsOf(t, c).Get(ctx, ns+"/mesh")
+			return err
+		}},
+		{resource: "addons", verb: "list", act: func(t *testing.T, c clients, _ string) error {
+			_, err := c.dynamic.Resource(exampleAddons).Namespace(ns).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{resource: "addons", verb: "watch", act: func(t *testing.T, c clients, _ string) error {
+			w, err := c.dynamic.Resource(exampleAddons).Namespace(ns).Watch(ctx, metav1.ListOptions{})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}},
+		{resource: "addons", verb: "update", act: func(t *testing.T, c clients, user string) error {
+			obj, err := admin.dynamic.Resource(exampleAddons).Namespace(ns).Get(ctx, "mesh", metav1.GetOptions{})
+			require.NoError(t, err)
+			obj.SetFinalizers(append(obj.GetFinalizers(), "example.com/"+user))
+			_, err = c.dynamic.Resource(exampleAddons).Namespace(ns).Update(ctx, obj, metav1.UpdateOptions{})
+			return err
+		}},
+		{resource: "addons/status", verb: "update", act: func(t *testing.T, c clients, user string) error {
+			o, err := objectsOf(t, admin).Get(ctx, ns+"/mesh")
+			require.NoError(t, err)
+			_, err = objectsOf(t, c).UpdateStatus(ctx, o, addon.Status{Phase: addon.PhaseInitializing, InstalledVersion: user})
+			return err
+		}},
+		{resource: "addons/finalizers", verb: "update", act: func(t *testing.T, c clients, user string) error {
+			_, err := c.typed.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+				Name: "owned-by-" + user, OwnerReferences: []metav1.OwnerReference{blockingOwnerOf(mesh)},
+			}}, metav1.CreateOptions{})
+			return err
+		}},
+		{resource: "events", verb: "create", act: func(t *testing.T, c clients, user string) error {
+			_, err := c.typed.EventsV1().Events(ns).Create(ctx, addonEvent(user), metav1.CreateOptions{})
+			return err
+		}},
+		{resource: "events", verb: "patch", act: func(t *testing.T, c clients, user string) error {
+			_, err := c.typed.EventsV1().Events(ns).Patch(ctx, patched.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"seen-by":"`+user+`"}}}`), metav1.PatchOptions{})
+			return err
+		}},
+	}
+
+	t.Run("the shipped role is enough", func(t *testing.T) {
+		c := asUser(t, admin, "addon", "addon-operator", func(r *rbacv1.ClusterRole) { r.Rules = append(r.Rules, driver) })
+		for _, a := range actions {
+			assert.NoError(t, a.act(t, c, "addon-operator"), "%s on %s", a.verb, a.resource)
+		}
+
+		exampleObject(t, admin, exampleAddons, "Addon", ns, "machine")
+		objects := objectsOf(t, c)
+		m, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Store: objects})
+		require.NoError(t, err)
+		for range 5 {
+			o, err := objects.Get(ctx, ns+"/machine")
+			require.NoError(t, err)
+			if o.Status.Phase == addon.PhaseRunning {
+				break
+			}
+			_, err = m.Reconcile(ctx, o)
+			require.NoError(t, err)
+		}
+		o, err := objects.Get(ctx, ns+"/machine")
+		require.NoError(t, err)
+		assert.Equal(t, addon.PhaseRunning, o.Status.Phase, "the Machine installs the add-on through AddonObjects")
+		assert.Equal(t, "v1", o.Status.InstalledVersion)
+	})
+
+	for _, missing := range actions {
+		t.Run(fmt.Sprintf("without %s on %s", missing.verb, missing.resource), func(t *testing.T) {
+			user := fmt.Sprintf("addon-without-%s-%s", missing.verb, strings.ReplaceAll(missing.resource, "/", "-"))
+			c := asUser(t, admin, "addon", user, without(missing.resource, missing.verb, driver))
+			for _, a := range actions {
+				err := a.act(t, c, user)
+				if a.resource == missing.resource && a.verb == missing.verb {
+					assert.True(t, apierrors.IsForbidden(err), "%s on %s: %v", a.verb, a.resource, err)
+				} else {
+					assert.NoError(t, err, "%s on %s", a.verb, a.resource)
+				}
+			}
+		})
+	}
+}
+
+// addonEvent is an events/v1 event about the add-on mesh, named for user.
+func addonEvent(user string) *eventsv1.Event {
+	return &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "mesh-" + user}, EventTime: metav1.NowMicro(), ReportingController: "converge.dev/test",
+		ReportingInstance: user, Action: "Install", Reason: "Installing", Type: "Normal",
+		Regarding: corev1.ObjectReference{APIVersion: "example.com/v1", Kind: "Addon", Namespace: "kube-rbac-addon", Name: "mesh"},
+	}
 }
