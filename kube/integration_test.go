@@ -595,47 +595,185 @@ func blockingOwnerOf(obj *unstructured.Unstructured) metav1.OwnerReference {
 	return *metav1.NewControllerRef(obj, obj.GroupVersionKind())
 }
 
-// The shipped rollout role lets RolloutPods make installer pods that block
-// the deletion of their owner (RolloutPodsConfig.Owner), which the
+// The shipped rollout role is enough for RolloutPods, a ConfigMap status
+// store and events, including installer pods that block the deletion of
+// their owner (RolloutPodsConfig.Owner), which the
 // OwnerReferencesPermissionEnforcement admission plugin allows only with
-// update on the owner's finalizers.
-func TestRBACOfAnInstallerPodOwnerOnTheAPIServer(t *testing.T) {
+// update on the owner's finalizers; and each rule the adapters use is
+// needed: without it, the actions that need it are forbidden while every
+// other one still works.
+func TestRBACOfTheRolloutRoleOnTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	admin := connect(t)
-	namespace(t, admin, "kube-rbac-owner")
+	const ns = "kube-rbac-rollout"
+	namespace(t, admin, ns)
 	exampleCRD(t, admin, "rollouts", "Rollout")
-	owner := exampleObject(t, admin, exampleRollouts, "Rollout", "kube-rbac-owner", "etcd")
+	owner := exampleObject(t, admin, exampleRollouts, "Rollout", ns, "etcd")
 	awaitOwnerMapping(t, admin, exampleRollouts, owner)
 	ref := blockingOwnerOf(owner)
-	tests := []struct {
+	rolloutPods := func(t *testing.T, c clients, owner *metav1.OwnerReference) *RolloutPods {
+		factory := informers.NewSharedInformerFactory(c.typed, 0)
+		a, err := NewRolloutPods(RolloutPodsConfig{Client: c.typed, Pods: factory.Core().V1().Pods().Lister(), Nodes: factory.Core().V1().Nodes().Lister(),
+			Namespace: ns, Operand: "etcd", InstallerPod: installerPodTemplate, Owner: owner})
+		require.NoError(t, err)
+		return a
+	}
+
+	owned := []struct {
 		name          string
 		trim          func(*rbacv1.ClusterRole)
 		wantForbidden bool
 	}{
-		{name: "the shipped role is enough", trim: nil},
+		{name: "an installer pod blocks its owner's deletion with the shipped role", trim: nil},
 		{name: "without update on the owner's finalizers blockOwnerDeletion is forbidden", trim: without("rollouts/finalizers", "update"), wantForbidden: true},
 	}
-	for i, tt := range tests {
+	for i, tt := range owned {
 		t.Run(tt.name, func(t *testing.T) {
 			c := asUser(t, admin, "rollout", fmt.Sprintf("rollout-owner-%d", i), tt.trim)
-			factory := informers.NewSharedInformerFactory(c.typed, 0)
-			a, err := NewRolloutPods(RolloutPodsConfig{Client: c.typed, Pods: factory.Core().V1().Pods().Lister(), Nodes: factory.Core().V1().Nodes().Lister(),
-				Namespace: "kube-rbac-owner", Operand: "etcd", InstallerPod: installerPodTemplate, Owner: &ref})
-			require.NoError(t, err)
-			inst := rollout.Installer{Name: fmt.Sprintf("installer-%d-n", i+1), Node: "n", Revision: int32(i + 1)}
-			err = a.EnsureInstaller(ctx, inst)
+			a := rolloutPods(t, c, &ref)
+			inst := rollout.Installer{Name: fmt.Sprintf("installer-%d-owned", i+1), Node: "n", Revision: int32(i + 1)}
+			err := a.EnsureInstaller(ctx, inst)
 			if tt.wantForbidden {
 				assert.True(t, apierrors.IsForbidden(err), "%v", err)
 				assert.ErrorContains(t, err, "can't set finalizers on")
 				return
 			}
 			require.NoError(t, err)
-			pod, err := admin.typed.CoreV1().Pods("kube-rbac-owner").Get(ctx, inst.Name, metav1.GetOptions{})
+			pod, err := admin.typed.CoreV1().Pods(ns).Get(ctx, inst.Name, metav1.GetOptions{})
 			require.NoError(t, err)
 			require.Len(t, pod.OwnerReferences, 1)
 			assert.Equal(t, owner.GetUID(), pod.OwnerReferences[0].UID)
 			assert.True(t, *pod.OwnerReferences[0].BlockOwnerDeletion)
 			require.NoError(t, a.DeleteInstaller(ctx, inst))
+		})
+	}
+
+	patched, err := admin.typed.EventsV1().Events(ns).Create(ctx, rolloutEvent("patched"), metav1.CreateOptions{})
+	require.NoError(t, err)
+	statusOf := func(t *testing.T, c clients, name string) *ConfigMapStatusStore[rollout.Status] {
+		s, err := NewConfigMapStatusStore[rollout.Status](c.typed.CoreV1(), ns, name, "")
+		require.NoError(t, err)
+		return s
+	}
+	installer := func(user string) rollout.Installer {
+		return rollout.Installer{Name: "installer-" + user, Node: "n", Revision: 1}
+	}
+	actions := []roleAction{
+		{needs: []rule{{"nodes", "list"}}, act: func(t *testing.T, c clients, _ string) error {
+			_, err := c.typed.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{needs: []rule{{"nodes", "watch"}}, act: func(t *testing.T, c clients, _ string) error {
+			w, err := c.typed.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}},
+		{needs: []rule{{"pods", "list"}}, act: func(t *testing.T, c clients, _ string) error {
+			_, err := c.typed.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{needs: []rule{{"pods", "watch"}}, act: func(t *testing.T, c clients, _ string) error {
+			w, err := c.typed.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+			if err == nil {
+				w.Stop()
+			}
+			return err
+		}},
+		{needs: []rule{{"pods", "create"}}, act: func(t *testing.T, c clients, user string) error {
+			return rolloutPods(t, c, nil).EnsureInstaller(ctx, installer(user))
+		}},
+		{needs: []rule{{"pods", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+			return rolloutPods(t, c, nil).DeleteInstaller(ctx, installer(user))
+		}},
+		{needs: []rule{{"pods", "create"}, {"rollouts/finalizers", "update"}}, act: func(t *testing.T, c clients, user string) error {
+			err := rolloutPods(t, c, &ref).EnsureInstaller(ctx, installer(user+"-owned"))
+			if err == nil {
+				err = rolloutPods(t, admin, nil).DeleteInstaller(ctx, installer(user+"-owned"))
+			}
+			return err
+		}},
+		{needs: []rule{{"configmaps", "get"}}, act: func(t *testing.T, c clients, user string) error {
+			_, _, err := statusOf(t, c, "status-of-"+user).GetStatus(ctx)
+			return err
+		}},
+		{needs: []rule{{"configmaps", "create"}}, act: func(t *testing.T, c clients, user string) error {
+			_, err := statusOf(t, c, "created-by-"+user).UpdateStatus(ctx, rollout.Status{LatestAvailableRevision: 1}, "")
+			return err
+		}},
+		{needs: []rule{{"configmaps", "get"}, {"configmaps", "update"}}, act: func(t *testing.T, c clients, user string) error {
+			rv, err := statusOf(t, admin, "updated-by-"+user).UpdateStatus(ctx, rollout.Status{LatestAvailableRevision: 1}, "")
+			require.NoError(t, err)
+			_, err = statusOf(t, c, "updated-by-"+user).UpdateStatus(ctx, rollout.Status{LatestAvailableRevision: 2}, rv)
+			return err
+		}},
+		{needs: []rule{{"events", "create"}}, act: func(t *testing.T, c clients, user string) error {
+			_, err := c.typed.EventsV1().Events(ns).Create(ctx, rolloutEvent(user), metav1.CreateOptions{})
+			return err
+		}},
+		{needs: []rule{{"events", "patch"}}, act: func(t *testing.T, c clients, user string) error {
+			_, err := c.typed.EventsV1().Events(ns).Patch(ctx, patched.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"seen-by":"`+user+`"}}}`), metav1.PatchOptions{})
+			return err
+		}},
+	}
+	checkEachRuleIsNeeded(t, admin, "rollout", nil, actions)
+
+	t.Run("RolloutPods reads pods and nodes through listers: get on them is not used", func(t *testing.T) {
+		user := "rollout-without-get-on-pods-and-nodes"
+		c := asUser(t, admin, "rollout", user, func(r *rbacv1.ClusterRole) {
+			without("pods", "get")(r)
+			without("nodes", "get")(r)
+		})
+		for _, a := range actions {
+			assert.NoError(t, a.act(t, c, user), "needing %v", a.needs)
+		}
+	})
+}
+
+// rolloutEvent is an events/v1 event about the rollout etcd, named for user.
+func rolloutEvent(user string) *eventsv1.Event {
+	return &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-" + user}, EventTime: metav1.NowMicro(), ReportingController: "converge.dev/test",
+		ReportingInstance: user, Action: "Rollout", Reason: "NodeTargetRevisionChanged", Type: "Normal",
+		Regarding: corev1.ObjectReference{APIVersion: "example.com/v1", Kind: "Rollout", Namespace: "kube-rbac-rollout", Name: "etcd"},
+	}
+}
+
+// rule is one verb on one resource of a role.
+type rule struct{ resource, verb string }
+
+// roleAction is something an adapter does with the rules it needs.
+type roleAction struct {
+	needs []rule
+	act   func(t *testing.T, c clients, user string) error
+}
+
+// checkEachRuleIsNeeded runs, for each rule the actions need, every action
+// as a user of the shipped role of engine (plus extra) without that rule:
+// exactly the actions that need it are forbidden, the others succeed.
+func checkEachRuleIsNeeded(t *testing.T, admin clients, engine string, extra []rbacv1.PolicyRule, actions []roleAction) {
+	t.Helper()
+	var rules []rule
+	for _, a := range actions {
+		for _, r := range a.needs {
+			if !slices.Contains(rules, r) {
+				rules = append(rules, r)
+			}
+		}
+	}
+	for _, missing := range rules {
+		t.Run(fmt.Sprintf("without %s on %s", missing.verb, missing.resource), func(t *testing.T) {
+			user := fmt.Sprintf("%s-without-%s-%s", engine, missing.verb, strings.ReplaceAll(missing.resource, "/", "-"))
+			c := asUser(t, admin, engine, user, without(missing.resource, missing.verb, extra...))
+			for _, a := range actions {
+				err := a.act(t, c, user)
+				if slices.Contains(a.needs, missing) {
+					assert.True(t, apierrors.IsForbidden(err), "needing %v: %v", a.needs, err)
+				} else {
+					assert.NoError(t, err, "needing %v", a.needs)
+				}
+			}
 		})
 	}
 }
@@ -661,49 +799,46 @@ func TestRBACOfTheAddonRoleOnTheAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		return objects
 	}
-	actions := []struct {
-		resource, verb string
-		act            func(t *testing.T, c clients, user string) error
-	}{
-		{resource: "addons", verb: "get", act: func(t *testing.T, c clients, _ string) error {
+	actions := []roleAction{
+		{needs: []rule{{"addons", "get"}}, act: func(t *testing.T, c clients, _ string) error {
 			_, err := objectsOf(t, c).Get(ctx, ns+"/mesh")
 			return err
 		}},
-		{resource: "addons", verb: "list", act: func(t *testing.T, c clients, _ string) error {
+		{needs: []rule{{"addons", "list"}}, act: func(t *testing.T, c clients, _ string) error {
 			_, err := c.dynamic.Resource(exampleAddons).Namespace(ns).List(ctx, metav1.ListOptions{})
 			return err
 		}},
-		{resource: "addons", verb: "watch", act: func(t *testing.T, c clients, _ string) error {
+		{needs: []rule{{"addons", "watch"}}, act: func(t *testing.T, c clients, _ string) error {
 			w, err := c.dynamic.Resource(exampleAddons).Namespace(ns).Watch(ctx, metav1.ListOptions{})
 			if err == nil {
 				w.Stop()
 			}
 			return err
 		}},
-		{resource: "addons", verb: "update", act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"addons", "update"}}, act: func(t *testing.T, c clients, user string) error {
 			obj, err := admin.dynamic.Resource(exampleAddons).Namespace(ns).Get(ctx, "mesh", metav1.GetOptions{})
 			require.NoError(t, err)
 			obj.SetFinalizers(append(obj.GetFinalizers(), "example.com/"+user))
 			_, err = c.dynamic.Resource(exampleAddons).Namespace(ns).Update(ctx, obj, metav1.UpdateOptions{})
 			return err
 		}},
-		{resource: "addons/status", verb: "update", act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"addons/status", "update"}}, act: func(t *testing.T, c clients, user string) error {
 			o, err := objectsOf(t, admin).Get(ctx, ns+"/mesh")
 			require.NoError(t, err)
 			_, err = objectsOf(t, c).UpdateStatus(ctx, o, addon.Status{Phase: addon.PhaseInitializing, InstalledVersion: user})
 			return err
 		}},
-		{resource: "addons/finalizers", verb: "update", act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"addons/finalizers", "update"}}, act: func(t *testing.T, c clients, user string) error {
 			_, err := c.typed.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 				Name: "owned-by-" + user, OwnerReferences: []metav1.OwnerReference{blockingOwnerOf(mesh)},
 			}}, metav1.CreateOptions{})
 			return err
 		}},
-		{resource: "events", verb: "create", act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"events", "create"}}, act: func(t *testing.T, c clients, user string) error {
 			_, err := c.typed.EventsV1().Events(ns).Create(ctx, addonEvent(user), metav1.CreateOptions{})
 			return err
 		}},
-		{resource: "events", verb: "patch", act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"events", "patch"}}, act: func(t *testing.T, c clients, user string) error {
 			_, err := c.typed.EventsV1().Events(ns).Patch(ctx, patched.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"seen-by":"`+user+`"}}}`), metav1.PatchOptions{})
 			return err
 		}},
@@ -712,7 +847,7 @@ func TestRBACOfTheAddonRoleOnTheAPIServer(t *testing.T) {
 	t.Run("the shipped role is enough", func(t *testing.T) {
 		c := asUser(t, admin, "addon", "addon-operator", func(r *rbacv1.ClusterRole) { r.Rules = append(r.Rules, driver) })
 		for _, a := range actions {
-			assert.NoError(t, a.act(t, c, "addon-operator"), "%s on %s", a.verb, a.resource)
+			assert.NoError(t, a.act(t, c, "addon-operator"), "needing %v", a.needs)
 		}
 
 		exampleObject(t, admin, exampleAddons, "Addon", ns, "machine")
@@ -734,20 +869,7 @@ func TestRBACOfTheAddonRoleOnTheAPIServer(t *testing.T) {
 		assert.Equal(t, "v1", o.Status.InstalledVersion)
 	})
 
-	for _, missing := range actions {
-		t.Run(fmt.Sprintf("without %s on %s", missing.verb, missing.resource), func(t *testing.T) {
-			user := fmt.Sprintf("addon-without-%s-%s", missing.verb, strings.ReplaceAll(missing.resource, "/", "-"))
-			c := asUser(t, admin, "addon", user, without(missing.resource, missing.verb, driver))
-			for _, a := range actions {
-				err := a.act(t, c, user)
-				if a.resource == missing.resource && a.verb == missing.verb {
-					assert.True(t, apierrors.IsForbidden(err), "%s on %s: %v", a.verb, a.resource, err)
-				} else {
-					assert.NoError(t, err, "%s on %s", a.verb, a.resource)
-				}
-			}
-		})
-	}
+	checkEachRuleIsNeeded(t, admin, "addon", []rbacv1.PolicyRule{driver}, actions)
 }
 
 // addonEvent is an events/v1 event about the add-on mesh, named for user.
