@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/events"
@@ -589,6 +590,18 @@ func awaitOwnerMapping(t *testing.T, admin clients, gvr schema.GroupVersionResou
 	}), "blockOwnerDeletion on a %s", owner.GetKind())
 }
 
+// exampleOwner defines the example.com resource gvr of kind, and creates
+// the namespace ns and the object ns/name in it, once blockOwnerDeletion on
+// it is admitted.
+func exampleOwner(t *testing.T, admin clients, gvr schema.GroupVersionResource, kind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	namespace(t, admin, ns)
+	exampleCRD(t, admin, gvr.Resource, kind)
+	owner := exampleObject(t, admin, gvr, kind, ns, name)
+	awaitOwnerMapping(t, admin, gvr, owner)
+	return owner
+}
+
 // blockingOwnerOf is a controller owner reference to obj that blocks its
 // deletion.
 func blockingOwnerOf(obj *unstructured.Unstructured) metav1.OwnerReference {
@@ -606,10 +619,7 @@ func TestRBACOfTheRolloutRoleOnTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	admin := connect(t)
 	const ns = "kube-rbac-rollout"
-	namespace(t, admin, ns)
-	exampleCRD(t, admin, "rollouts", "Rollout")
-	owner := exampleObject(t, admin, exampleRollouts, "Rollout", ns, "etcd")
-	awaitOwnerMapping(t, admin, exampleRollouts, owner)
+	owner := exampleOwner(t, admin, exampleRollouts, "Rollout", ns, "etcd")
 	ref := blockingOwnerOf(owner)
 	rolloutPods := func(t *testing.T, c clients, owner *metav1.OwnerReference) *RolloutPods {
 		factory := informers.NewSharedInformerFactory(c.typed, 0)
@@ -648,8 +658,7 @@ func TestRBACOfTheRolloutRoleOnTheAPIServer(t *testing.T) {
 		})
 	}
 
-	patched, err := admin.typed.EventsV1().Events(ns).Create(ctx, rolloutEvent("patched"), metav1.CreateOptions{})
-	require.NoError(t, err)
+	regarding := corev1.ObjectReference{APIVersion: "example.com/v1", Kind: "Rollout", Namespace: ns, Name: "etcd"}
 	statusOf := func(t *testing.T, c clients, name string) *ConfigMapStatusStore[rollout.Status] {
 		s, err := NewConfigMapStatusStore[rollout.Status](c.typed.CoreV1(), ns, name, "")
 		require.NoError(t, err)
@@ -708,15 +717,8 @@ func TestRBACOfTheRolloutRoleOnTheAPIServer(t *testing.T) {
 			_, err = statusOf(t, c, "updated-by-"+user).UpdateStatus(ctx, rollout.Status{LatestAvailableRevision: 2}, rv)
 			return err
 		}},
-		{needs: []rule{{"events", "create"}}, act: func(t *testing.T, c clients, user string) error {
-			_, err := c.typed.EventsV1().Events(ns).Create(ctx, rolloutEvent(user), metav1.CreateOptions{})
-			return err
-		}},
-		{needs: []rule{{"events", "patch"}}, act: func(t *testing.T, c clients, user string) error {
-			_, err := c.typed.EventsV1().Events(ns).Patch(ctx, patched.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"seen-by":"`+user+`"}}}`), metav1.PatchOptions{})
-			return err
-		}},
 	}
+	actions = append(actions, eventActions(ctx, admin, regarding)...)
 	checkEachRuleIsNeeded(t, admin, "rollout", nil, actions)
 
 	t.Run("RolloutPods reads pods and nodes through listers: get on them is not used", func(t *testing.T) {
@@ -729,15 +731,6 @@ func TestRBACOfTheRolloutRoleOnTheAPIServer(t *testing.T) {
 			assert.NoError(t, a.act(t, c, user), "needing %v", a.needs)
 		}
 	})
-}
-
-// rolloutEvent is an events/v1 event about the rollout etcd, named for user.
-func rolloutEvent(user string) *eventsv1.Event {
-	return &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: "etcd-" + user}, EventTime: metav1.NowMicro(), ReportingController: "converge.dev/test",
-		ReportingInstance: user, Action: "Rollout", Reason: "NodeTargetRevisionChanged", Type: "Normal",
-		Regarding: corev1.ObjectReference{APIVersion: "example.com/v1", Kind: "Rollout", Namespace: "kube-rbac-rollout", Name: "etcd"},
-	}
 }
 
 // rule is one verb on one resource of a role.
@@ -786,12 +779,7 @@ func TestRBACOfTheAddonRoleOnTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	admin := connect(t)
 	const ns = "kube-rbac-addon"
-	namespace(t, admin, ns)
-	exampleCRD(t, admin, "addons", "Addon")
-	mesh := exampleObject(t, admin, exampleAddons, "Addon", ns, "mesh")
-	awaitOwnerMapping(t, admin, exampleAddons, mesh)
-	patched, err := admin.typed.EventsV1().Events(ns).Create(ctx, addonEvent("patched"), metav1.CreateOptions{})
-	require.NoError(t, err)
+	mesh := exampleOwner(t, admin, exampleAddons, "Addon", ns, "mesh")
 	// The driver's own RBAC, for the objects it owns by the add-on.
 	driver := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}}
 	objectsOf := func(t *testing.T, c clients) *AddonObjects {
@@ -834,15 +822,8 @@ func TestRBACOfTheAddonRoleOnTheAPIServer(t *testing.T) {
 			}}, metav1.CreateOptions{})
 			return err
 		}},
-		{needs: []rule{{"events", "create"}}, act: func(t *testing.T, c clients, user string) error {
-			_, err := c.typed.EventsV1().Events(ns).Create(ctx, addonEvent(user), metav1.CreateOptions{})
-			return err
-		}},
-		{needs: []rule{{"events", "patch"}}, act: func(t *testing.T, c clients, user string) error {
-			_, err := c.typed.EventsV1().Events(ns).Patch(ctx, patched.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"seen-by":"`+user+`"}}}`), metav1.PatchOptions{})
-			return err
-		}},
 	}
+	actions = append(actions, eventActions(ctx, admin, corev1.ObjectReference{APIVersion: "example.com/v1", Kind: "Addon", Namespace: ns, Name: "mesh"})...)
 
 	t.Run("the shipped role is enough", func(t *testing.T) {
 		c := asUser(t, admin, "addon", "addon-operator", func(r *rbacv1.ClusterRole) { r.Rules = append(r.Rules, driver) })
@@ -872,11 +853,26 @@ func TestRBACOfTheAddonRoleOnTheAPIServer(t *testing.T) {
 	checkEachRuleIsNeeded(t, admin, "addon", []rbacv1.PolicyRule{driver}, actions)
 }
 
-// addonEvent is an events/v1 event about the add-on mesh, named for user.
-func addonEvent(user string) *eventsv1.Event {
-	return &eventsv1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: "mesh-" + user}, EventTime: metav1.NowMicro(), ReportingController: "converge.dev/test",
-		ReportingInstance: user, Action: "Install", Reason: "Installing", Type: "Normal",
-		Regarding: corev1.ObjectReference{APIVersion: "example.com/v1", Kind: "Addon", Namespace: "kube-rbac-addon", Name: "mesh"},
+// eventActions record an event about regarding and patch an event, as an
+// events/v1 recorder does.
+func eventActions(ctx context.Context, admin clients, regarding corev1.ObjectReference) []roleAction {
+	eventAbout := func(user string) *eventsv1.Event {
+		return &eventsv1.Event{
+			ObjectMeta: metav1.ObjectMeta{Name: regarding.Name + "-" + user}, EventTime: metav1.NowMicro(), ReportingController: "converge.dev/test",
+			ReportingInstance: user, Action: "Test", Reason: "Tested", Type: "Normal", Regarding: regarding,
+		}
+	}
+	events := func(c clients) eventsv1client.EventInterface { return c.typed.EventsV1().Events(regarding.Namespace) }
+	return []roleAction{
+		{needs: []rule{{"events", "create"}}, act: func(t *testing.T, c clients, user string) error {
+			_, err := events(c).Create(ctx, eventAbout(user), metav1.CreateOptions{})
+			return err
+		}},
+		{needs: []rule{{"events", "patch"}}, act: func(t *testing.T, c clients, user string) error {
+			patched, err := events(admin).Create(ctx, eventAbout("patched-for-"+user), metav1.CreateOptions{})
+			require.NoError(t, err)
+			_, err = events(c).Patch(ctx, patched.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"seen-by":"`+user+`"}}}`), metav1.PatchOptions{})
+			return err
+		}},
 	}
 }
