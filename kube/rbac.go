@@ -14,8 +14,10 @@ var rbacFiles embed.FS
 // RBAC returns the ClusterRole that an engine's adapters in this package
 // need ("rollout", "addon" or "payload"), as shipped in kube/rbac/<engine>.yaml:
 // apply it as it is, or copy its rules into your operator's role. The addon
-// role names an example.com/addons resource to replace with yours; the
-// payload role lists the kinds of a typical payload to extend with yours.
+// role names an example.com/addons resource to replace with yours, and the
+// rollout role the finalizers of an example.com/rollouts owner (for
+// RolloutPodsConfig.Owner) to replace with your owner's; the payload role
+// lists the kinds of a typical payload to extend with yours.
 func RBAC(engine string) (*rbacv1.ClusterRole, error) {
 	b, err := rbacFiles.ReadFile("rbac/" + engine + ".yaml")
 	if err != nil {

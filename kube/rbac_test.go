@@ -31,7 +31,8 @@ func TestRBACGrantsWhatTheAdaptersNeed(t *testing.T) {
 	}{
 		{engine: "rollout", needs: [][3]string{
 			{"", "pods", "create"}, {"", "pods", "delete"}, {"", "pods", "watch"}, {"", "nodes", "list"},
-			{"", "configmaps", "get"}, {"", "configmaps", "create"}, {"", "configmaps", "update"}, {"events.k8s.io", "events", "create"},
+			{"", "configmaps", "get"}, {"", "configmaps", "create"}, {"", "configmaps", "update"}, {"example.com", "rollouts/finalizers", "update"},
+			{"events.k8s.io", "events", "create"},
 		}},
 		{engine: "addon", needs: [][3]string{
 			{"example.com", "addons", "get"}, {"example.com", "addons/status", "update"}, {"example.com", "addons/finalizers", "update"},

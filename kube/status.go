@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,7 +23,10 @@ var ErrInvalid = errors.New("kube: invalid input")
 // ObjectClient reads one object and writes its status subresource: the
 // dynamic client through NewObjectStatusStore, or any other client (the
 // controller-runtime module adapts its client.Client) through
-// NewObjectStatusStoreFor.
+// NewObjectStatusStoreFor. A client that also has a method
+// GroupResource() schema.GroupResource (ResourceNamer) names the resource in
+// the store's own 409s; otherwise the store guesses it from the object's
+// kind, as meta.UnsafeGuessKindToResource does.
 type ObjectClient interface {
 	// Get reads the object.
 	Get(ctx context.Context) (*unstructured.Unstructured, error)
@@ -74,7 +78,7 @@ func NewObjectStatusStore[T any](client dynamic.Interface, gvr schema.GroupVersi
 	if namespace == "" {
 		what = fmt.Sprintf("%s %s", gvr.GroupResource(), name)
 	}
-	return NewObjectStatusStoreFor[T](dynamicObject{ri: ri, name: name}, what, path...)
+	return NewObjectStatusStoreFor[T](dynamicObject{ri: ri, resource: gvr.GroupResource(), name: name}, what, path...)
 }
 
 // NewObjectStatusStoreFor returns a store on any ObjectClient; what names the
@@ -97,11 +101,22 @@ func NewObjectStatusStoreFor[T any](client ObjectClient, what string, path ...st
 	return &ObjectStatusStore[T]{client: client, what: what, path: path}, nil
 }
 
+// ResourceNamer names the resource of the objects a client serves, as the
+// API server names it in its errors (widgets.example.com).
+type ResourceNamer interface {
+	GroupResource() schema.GroupResource
+}
+
 // dynamicObject is the ObjectClient of one object on the dynamic client.
 type dynamicObject struct {
-	ri   dynamic.ResourceInterface
-	name string
+	ri       dynamic.ResourceInterface
+	resource schema.GroupResource
+	name     string
 }
+
+var _ ResourceNamer = dynamicObject{}
+
+func (d dynamicObject) GroupResource() schema.GroupResource { return d.resource }
 
 func (d dynamicObject) Get(ctx context.Context) (*unstructured.Unstructured, error) {
 	return d.ri.Get(ctx, d.name, metav1.GetOptions{})
@@ -148,7 +163,7 @@ func (s *ObjectStatusStore[T]) UpdateStatus(ctx context.Context, st T, resourceV
 		obj = fresh
 	}
 	if obj.GetResourceVersion() != resourceVersion {
-		return "", apierrors.NewConflict(schema.GroupResource{Group: obj.GroupVersionKind().Group, Resource: obj.GetKind()}, obj.GetName(),
+		return "", apierrors.NewConflict(s.groupResource(obj), obj.GetName(),
 			fmt.Errorf("the object is at resource version %q, not %q", obj.GetResourceVersion(), resourceVersion))
 	}
 	if val == nil {
@@ -163,6 +178,18 @@ func (s *ObjectStatusStore[T]) UpdateStatus(ctx context.Context, st T, resourceV
 	}
 	s.remember(out)
 	return out.GetResourceVersion(), nil
+}
+
+// groupResource names obj's resource as the API server does in its 409:
+// the client's ResourceNamer, or the resource guessed from obj's kind.
+func (s *ObjectStatusStore[T]) groupResource(obj *unstructured.Unstructured) schema.GroupResource {
+	if n, ok := s.client.(ResourceNamer); ok {
+		if gr := n.GroupResource(); gr.Resource != "" {
+			return gr
+		}
+	}
+	plural, _ := meta.UnsafeGuessKindToResource(obj.GroupVersionKind())
+	return plural.GroupResource()
 }
 
 func (s *ObjectStatusStore[T]) remember(obj *unstructured.Unstructured) {

@@ -163,3 +163,78 @@ func TestNewObjectStatusStoreRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// staticObject is an ObjectClient whose object is always obj.
+type staticObject struct{ obj *unstructured.Unstructured }
+
+func (s staticObject) Get(context.Context) (*unstructured.Unstructured, error) {
+	return s.obj.DeepCopy(), nil
+}
+
+func (s staticObject) UpdateStatus(_ context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return obj.DeepCopy(), nil
+}
+
+// namedObject is an ObjectClient that names its resource.
+type namedObject struct {
+	ObjectClient
+	resource schema.GroupResource
+}
+
+func (n namedObject) GroupResource() schema.GroupResource { return n.resource }
+
+// The store's own 409, for a version it knows is stale, is the API server's:
+// it names the resource (widgets.example.com "w"), never the kind.
+func TestObjectStatusStoreConflictNamesTheResource(t *testing.T) {
+	object := func(apiVersion, kind string) staticObject {
+		return staticObject{&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": apiVersion, "kind": kind,
+			"metadata": map[string]any{"name": "w", "namespace": "ns", "resourceVersion": "5"},
+		}}}
+	}
+	dynamicStore := func(t *testing.T) *ObjectStatusStore[engineStatus] {
+		s, err := NewObjectStatusStore[engineStatus](newWidgets(t, nil), widgets, "ns", "w")
+		require.NoError(t, err)
+		return s
+	}
+	storeFor := func(c ObjectClient) func(t *testing.T) *ObjectStatusStore[engineStatus] {
+		return func(t *testing.T) *ObjectStatusStore[engineStatus] {
+			s, err := NewObjectStatusStoreFor[engineStatus](c, "ns/w")
+			require.NoError(t, err)
+			return s
+		}
+	}
+	tests := []struct {
+		name  string
+		store func(t *testing.T) *ObjectStatusStore[engineStatus]
+		want  schema.GroupResource
+	}{
+		{name: "the dynamic client's resource", store: dynamicStore, want: schema.GroupResource{Group: "example.com", Resource: "widgets"}},
+		{name: "a client's own name for its resource wins over the kind",
+			store: storeFor(namedObject{ObjectClient: object("example.com/v1", "Widget"), resource: schema.GroupResource{Group: "example.com", Resource: "gizmos"}}),
+			want:  schema.GroupResource{Group: "example.com", Resource: "gizmos"}},
+		{name: "a client naming no resource falls back to the kind",
+			store: storeFor(namedObject{ObjectClient: object("example.com/v1", "Widget")}),
+			want:  schema.GroupResource{Group: "example.com", Resource: "widgets"}},
+		{name: "a kind ending in y is guessed as the API server's plural", store: storeFor(object("example.com/v1", "Policy")),
+			want: schema.GroupResource{Group: "example.com", Resource: "policies"}},
+		{name: "a core kind has no group", store: storeFor(object("v1", "ConfigMap")), want: schema.GroupResource{Resource: "configmaps"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := tt.store(t)
+			_, rv, err := s.GetStatus(ctx)
+			require.NoError(t, err)
+			_, err = s.UpdateStatus(ctx, engineStatus{Revision: 1}, rv+"0")
+			require.True(t, apierrors.IsConflict(err), "%v", err)
+			var status apierrors.APIStatus
+			require.True(t, errors.As(err, &status))
+			want := apierrors.NewConflict(tt.want, "w", errors.New("stale")).Status()
+			assert.Equal(t, want.Details, status.Status().Details)
+			assert.Equal(t, want.Reason, status.Status().Reason)
+			assert.Equal(t, want.Code, status.Status().Code)
+			assert.Contains(t, err.Error(), "Operation cannot be fulfilled on "+tt.want.String()+` "w": `)
+		})
+	}
+}

@@ -20,7 +20,9 @@ type StatusReadWriter[T any] interface {
 // is current: the writer of an engine that is the only writer of its status
 // and always holds the whole of it (payload.StatusWriter). A write that
 // races another writer returns the 409, which the engine answers by writing
-// again.
+// again. fake.TestPayloadStatusWriter checks that contract.
+//
+// RBAC: what its Store needs.
 type LatestStatusWriter[T any] struct {
 	// Store reads the current version and writes the status.
 	Store StatusReadWriter[T]

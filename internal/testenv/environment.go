@@ -78,7 +78,11 @@ func (e *Environment) Pids() []int {
 
 // Start builds or locates the binaries, starts etcd and kube-apiserver on
 // free loopback ports in a new temporary directory, and returns once the
-// apiserver answers /readyz. On error everything started is stopped again.
+// apiserver answers /readyz. The apiserver authorizes with RBAC and, beside
+// the default admission plugins (less ServiceAccount, which needs the
+// controller-manager's tokens), enforces OwnerReferencesPermissionEnforcement,
+// as many production clusters do: setting blockOwnerDeletion needs update on the
+// owner's finalizers. On error everything started is stopped again.
 func Start(ctx context.Context) (env *Environment, err error) {
 	removeStale()
 	bins, err := EnsureBinaries(ctx)
@@ -138,6 +142,7 @@ func Start(ctx context.Context) (env *Environment, err error) {
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--disable-admission-plugins=ServiceAccount",
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
 		"--enable-priority-and-fairness=false",
 	)
 	if err != nil {
