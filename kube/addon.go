@@ -78,8 +78,12 @@ type AddonClient interface {
 // The object travels as addon.Object.Host (an *unstructured.Unstructured)
 // for the driver's owner references.
 //
-// RBAC: get on the resource, update on its status subresource (and, to
-// keep a finalizer until Result.Deleted, update on the resource).
+// RBAC (shipped as kube/rbac/addon.yaml): get on the resource (list and
+// watch for the host's informer), update on its status subresource, update
+// on the resource to keep a finalizer until Result.Deleted, and update on
+// its finalizers subresource for driver objects owned by the add-on with
+// blockOwnerDeletion (the OwnerReferencesPermissionEnforcement admission
+// plugin checks it).
 type AddonObjects struct {
 	cfg    AddonObjectsConfig
 	client AddonClient

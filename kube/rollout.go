@@ -84,9 +84,12 @@ type PodClient interface {
 // condition's transition time. A node is unreachable unless its Ready
 // condition is True.
 //
-// RBAC: get, list and watch on pods and nodes; create and delete on pods in
-// Namespace; with Owner, update on the owner's finalizers subresource (the
-// API server checks it for blockOwnerDeletion).
+// RBAC (shipped as kube/rbac/rollout.yaml): get, list and watch on pods and
+// nodes (the listers' informers list and watch; a client that reads without
+// a cache gets); create and delete on pods in Namespace; with Owner, update
+// on the owner's finalizers subresource, which the
+// OwnerReferencesPermissionEnforcement admission plugin requires for
+// blockOwnerDeletion.
 type RolloutPods struct {
 	cfg    RolloutPodsConfig
 	client PodClient

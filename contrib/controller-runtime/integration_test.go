@@ -22,7 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge/payload"
 )
 
 // apiClient returns a controller-runtime client of the test apiserver,
@@ -84,6 +86,43 @@ func TestObjectStatusStoreOnTheAPIServer(t *testing.T) {
 			require.NoError(t, err)
 			_, err = s.UpdateStatus(ctx, engineStatus{Revision: 4}, rv3)
 			require.NoError(t, err)
+		})
+	}
+}
+
+// kube.LatestStatusWriter over either store of this package is a payload
+// status writer that passes fake.TestPayloadStatusWriter on the API server.
+func TestLatestStatusWriterConformsOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c, ns := apiClient(t)
+	w := newWidget(ns, "w")
+	require.NoError(t, c.Create(ctx, w))
+	tests := []struct {
+		name     string
+		newStore func() (kube.StatusReadWriter[payload.Status], error)
+	}{
+		{name: "ConfigMap, created by the first write", newStore: func() (kube.StatusReadWriter[payload.Status], error) {
+			return NewConfigMapStatusStore[payload.Status](c, client.ObjectKey{Namespace: ns, Name: "payload-status"}, "")
+		}},
+		{name: "custom resource, status.payload", newStore: func() (kube.StatusReadWriter[payload.Status], error) {
+			return NewObjectStatusStore[payload.Status](c, widgetGVK, client.ObjectKeyFromObject(w), "status", "payload")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stores := make([]kube.StatusReadWriter[payload.Status], 3)
+			for i := range stores {
+				s, err := tt.newStore()
+				require.NoError(t, err)
+				stores[i] = s
+			}
+			read := func(ctx context.Context) (payload.Status, error) {
+				st, _, err := stores[2].GetStatus(ctx)
+				return st, err
+			}
+			require.NoError(t, fake.TestPayloadStatusWriter(ctx,
+				kube.LatestStatusWriter[payload.Status]{Store: stores[0]},
+				kube.LatestStatusWriter[payload.Status]{Store: stores[1]}, read))
 		})
 	}
 }

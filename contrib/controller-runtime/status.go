@@ -28,7 +28,10 @@ type ObjectClient struct {
 	key    client.ObjectKey
 }
 
-var _ kube.ObjectClient = (*ObjectClient)(nil)
+var (
+	_ kube.ObjectClient  = (*ObjectClient)(nil)
+	_ kube.ResourceNamer = (*ObjectClient)(nil)
+)
 
 // NewObjectClient returns the ObjectClient of the object of kind gvk at key
 // (an empty namespace for a cluster-scoped kind). The client's REST mapper
@@ -46,6 +49,17 @@ func NewObjectClient(c client.Client, gvk schema.GroupVersionKind, key client.Ob
 // Get reads the object.
 func (o *ObjectClient) Get(ctx context.Context) (*unstructured.Unstructured, error) {
 	return getUnstructured(ctx, o.client, o.gvk, o.key)
+}
+
+// GroupResource names the object's resource as the client's REST mapper
+// maps its kind, so that the store's own 409s read like the API server's;
+// it is empty when the mapper does not know the kind.
+func (o *ObjectClient) GroupResource() schema.GroupResource {
+	mapping, err := o.client.RESTMapper().RESTMapping(o.gvk.GroupKind(), o.gvk.Version)
+	if err != nil {
+		return schema.GroupResource{}
+	}
+	return mapping.Resource.GroupResource()
 }
 
 // UpdateStatus writes obj through the status subresource if it is still at

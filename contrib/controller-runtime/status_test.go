@@ -18,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	cvfake "github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge/payload"
 )
 
 // engineStatus stands for an engine's Status.
@@ -267,4 +269,61 @@ func TestConfigMapClientCreatesInItsNamespace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ns", out.Namespace)
 	assert.NotEmpty(t, out.ResourceVersion, "Create returns the ConfigMap as created")
+}
+
+// The store's own 409 (a write over a version the object is no longer at)
+// names the resource as the client's REST mapper maps the kind, as the API
+// server's 409 does, even where the plural is not the kind's guessed one.
+func TestObjectStatusStoreConflictNamesTheMappedResource(t *testing.T) {
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.AddSpecific(widgetGVK, widgetGVK.GroupVersion().WithResource("widgetries"),
+		widgetGVK.GroupVersion().WithResource("widgetry"), meta.RESTScopeNamespace)
+	scheme := runtime.NewScheme()
+	scheme.AddKnownTypeWithName(widgetGVK, &widget{})
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).
+		WithStatusSubresource(newWidget("", "")).WithObjects(newWidget("ns", "w")).Build()
+	s, err := NewObjectStatusStore[engineStatus](c, widgetGVK, client.ObjectKey{Namespace: "ns", Name: "w"})
+	require.NoError(t, err)
+
+	_, err = s.UpdateStatus(context.Background(), engineStatus{Revision: 1}, "12345")
+	require.True(t, apierrors.IsConflict(err), "%v", err)
+	var status apierrors.APIStatus
+	require.ErrorAs(t, err, &status)
+	assert.Equal(t, "test.converge.dev", status.Status().Details.Group)
+	assert.Equal(t, "widgetries", status.Status().Details.Kind, "the API server's 409 names the resource in Details.Kind")
+	assert.Contains(t, err.Error(), `widgetries.test.converge.dev "w"`)
+}
+
+// kube.LatestStatusWriter over either store of this package is a payload
+// status writer that passes fake.TestPayloadStatusWriter on the fake client.
+func TestLatestStatusWriterConforms(t *testing.T) {
+	tests := []struct {
+		name     string
+		newStore func(c client.Client) (kube.StatusReadWriter[payload.Status], error)
+	}{
+		{name: "ConfigMap, created by the first write", newStore: func(c client.Client) (kube.StatusReadWriter[payload.Status], error) {
+			return NewConfigMapStatusStore[payload.Status](c, client.ObjectKey{Namespace: "ns", Name: "payload-status"}, "")
+		}},
+		{name: "custom resource, status.payload", newStore: func(c client.Client) (kube.StatusReadWriter[payload.Status], error) {
+			return NewObjectStatusStore[payload.Status](c, widgetGVK, client.ObjectKey{Namespace: "ns", Name: "w"}, "status", "payload")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newFakeClient(t, newWidget("ns", "w"))
+			stores := make([]kube.StatusReadWriter[payload.Status], 3)
+			for i := range stores {
+				s, err := tt.newStore(c)
+				require.NoError(t, err)
+				stores[i] = s
+			}
+			read := func(ctx context.Context) (payload.Status, error) {
+				st, _, err := stores[2].GetStatus(ctx)
+				return st, err
+			}
+			require.NoError(t, cvfake.TestPayloadStatusWriter(context.Background(),
+				kube.LatestStatusWriter[payload.Status]{Store: stores[0]},
+				kube.LatestStatusWriter[payload.Status]{Store: stores[1]}, read))
+		})
+	}
 }
