@@ -95,14 +95,15 @@ func (in *instance) running() bool {
 	}
 }
 
-// TestLeaderElection runs two instances of the example: only the leader applies, up to
-// the Job barrier; once it is killed, the other takes the Lease, finishes the work from
+// TestLeaderElection runs two instances of the example (the test plays the deployment
+// controller): only the leader applies, up to the Job barrier; once it is killed, the other takes the Lease, finishes the work from
 // the status the first one persisted, and exits 0 after releasing the Lease.
 func TestLeaderElection(t *testing.T) {
 	c := connect(t)
 	manifests := loadExample(t)
 	c.reset(t, manifests)
 	binary := buildExample(t)
+	deployments := c.startJobController(t, false)
 
 	// Identities new to this run: the Namespace, which reset keeps, remembers the field
 	// managers of earlier runs.
@@ -208,4 +209,6 @@ func TestLeaderElection(t *testing.T) {
 	id, err := holder(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, id, "the follower did not release the Lease")
+	_, _, err = deployments.resourceVersions()
+	assert.NoError(t, err, "the Deployments were rolled out")
 }
