@@ -90,19 +90,28 @@ func TestRunOnTheAPIServer(t *testing.T) {
 			_, err = client.CoreV1().Secrets(tt.namespace).Get(ctx, "mesh-manager-db", metav1.GetOptions{})
 			assert.True(t, apierrors.IsNotFound(err), "the run removes its Secret: %v", err)
 
-			if !assert.Eventually(t, func() bool {
-				utilnet.CloseIdleConnectionsFor(hc.Transport)
-				return runtime.NumGoroutine() <= baseline
-			}, 30*time.Second, 100*time.Millisecond, "goroutines back to the baseline %d", baseline) {
-				t.Log(stacks())
-			}
+			assert.NoError(t, goroutinesBackTo(baseline, func() { utilnet.CloseIdleConnectionsFor(hc.Transport) }))
 
 		})
 	}
 }
 
-func stacks() string {
-	var b strings.Builder
-	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
-	return b.String()
+// goroutinesBackTo polls, calling closeIdle each time, until no more than
+// baseline goroutines run; after 30 seconds it returns their stacks. It
+// polls on the test's own goroutine, so that it counts none of its own.
+func goroutinesBackTo(baseline int, closeIdle func()) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		closeIdle()
+		n := runtime.NumGoroutine()
+		if n <= baseline {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+			return fmt.Errorf("%d goroutines, %d before the run:\n%s", n, baseline, b.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
