@@ -83,7 +83,7 @@ func apply(ctx context.Context, o options, out io.Writer) error {
 	defer c.Close()
 	work := func(ctx context.Context) error {
 		progress.Println("applying %d manifests of release %s to %s", len(manifests), o.release, c)
-		return sync(ctx, c, o, manifests, removals, progress)
+		return runWorker(ctx, c, o, manifests, removals, progress)
 	}
 	if !o.leaderElect {
 		return work(ctx)
@@ -92,8 +92,8 @@ func apply(ctx context.Context, o options, out io.Writer) error {
 	return e2e.RunElected(ctx, o.election, work)
 }
 
-// sync runs the sync worker until the payload has been applied and reconciled once.
-func sync(ctx context.Context, c *e2e.Cluster, o options, manifests, removals []payload.Manifest, progress *e2e.Progress) error {
+// runWorker runs the sync worker until the payload has been applied and reconciled once.
+func runWorker(ctx context.Context, c *e2e.Cluster, o options, manifests, removals []payload.Manifest, progress *e2e.Progress) error {
 	policy, deadline := c.Policy(o.interval)
 	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logr.Discard()), deadline)
 	defer cancel()

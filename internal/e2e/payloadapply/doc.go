@@ -3,6 +3,5 @@
 // fakes, one flaky ConfigMap, a fake clock), the connection to a real cluster, the
 // policy, the simulated job and deployment controllers, the checks of the command
 // line's values, leader election, the progress line and the wait for one reconcile
-// pass. Its integration tests run the example's binary against a real
-// kube-apiserver.
+// pass.
 package payloadapply

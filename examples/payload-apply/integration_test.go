@@ -1,6 +1,6 @@
 //go:build integration
 
-package payloadapply
+package main
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/internal/testenv"
 	"github.com/converge-dev/converge/payload"
 )
@@ -48,12 +49,12 @@ const (
 // testCluster is the test's own view of the environment: the example's dynamic client,
 // REST mapper and typed clientset.
 type testCluster struct {
-	*Cluster
+	*e2e.Cluster
 }
 
 func connect(t *testing.T) *testCluster {
 	t.Helper()
-	c, err := RealCluster(env.Kubeconfig)
+	c, err := e2e.RealCluster(env.Kubeconfig)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return &testCluster{Cluster: c}
@@ -62,7 +63,7 @@ func connect(t *testing.T) *testCluster {
 // loadExample loads the example's manifests.
 func loadExample(t *testing.T) []payload.Manifest {
 	t.Helper()
-	manifests, _, err := Load(os.DirFS("../../../examples/payload-apply"))
+	manifests, _, err := e2e.Load(os.DirFS("."))
 	require.NoError(t, err)
 	return manifests
 }
@@ -100,9 +101,9 @@ func (c *testCluster) reset(t *testing.T, manifests []payload.Manifest) {
 		err = client.Delete(ctx, m.Name(), metav1.DeleteOptions{PropagationPolicy: &background})
 		require.True(t, err == nil || apierrors.IsNotFound(err), "deleting %s: %v", m.Ref(), err)
 	}
-	err := c.Typed.CoreV1().ConfigMaps("default").Delete(ctx, StatusConfigMap, metav1.DeleteOptions{})
+	err := c.Typed.CoreV1().ConfigMaps("default").Delete(ctx, e2e.StatusConfigMap, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "deleting the status: %v", err)
-	err = c.Typed.CoordinationV1().Leases("default").Delete(ctx, LeaseName, metav1.DeleteOptions{})
+	err = c.Typed.CoordinationV1().Leases("default").Delete(ctx, e2e.LeaseName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "deleting the Lease: %v", err)
 }
 

@@ -1,6 +1,6 @@
 //go:build integration
 
-package payloadapply
+package main
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -43,7 +44,7 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	assert.Contains(t, out, "apply (Reconciling) done: 31/31 manifests")
 	installed := c.live(t, manifests)
 	require.Len(t, installed, len(manifests))
-	for _, m := range StampRelease(manifests, "1.0.0") {
+	for _, m := range e2e.StampRelease(manifests, "1.0.0") {
 		live := installed[m.Ref()]
 		assertContains(t, m.Ref(), m.Object, live)
 		assert.Contains(t, managers(live), "payload-apply", m.Ref())
@@ -80,7 +81,7 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	assert.Contains(t, out, "apply (Updating) done: 31/31 manifests")
 	updated := c.live(t, manifests)
 	first, last := map[int]int64{}, map[int]int64{}
-	for _, m := range StampRelease(manifests, "1.1.0") {
+	for _, m := range e2e.StampRelease(manifests, "1.1.0") {
 		if m.GVK.Kind == "Job" {
 			continue
 		}
@@ -135,7 +136,7 @@ func TestSimulatedControllers(t *testing.T) {
 			return false, err
 		}
 		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-			return e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == StatusConfigMap && e.Reason == "PayloadApplied" && e.Action == "Apply"
+			return e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == e2e.StatusConfigMap && e.Reason == "PayloadApplied" && e.Action == "Apply"
 		}), nil
 	}), "no PayloadApplied event about the status ConfigMap")
 }
