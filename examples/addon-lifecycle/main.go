@@ -54,12 +54,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil && *kubeconfig != "" {
 		if verr := opts.Validate(); verr != nil {
-			err = &cli.UsageError{Line: verr.Error()}
+			err = &cli.UsageError{Line: verr.Error()} // it names each flag out of range
 		}
 	}
-	if err == nil && *diagram {
+	switch {
+	case err != nil:
+	case *diagram:
 		_, err = fmt.Fprint(stdout, addon.DefaultTable().Mermaid())
-	} else if err == nil {
+	default:
 		err = runController(ctx, *kubeconfig, opts, stdout)
 	}
 	return cli.Exit(stderr, fs.Name(), err)
@@ -68,14 +70,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // runController wires the engine to the cluster and lets the cluster play
 // its scenario, calling reconcile for each Addon it changes.
 func runController(ctx context.Context, kubeconfig string, opts addonlifecycle.ClusterOptions, out io.Writer) error {
-	cluster := addonlifecycle.InMemory()
-	if kubeconfig != "" {
-		var err error
-		if cluster, err = addonlifecycle.Connect(kubeconfig, opts); err != nil {
-			return err
-		}
-		defer cluster.Close()
+	cluster, err := addonlifecycle.Connect(kubeconfig, opts)
+	if err != nil {
+		return err
 	}
+	defer cluster.Close()
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	defer broadcaster.Shutdown()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cluster.Kube.CoreV1().Events("")})

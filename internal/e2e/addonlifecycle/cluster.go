@@ -112,8 +112,12 @@ func InMemory() *Cluster {
 }
 
 // Connect reaches the cluster of kubeconfig, where Play runs the fleet
-// opts asks for; Close releases its connections.
+// opts asks for, or with "" returns InMemory(); Close releases its
+// connections.
 func Connect(kubeconfig string, opts ClusterOptions) (*Cluster, error) {
+	if kubeconfig == "" {
+		return InMemory(), nil
+	}
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
