@@ -72,6 +72,9 @@ func TestRunRefusesABadCommandLine(t *testing.T) {
 		{name: "retry period not shorter than the renew deadline", args: []string{"-kubeconfig", "k", "-leader-elect", "-retry-period", "10s"}, code: 2,
 			stderr: "payload-apply: -retry-period: must be positive and shorter than -renew-deadline (10s), got 10s\n"},
 		{name: "unreadable kubeconfig", args: []string{"-kubeconfig", "/nonexistent/kubeconfig"}, code: 1, stderr: "payload-apply: "},
+		{name: "every flag of a cluster under leader election is accepted", args: []string{"-kubeconfig", "/nonexistent/kubeconfig", "-leader-elect", "-simulate-controllers",
+			"-identity", "a", "-lease-duration", "4s", "-renew-deadline", "3s", "-retry-period", "1s", "-interval", "2s", "-namespace", "n", "-release", "1.1.0"},
+			code: 1, stderr: "payload-apply: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
