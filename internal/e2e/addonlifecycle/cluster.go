@@ -10,21 +10,24 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/conditions"
@@ -74,15 +77,58 @@ func (o ClusterOptions) Validate() error {
 	return nil
 }
 
-// clients reach one cluster over one HTTP client, whose idle connections
-// closeIdle drops once everything using it has stopped.
-type clients struct {
-	kube    kubernetes.Interface
-	dynamic dynamic.Interface
-	http    *http.Client
+// Cluster is where the example's controller runs: an in-memory cluster
+// (client-go's fake clientset and dynamic client, a fake clock) or the
+// cluster of a kubeconfig. Play plays its scenario on it.
+type Cluster struct {
+	// Kube and Dynamic reach the cluster.
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Clock, Policy and Jitter configure the engine: in memory a fake
+	// clock that the story steps, the default policy and a fixed jitter;
+	// on a cluster the real clock, short polls and random jitter (nil).
+	Clock  clock.WithTicker
+	Policy addon.Policy
+	Jitter func() float64
+
+	opts      ClusterOptions
+	http      *http.Client
+	fakeClock *clocktesting.FakeClock
 }
 
-func newClients(cfg *rest.Config) (*clients, error) {
+// InMemory is the in-memory cluster, whose API server refuses the first
+// Deployment, as an admission webhook that is not ready yet would.
+func InMemory() *Cluster {
+	kube := fake.NewClientset()
+	failFirstDeploymentCreate(kube)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	return &Cluster{
+		Kube:      kube,
+		Dynamic:   dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{AddonResource: addonKind + "List"}),
+		Clock:     clk,
+		Jitter:    func() float64 { return 0.5 },
+		fakeClock: clk,
+	}
+}
+
+// Connect reaches the cluster of kubeconfig, where Play runs the fleet
+// opts asks for, or with "" returns InMemory(); Close releases its
+// connections.
+func Connect(kubeconfig string, opts ClusterOptions) (*Cluster, error) {
+	if kubeconfig == "" {
+		return InMemory(), nil
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return connect(cfg, opts)
+}
+
+func connect(cfg *rest.Config, opts ClusterOptions) (*Cluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
 		cfg.QPS, cfg.Burst = 100, 200
@@ -99,10 +145,38 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{kube: kube, dynamic: dyn, http: hc}, nil
+	return &Cluster{Kube: kube, Dynamic: dyn, Clock: clock.RealClock{}, Policy: clusterPolicy, opts: opts, http: hc}, nil
 }
 
-func (c *clients) closeIdle() { utilnet.CloseIdleConnectionsFor(c.http.Transport) }
+// Close drops the idle connections to a real cluster, once everything
+// using them has stopped.
+func (c *Cluster) Close() {
+	if c.http != nil {
+		utilnet.CloseIdleConnectionsFor(c.http.Transport)
+	}
+}
+
+// Play plays the scenario, with reconcile as the controller's reconcile of
+// one Addon.
+//
+// In memory it plays one add-on's story in well under a second: a failed
+// install retried with backoff, an upgrade, an upgrade that never becomes
+// healthy and is rolled back, and a deletion that the finalizer holds until
+// the add-on is uninstalled.
+//
+// On a cluster it installs the Addon custom resource definition
+// (addons.converge.dev), reconciles every Addon through a work queue with
+// ClusterOptions.Workers workers, creates ClusterOptions.Addons Addons at
+// v1, waits until all run, bumps them to v2, waits again, deletes them and
+// checks that none of their objects is left. On a cluster without
+// kube-controller-manager (such as the integration tests' bare
+// kube-apiserver) it also simulates the deployment controller.
+func (c *Cluster) Play(ctx context.Context, reconcile Reconcile, out io.Writer) error {
+	if c.fakeClock != nil {
+		return runStory(ctx, c, reconcile, out)
+	}
+	return runCluster(ctx, c, reconcile, out)
+}
 
 // running is the controller, and the simulated deployment controller if
 // the cluster has none, running in the background.
@@ -111,32 +185,24 @@ type running struct {
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
 	errs       [2]error
-	events     record.EventBroadcaster
 }
 
 // startControllers starts the Addon controller with workers workers and, if
 // simulate, the simulated deployment controller.
-func startControllers(ctx context.Context, c *clients, workers int, simulate bool) (*running, error) {
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.kube.CoreV1().Events("")})
-	ctrl, err := newController(controllerConfig{
-		Kube: c.kube, Dynamic: c.dynamic, Workers: workers, Policy: clusterPolicy,
-		Recorder: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "addon-lifecycle"}),
-	})
+func startControllers(ctx context.Context, c *Cluster, reconcile Reconcile, workers int, simulate bool) (*running, error) {
+	ctrl, err := newController(controllerConfig{Dynamic: c.Dynamic, Reconcile: reconcile, Workers: workers})
 	if err != nil {
-		events.Shutdown()
 		return nil, err
 	}
 	var deps *deploymentStatusController
 	if simulate {
-		if deps, err = newDeploymentStatusController(c.kube); err != nil {
+		if deps, err = newDeploymentStatusController(c.Kube); err != nil {
 			ctrl.queue.ShutDown()
-			events.Shutdown()
 			return nil, err
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &running{controller: ctrl, cancel: cancel, events: events}
+	r := &running{controller: ctrl, cancel: cancel}
 	r.wg.Go(func() { r.errs[0] = ctrl.Run(ctx) })
 	if deps != nil {
 		r.wg.Go(func() { r.errs[1] = deps.Run(ctx, 2) })
@@ -148,7 +214,6 @@ func startControllers(ctx context.Context, c *clients, workers int, simulate boo
 func (r *running) stop() error {
 	r.cancel()
 	r.wg.Wait()
-	r.events.Shutdown()
 	return errors.Join(r.errs[:]...)
 }
 
@@ -169,26 +234,33 @@ func hasDeploymentController(ctx context.Context, client kubernetes.Interface) (
 // controller, creates opts.Addons Addons at v1, waits until all run, bumps
 // them to v2, waits again, deletes them and checks that nothing of theirs
 // is left.
-func runCluster(ctx context.Context, c *clients, opts ClusterOptions, out io.Writer) (err error) {
+func runCluster(ctx context.Context, c *Cluster, reconcile Reconcile, out io.Writer) (err error) {
+	opts := c.opts
 	if err := opts.Validate(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
-	if err := installCRD(ctx, c.dynamic); err != nil {
+	if err := installCRD(ctx, c.Dynamic); err != nil {
 		return err
 	}
-	if err := setUp(ctx, c.kube, opts.Namespace); err != nil {
+	if err := setUp(ctx, c.Kube, opts.Namespace); err != nil {
 		return err
 	}
-	hasController, err := hasDeploymentController(ctx, c.kube)
+	hasController, err := hasDeploymentController(ctx, c.Kube)
 	if err != nil {
 		return err
 	}
 	if !hasController {
 		fmt.Fprintln(out, "no kube-controller-manager Lease: simulating the deployment controller")
 	}
-	r, err := startControllers(ctx, c, opts.Workers, !hasController)
+	addons := c.Dynamic.Resource(AddonResource).Namespace(opts.Namespace)
+	phases, err := watchPhases(ctx, addons)
+	if err != nil {
+		return err
+	}
+	defer phases.stop()
+	r, err := startControllers(ctx, c, reconcile, opts.Workers, !hasController)
 	if err != nil {
 		return err
 	}
@@ -206,30 +278,34 @@ func runCluster(ctx context.Context, c *clients, opts ClusterOptions, out io.Wri
 		fmt.Fprintf(out, "%8s  %s\n", time.Since(start).Round(100*time.Millisecond), what)
 		return nil
 	}
-	addons := c.dynamic.Resource(addonGVR).Namespace(opts.Namespace)
 	names := fleetNames(opts.Addons)
-	if err := stage(fmt.Sprintf("created %d Addons at v1", len(names)), createAddons(ctx, addons, names, "v1")); err != nil {
-		return err
+	ns := opts.Namespace
+	stages := []struct {
+		what string
+		do   func() error
+	}{
+		{fmt.Sprintf("created %d Addons at v1", len(names)), func() error { return createAddons(ctx, addons, names, "v1") }},
+		{"all Running at v1", func() error { return waitAddons(ctx, addons, len(names), runningAt("v1")) }},
+		{"their objects at v1", func() error { return checkInstalled(ctx, c, ns, names, "v1") }},
+		{"spec.version bumped to v2", func() error { return setVersions(ctx, addons, names, "v2") }},
+		{"all Running at v2", func() error { return waitAddons(ctx, addons, len(names), runningAt("v2")) }},
+		{"their objects at v2", func() error { return checkInstalled(ctx, c, ns, names, "v2") }},
+		{"the decided events recorded on each", func() error {
+			return poll(ctx, func() error {
+				return eventsRecorded(ctx, c.Kube, ns, names, "Created", "InstallSucceeded", "Healthy", "VersionChanged", "UpgradeSucceeded")
+			})
+		}},
+		{"deleted", func() error { return deleteAddons(ctx, addons, names) }},
+		{"all gone", func() error { return waitAddons(ctx, addons, 0, func(*unstructured.Unstructured) error { return nil }) }},
+		{"nothing left behind", func() error { return leftovers(ctx, c.Kube, ns) }},
+		{"every Addon went through each phase in order", func() error { return phases.check(ctx, names) }},
 	}
-	if err := stage("all Running at v1", waitAddons(ctx, addons, len(names), runningAt("v1"))); err != nil {
-		return err
+	for _, s := range stages {
+		if err := stage(s.what, s.do()); err != nil {
+			return err
+		}
 	}
-	if err := stage("spec.version bumped to v2", setVersions(ctx, addons, names, "v2")); err != nil {
-		return err
-	}
-	if err := stage("all Running at v2", waitAddons(ctx, addons, len(names), runningAt("v2"))); err != nil {
-		return err
-	}
-	if err := stage("deleted", deleteAddons(ctx, addons, names)); err != nil {
-		return err
-	}
-	if err := stage("all gone", waitAddons(ctx, addons, 0, func(*unstructured.Unstructured) error { return nil })); err != nil {
-		return err
-	}
-	if err := stage("nothing left behind", leftovers(ctx, c.kube, opts.Namespace)); err != nil {
-		return err
-	}
-	return ignoreNotFound(c.kube.CoreV1().Secrets(opts.Namespace).Delete(ctx, dbSecretName, metav1.DeleteOptions{}))
+	return ignoreNotFound(c.Kube.CoreV1().Secrets(ns).Delete(ctx, dbSecretName, metav1.DeleteOptions{}))
 }
 
 func fleetNames(n int) []string {
@@ -242,7 +318,7 @@ func fleetNames(n int) []string {
 
 func newAddon(ns, name, version string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"version": version}}}
-	u.SetAPIVersion(addonGVR.GroupVersion().String())
+	u.SetAPIVersion(AddonResource.GroupVersion().String())
 	u.SetKind(addonKind)
 	u.SetNamespace(ns)
 	u.SetName(name)
@@ -299,6 +375,8 @@ func runningAt(version string) func(*unstructured.Unstructured) error {
 		switch {
 		case err != nil:
 			return err
+		case !hasFinalizer(obj):
+			return fmt.Errorf("%s has no finalizer: %v", obj.GetName(), obj.GetFinalizers())
 		case st.Phase != addon.PhaseRunning || st.InstalledVersion != version:
 			return fmt.Errorf("%s in %s at %q, want Running at %s", obj.GetName(), st.Phase, st.InstalledVersion, version)
 		case st.ObservedGeneration != obj.GetGeneration():
@@ -314,23 +392,30 @@ func runningAt(version string) func(*unstructured.Unstructured) error {
 // when ctx ends it reports the first that did not pass.
 func waitAddons(ctx context.Context, addons dynamic.ResourceInterface, n int, check func(*unstructured.Unstructured) error) error {
 	selector := labels.SelectorFromSet(labels.Set{fleetLabel: managedBy}).String()
-	var last error
-	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	return poll(ctx, func() error {
 		list, err := addons.List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
-			last = err
-			return false, nil
+			return err
 		}
 		if len(list.Items) != n {
-			last = fmt.Errorf("%d Addons, want %d", len(list.Items), n)
-			return false, nil
+			return fmt.Errorf("%d Addons, want %d", len(list.Items), n)
 		}
 		for i := range list.Items {
-			if last = check(&list.Items[i]); last != nil {
-				return false, nil
+			if err := check(&list.Items[i]); err != nil {
+				return err
 			}
 		}
-		return true, nil
+		return nil
+	})
+}
+
+// poll runs check every 250ms until it passes; when ctx ends first it
+// reports check's last error.
+func poll(ctx context.Context, check func() error) error {
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(context.Context) (bool, error) {
+		last = check()
+		return last == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("%w (last: %v)", err, last)

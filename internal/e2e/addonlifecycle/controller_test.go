@@ -2,157 +2,106 @@ package addonlifecycle
 
 import (
 	"context"
-	"strings"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/addon"
 )
 
-// controllerRig drives a controller's reconcile by hand on fake clients:
-// sync copies the Addon from the fake apiserver into the informer's cache,
-// as the informer would, and step reconciles it once.
-type controllerRig struct {
-	t        *testing.T
-	kube     *kubefake.Clientset
-	dyn      *dynamicfake.FakeDynamicClient
-	clock    *clocktesting.FakeClock
-	recorder *record.FakeRecorder
-	c        *controller
-}
-
-func newControllerRig(t *testing.T) *controllerRig {
-	t.Helper()
-	obj := newAddon("ns", "mesh", "v1")
-	obj.SetGeneration(1)
-	r := &controllerRig{
-		t:        t,
-		kube:     kubefake.NewClientset(),
-		dyn:      dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{addonGVR: "AddonList"}, obj),
-		clock:    clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)),
-		recorder: record.NewFakeRecorder(100),
+func TestNewControllerRefusesBadConfig(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{AddonResource: "AddonList"})
+	noop := func(context.Context, *unstructured.Unstructured) (addon.Result, error) { return addon.Result{}, nil }
+	tests := []struct {
+		name string
+		cfg  controllerConfig
+	}{
+		{name: "no workers", cfg: controllerConfig{Dynamic: dyn, Reconcile: noop}},
+		{name: "no client", cfg: controllerConfig{Reconcile: noop, Workers: 1}},
+		{name: "no reconcile", cfg: controllerConfig{Dynamic: dyn, Workers: 1}},
 	}
-	c, err := newController(controllerConfig{Kube: r.kube, Dynamic: r.dyn, Recorder: r.recorder, Policy: clusterPolicy, Workers: 1, Clock: r.clock})
-	require.NoError(t, err)
-	t.Cleanup(c.queue.ShutDown)
-	r.c = c
-	r.sync()
-	return r
-}
-
-func (r *controllerRig) get() *unstructured.Unstructured {
-	r.t.Helper()
-	obj, err := r.dyn.Resource(addonGVR).Namespace("ns").Get(context.Background(), "mesh", metav1.GetOptions{})
-	require.NoError(r.t, err)
-	return obj
-}
-
-func (r *controllerRig) sync() {
-	r.t.Helper()
-	require.NoError(r.t, r.c.informer.GetIndexer().Update(r.get()))
-}
-
-func (r *controllerRig) step() (addon.Result, error) {
-	r.t.Helper()
-	return r.c.reconcile(context.Background(), "ns/mesh")
-}
-
-func (r *controllerRig) phase() string {
-	r.t.Helper()
-	p, _, _ := unstructured.NestedString(r.get().Object, "status", "phase")
-	return p
-}
-
-// rollOut writes the status the deployment controller would.
-func (r *controllerRig) rollOut() {
-	r.t.Helper()
-	deps := r.kube.AppsV1().Deployments("ns")
-	dep, err := deps.Get(context.Background(), "mesh", metav1.GetOptions{})
-	require.NoError(r.t, err)
-	dep.Status = rolledOut(dep)
-	_, err = deps.UpdateStatus(context.Background(), dep, metav1.UpdateOptions{})
-	require.NoError(r.t, err)
-}
-
-func TestControllerHoldsTheFinalizerUntilUninstalled(t *testing.T) {
-	r := newControllerRig(t)
-
-	_, err := r.step()
-	require.NoError(t, err)
-	assert.Equal(t, []string{finalizer}, r.get().GetFinalizers(), "added before the install")
-	assert.Equal(t, "Checking", r.phase())
-	dep, err := r.kube.AppsV1().Deployments("ns").Get(context.Background(), "mesh", metav1.GetOptions{})
-	require.NoError(t, err)
-	assert.Equal(t, "v1", dep.Labels[versionLabel])
-	require.Len(t, dep.OwnerReferences, 1)
-	assert.Equal(t, "mesh", dep.OwnerReferences[0].Name)
-	assert.Equal(t, addonKind, dep.OwnerReferences[0].Kind)
-
-	r.rollOut()
-	r.sync()
-	res, err := r.step()
-	require.NoError(t, err)
-	assert.Equal(t, "Running", r.phase())
-	assert.Equal(t, clusterPolicy.RunningInterval.Duration, res.RequeueAfter)
-
-	// The object is deleted: the apiserver sets the deletion timestamp and
-	// keeps it while the finalizer is there.
-	obj := r.get()
-	now := metav1.NewTime(r.clock.Now())
-	obj.SetDeletionTimestamp(&now)
-	_, err = r.dyn.Resource(addonGVR).Namespace("ns").Update(context.Background(), obj, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	r.sync()
-	res, err = r.step()
-	require.NoError(t, err)
-	assert.True(t, res.Deleted)
-	assert.Empty(t, r.get().GetFinalizers(), "dropped once uninstalled")
-	assert.Equal(t, "Deleted", r.phase())
-	_, err = r.kube.AppsV1().Deployments("ns").Get(context.Background(), "mesh", metav1.GetOptions{})
-	assert.True(t, apierrors.IsNotFound(err), "deployment uninstalled: %v", err)
-	_, err = r.kube.RbacV1().ClusterRoleBindings().Get(context.Background(), "ns:mesh", metav1.GetOptions{})
-	assert.True(t, apierrors.IsNotFound(err), "cluster role binding uninstalled: %v", err)
-
-	close(r.recorder.Events)
-	var reasons []string
-	for e := range r.recorder.Events {
-		reasons = append(reasons, strings.Fields(e)[1])
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := newController(tt.cfg)
+			assert.Error(t, err)
+		})
 	}
-	assert.Equal(t, []string{"Created", "InstallSucceeded", "Healthy", "DeletionRequested", "UninstallSucceeded"}, reasons)
 }
 
-func TestControllerRereadsAConflictAndLosesNothing(t *testing.T) {
-	r := newControllerRig(t)
-	conflicts := 1
-	r.dyn.PrependReactor("update", "addons", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" || conflicts == 0 {
-			return false, nil, nil
-		}
-		conflicts--
-		return true, nil, apierrors.NewConflict(addonGVR.GroupResource(), "mesh", nil)
-	})
+// TestProcessNextRequeuesByTheOutcome checks what the work queue does with
+// each outcome of Reconcile.
+func TestProcessNextRequeuesByTheOutcome(t *testing.T) {
+	conflict := apierrors.NewConflict(AddonResource.GroupResource(), "mesh", nil)
+	tests := []struct {
+		name                string
+		res                 addon.Result
+		err                 error
+		requeues            int           // rate-limited requeues of the key
+		after               time.Duration // when the key is back, 0 for never
+		conflicts, failures int64
+	}{
+		{name: "done", res: addon.Result{}},
+		{name: "look again later", res: addon.Result{RequeueAfter: time.Minute}, after: time.Minute},
+		{name: "apiserver conflict", err: conflict, requeues: 1, after: 5 * time.Millisecond, conflicts: 1},
+		{name: "engine conflict", err: addon.ErrConflict, requeues: 1, after: 5 * time.Millisecond, conflicts: 1},
+		{name: "gone meanwhile", err: apierrors.NewNotFound(AddonResource.GroupResource(), "mesh")},
+		{name: "bad input waits for a change", err: addon.ErrInvalid, failures: 1},
+		{name: "other failure", err: errors.New("apiserver down"), requeues: 1, after: 5 * time.Millisecond, failures: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := newAddon("ns", "mesh", "v1")
+			dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{AddonResource: "AddonList"}, obj)
+			clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+			var got *unstructured.Unstructured
+			c, err := newController(controllerConfig{Dynamic: dyn, Workers: 1, Clock: clk,
+				Reconcile: func(_ context.Context, obj *unstructured.Unstructured) (addon.Result, error) {
+					got = obj
+					return tt.res, tt.err
+				}})
+			require.NoError(t, err)
+			defer c.queue.ShutDown()
+			require.NoError(t, c.informer.GetIndexer().Add(obj))
 
-	r.c.queue.Add("ns/mesh")
-	require.True(t, r.c.processNext(context.Background()))
-	c, failures := r.c.Stats()
-	assert.Zero(t, c, "the engine re-read the Addon itself")
-	assert.Zero(t, failures)
-	assert.Zero(t, conflicts)
-	assert.Equal(t, "Checking", r.phase(), "the install ran once its claim was written over the fresh copy")
-	_, err := r.kube.AppsV1().Deployments("ns").Get(context.Background(), "mesh", metav1.GetOptions{})
+			c.queue.Add("ns/mesh")
+			require.True(t, c.processNext(context.Background()))
+			require.NotNil(t, got)
+			assert.Equal(t, "mesh", got.GetName())
+			assert.NotSame(t, obj, got, "a copy of the cached object")
+			assert.Equal(t, tt.requeues, c.queue.NumRequeues("ns/mesh"))
+			conflicts, failures := c.Stats()
+			assert.Equal(t, tt.conflicts, conflicts)
+			assert.Equal(t, tt.failures, failures)
+			assert.Zero(t, c.queue.Len(), "nothing back at once")
+			if tt.after > 0 {
+				clk.Step(tt.after)
+				assert.Eventually(t, func() bool { return c.queue.Len() == 1 }, 10*time.Second, time.Millisecond, "back after %s", tt.after)
+			}
+		})
+	}
+}
+
+func TestProcessNextSkipsAKeyNoLongerCached(t *testing.T) {
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{AddonResource: "AddonList"})
+	called := false
+	c, err := newController(controllerConfig{Dynamic: dyn, Workers: 1,
+		Reconcile: func(context.Context, *unstructured.Unstructured) (addon.Result, error) {
+			called = true
+			return addon.Result{}, nil
+		}})
 	require.NoError(t, err)
-	assert.Len(t, r.recorder.Events, 2, "Created and InstallSucceeded, once each")
+	defer c.queue.ShutDown()
+	c.queue.Add("ns/gone")
+	require.True(t, c.processNext(context.Background()))
+	assert.False(t, called)
+	assert.Zero(t, c.queue.Len())
 }

@@ -14,19 +14,21 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// The Addon custom resource: one object per add-on, spec.version says which
-// version to run, and the status subresource holds the engine's addon.Status.
+// AddonResource is the Addon custom resource: one object per add-on,
+// spec.version says which version to run, and the status subresource holds
+// the engine's addon.Status.
 var (
-	addonGVR = schema.GroupVersionResource{Group: "converge.dev", Version: "v1alpha1", Resource: "addons"}
-	crdGVR   = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	AddonResource = schema.GroupVersionResource{Group: "converge.dev", Version: "v1alpha1", Resource: "addons"}
+	crdGVR        = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 const (
 	addonKind = "Addon"
 	crdName   = "addons.converge.dev"
-	// finalizer holds an Addon until its objects are uninstalled.
-	finalizer = "addons.converge.dev/uninstall"
 )
+
+// Finalizer holds an Addon until its objects are uninstalled.
+const Finalizer = "addons.converge.dev/uninstall"
 
 // addonCRD is the CustomResourceDefinition of Addon, as unstructured data so
 // that the example needs no apiextensions client. The status schema types
@@ -42,11 +44,11 @@ func addonCRD() *unstructured.Unstructured {
 		"kind":       "CustomResourceDefinition",
 		"metadata":   map[string]any{"name": crdName},
 		"spec": map[string]any{
-			"group": addonGVR.Group,
+			"group": AddonResource.Group,
 			"scope": "Namespaced",
-			"names": map[string]any{"plural": addonGVR.Resource, "singular": "addon", "kind": addonKind, "listKind": addonKind + "List"},
+			"names": map[string]any{"plural": AddonResource.Resource, "singular": "addon", "kind": addonKind, "listKind": addonKind + "List"},
 			"versions": []any{map[string]any{
-				"name": addonGVR.Version, "served": true, "storage": true,
+				"name": AddonResource.Version, "served": true, "storage": true,
 				"subresources": map[string]any{"status": map[string]any{}},
 				"additionalPrinterColumns": []any{
 					column("Version", "string", ".spec.version"),

@@ -37,7 +37,7 @@ func TestAddonCRDServesTheStatusSubresource(t *testing.T) {
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	if assert.Len(t, versions, 1) {
 		v := versions[0].(map[string]any)
-		assert.Equal(t, addonGVR.Version, v["name"])
+		assert.Equal(t, AddonResource.Version, v["name"])
 		_, ok, _ := unstructured.NestedMap(v, "subresources", "status")
 		assert.True(t, ok, "status subresource")
 	}

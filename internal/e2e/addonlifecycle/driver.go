@@ -63,6 +63,12 @@ type meshDriver struct {
 
 var _ addon.Driver = (*meshDriver)(nil)
 
+// NewDriver returns the add-on's addon.Driver, which installs its objects
+// with client.
+func NewDriver(client kubernetes.Interface) addon.Driver {
+	return &meshDriver{client: client, dbHost: "mysql.tke.svc"}
+}
+
 // addonRef is an add-on's namespace and name, parsed from addon.Spec.Name.
 type addonRef struct{ namespace, name string }
 
@@ -93,7 +99,7 @@ func (r addonRef) labels() map[string]string {
 func (d *meshDriver) meta(r addonRef, host any) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{Name: r.name, Namespace: r.namespace, Labels: r.labels()}
 	if u, ok := host.(*unstructured.Unstructured); ok {
-		m.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(u, addonGVR.GroupVersion().WithKind(addonKind))}
+		m.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(u, AddonResource.GroupVersion().WithKind(addonKind))}
 	}
 	return m
 }

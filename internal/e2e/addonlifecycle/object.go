@@ -18,9 +18,9 @@ const (
 	forceAnnotation = "addons.converge.dev/force-at"
 )
 
-// specOf reads the engine's Spec from an Addon object: kube.DefaultAddonSpec
+// SpecOf reads the engine's Spec from an Addon object: kube.DefaultAddonSpec
 // with the example's reset and force annotations.
-func specOf(obj *unstructured.Unstructured) addon.Spec {
+func SpecOf(obj *unstructured.Unstructured) addon.Spec {
 	spec := kube.DefaultAddonSpec(obj)
 	spec.ResetToken = obj.GetAnnotations()[resetAnnotation]
 	spec.ForceToken = obj.GetAnnotations()[forceAnnotation]
@@ -49,20 +49,9 @@ func statusOf(obj *unstructured.Unstructured) (addon.Status, error) {
 // hasFinalizer reports whether obj carries the example's finalizer.
 func hasFinalizer(obj metav1.Object) bool {
 	for _, f := range obj.GetFinalizers() {
-		if f == finalizer {
+		if f == Finalizer {
 			return true
 		}
 	}
 	return false
-}
-
-// withoutFinalizer returns the finalizers of obj without the example's.
-func withoutFinalizer(obj metav1.Object) []string {
-	var out []string
-	for _, f := range obj.GetFinalizers() {
-		if f != finalizer {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -28,7 +28,7 @@ func TestStatusRoundTripsThroughTheObject(t *testing.T) {
 		InstalledVersion: "v2", LastGoodVersion: "v1", ObservedGeneration: 2,
 		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionUnknown, Reason: "Upgrading", LastTransitionTime: t0, ObservedGeneration: 2}},
 	}
-	store, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: addonClient(newAddon("ns", "mesh", "v2")), Resource: addonGVR, Spec: specOf})
+	store, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: addonClient(newAddon("ns", "mesh", "v2")), Resource: AddonResource, Spec: SpecOf})
 	require.NoError(t, err)
 	read, err := store.Get(context.Background(), "ns/mesh")
 	require.NoError(t, err)
@@ -51,39 +51,37 @@ func TestStatusRoundTripsThroughTheObject(t *testing.T) {
 func TestSpecOf(t *testing.T) {
 	obj := newAddon("ns", "mesh", "v2")
 	obj.SetGeneration(3)
-	assert.Equal(t, addon.Spec{Name: "ns/mesh", Generation: 3, Version: "v2"}, specOf(obj))
+	assert.Equal(t, addon.Spec{Name: "ns/mesh", Generation: 3, Version: "v2"}, SpecOf(obj))
 	now := metav1.Now()
 	obj.SetDeletionTimestamp(&now)
-	assert.True(t, specOf(obj).Deleting)
+	assert.True(t, SpecOf(obj).Deleting)
 	obj.SetAnnotations(map[string]string{resetAnnotation: "2026-11-29T12:00:00Z", forceAnnotation: "1"})
-	assert.Equal(t, "2026-11-29T12:00:00Z", specOf(obj).ResetToken)
-	assert.Equal(t, "1", specOf(obj).ForceToken)
+	assert.Equal(t, "2026-11-29T12:00:00Z", SpecOf(obj).ResetToken)
+	assert.Equal(t, "1", SpecOf(obj).ForceToken)
 }
 
-func TestFinalizerHelpers(t *testing.T) {
+func TestHasFinalizer(t *testing.T) {
 	tests := []struct {
 		name       string
 		finalizers []string
 		has        bool
-		without    []string
 	}{
-		{name: "none", finalizers: nil, has: false, without: nil},
-		{name: "only ours", finalizers: []string{finalizer}, has: true, without: nil},
-		{name: "ours among others", finalizers: []string{"a", finalizer, "b"}, has: true, without: []string{"a", "b"}},
-		{name: "others", finalizers: []string{"a"}, has: false, without: []string{"a"}},
+		{name: "none", finalizers: nil, has: false},
+		{name: "only ours", finalizers: []string{Finalizer}, has: true},
+		{name: "ours among others", finalizers: []string{"a", Finalizer, "b"}, has: true},
+		{name: "others", finalizers: []string{"a"}, has: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := &metav1.ObjectMeta{Finalizers: tt.finalizers}
 			assert.Equal(t, tt.has, hasFinalizer(obj))
-			assert.Equal(t, tt.without, withoutFinalizer(obj))
 		})
 	}
 }
 
 // addonClient is a fake dynamic client serving objs as Addons.
 func addonClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
-	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{addonGVR: "AddonList"}, objs...)
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{AddonResource: "AddonList"}, objs...)
 }
 
 // TestAddonStoreWritesOverTheReadResourceVersion checks kube.AddonObjects,
@@ -96,13 +94,13 @@ func TestAddonStoreWritesOverTheReadResourceVersion(t *testing.T) {
 		obj := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured)
 		written = append(written, obj.GetResourceVersion())
 		if obj.GetResourceVersion() == "stale" {
-			return true, nil, apierrors.NewConflict(addonGVR.GroupResource(), obj.GetName(), nil)
+			return true, nil, apierrors.NewConflict(AddonResource.GroupResource(), obj.GetName(), nil)
 		}
 		out := obj.DeepCopy()
 		out.SetResourceVersion(obj.GetResourceVersion() + "+")
 		return true, out, nil
 	})
-	s, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: dyn, Resource: addonGVR, Spec: specOf})
+	s, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: dyn, Resource: AddonResource, Spec: SpecOf})
 	require.NoError(t, err)
 
 	_, err = s.UpdateStatus(ctx, addon.Object{Spec: addon.Spec{Name: "ns/mesh"}}, addon.Status{})

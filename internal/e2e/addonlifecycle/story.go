@@ -1,10 +1,8 @@
-// Package addonlifecycle is the machinery of examples/addon-lifecycle: the
-// add-on's driver, the Addon controller on kube.AddonObjects and
-// kube.RecordLegacyEvents, the simulated deployment controller, and Run.
 package addonlifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,19 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/record"
-	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/addon"
-	convergefake "github.com/converge-dev/converge/fake"
-	"github.com/converge-dev/converge/kube"
 )
 
 // The in-memory story's add-on, named as in TKEStack's mesh manager.
@@ -34,124 +26,104 @@ const (
 	name      = "mesh-manager"
 )
 
-// Run is the whole command: the in-memory story, or with a kubeconfig the
-// controller on a real cluster.
-//
-// Without a kubeconfig it plays one add-on on an in-memory cluster (client-go's
-// fake clientset, a simulated deployment controller and a fake clock) in
-// well under a second: a failed install retried with backoff, an upgrade,
-// an upgrade that never becomes healthy and is rolled back, and a deletion.
-//
-// With a kubeconfig it runs a controller on a real cluster: it installs the
-// Addon custom resource definition (addons.converge.dev), reconciles every
-// Addon through a work queue with ClusterOptions.Workers workers, creates
-// ClusterOptions.Addons Addons at v1, waits until all run, bumps them to v2,
-// waits again, deletes them and checks that none of their objects is left.
-// On a cluster without kube-controller-manager (such as the integration
-// tests' bare kube-apiserver) it also simulates the deployment controller.
-func Run(ctx context.Context, kubeconfig string, opts ClusterOptions, out io.Writer) error {
-	if kubeconfig == "" {
-		return runStory(ctx, out)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return err
-	}
-	c, err := newClients(cfg)
-	if err != nil {
-		return err
-	}
-	defer c.closeIdle()
-	return runCluster(ctx, c, opts, out)
-}
-
 // story is the lifecycle the run shows, one step each time the add-on is
 // Running: bump to v2, bump to the broken v3, delete.
-type story struct {
-	spec  addon.Spec
-	stage int
-}
+type story struct{ stage int }
 
-func (s *story) advance(st addon.Status) (string, bool) {
+// advance changes obj as its user would once the add-on runs: a new
+// spec.version (the in-memory apiserver leaves metadata.generation to the
+// story), then the deletion (the deletion timestamp the apiserver sets
+// while a finalizer holds the object).
+func (s *story) advance(st addon.Status, obj *unstructured.Unstructured, now time.Time) (string, bool) {
 	if st.Phase != addon.PhaseRunning {
 		return "", false
 	}
 	s.stage++
+	bump := func(version string) {
+		_ = unstructured.SetNestedField(obj.Object, version, "spec", "version")
+		obj.SetGeneration(obj.GetGeneration() + 1)
+	}
 	switch s.stage {
 	case 1:
-		s.spec.Version, s.spec.Generation = "v2", 2
+		bump("v2")
 		return "spec: version v1 -> v2", true
 	case 2:
-		s.spec.Version, s.spec.Generation = "v3", 3
+		bump("v3")
 		return "spec: version v2 -> v3 (an image that never starts)", true
 	case 3:
-		s.spec.Deleting = true
+		deleted := metav1.NewTime(now)
+		obj.SetDeletionTimestamp(&deleted)
 		return "object deleted (finalizer held until the add-on is uninstalled)", true
 	}
 	return "", false
 }
 
-// runStory plays the in-memory story.
-func runStory(ctx context.Context, out io.Writer) error {
-	client := fake.NewClientset()
-	failFirstDeploymentCreate(client)
-	sim := &deploymentSimulator{client: client}
-	clk := clocktesting.NewFakeClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	if err := setUp(ctx, client, namespace); err != nil {
+// runStory plays the in-memory story: one Addon, reconciled by reconcile
+// whenever the engine asked to look again, with the fake clock stepped to
+// that moment and the simulated deployment controller run in between.
+func runStory(ctx context.Context, c *Cluster, reconcile Reconcile, out io.Writer) error {
+	if err := setUp(ctx, c.Kube, namespace); err != nil {
 		return err
 	}
-
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	defer broadcaster.Shutdown()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(namespace)})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "addon-lifecycle"})
-	ref := &corev1.ObjectReference{Kind: "ConfigMap", APIVersion: "v1", Namespace: namespace, Name: name}
-
-	store := &convergefake.AddonStore{}
-	machine, err := addon.NewMachine(addon.Config{
-		Driver:   &meshDriver{client: client, dbHost: "mysql.tke.svc"},
-		Store:    store,
-		Identity: "addon-lifecycle",
-		Clock:    clk,
-		Jitter:   func() float64 { return 0.5 },
-	})
-	if err != nil {
+	addons := c.Dynamic.Resource(AddonResource).Namespace(namespace)
+	obj := newAddon(namespace, name, "v1")
+	obj.SetGeneration(1)
+	if _, err := addons.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-
+	sim := &deploymentSimulator{client: c.Kube}
+	clk := c.fakeClock
 	start := clk.Now()
-	s := &story{spec: addon.Spec{Name: namespace + "/" + name, Generation: 1, Version: "v1"}}
-	obj := store.Put(addon.Object{Spec: s.spec})
+	at := func() time.Duration { return clk.Since(start).Round(time.Second) }
 	fmt.Fprintf(out, "%8s  %-19s %s\n", "time", "reason", "transition")
+	s := &story{}
+	var status addon.Status
 	for step := 0; ; step++ {
 		if step == 1000 {
-			return fmt.Errorf("story did not finish; status %+v", obj.Status)
+			return fmt.Errorf("story did not finish; status %+v", status)
 		}
 		if err := sim.Sync(ctx); err != nil {
 			return err
 		}
-		res, err := machine.Reconcile(ctx, obj)
+		obj, err := addons.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if obj, err = store.Get(ctx, s.spec.Name); err != nil {
+		res, err := reconcile(ctx, obj)
+		if err != nil {
 			return err
 		}
-		status := obj.Status
-		kube.RecordLegacyEvents(recorder, ref, res.Events)
 		for _, e := range res.Events {
-			fmt.Fprintf(out, "%8s  %-19s %s\n", clk.Since(start).Round(time.Second), e.Reason, e.Message)
+			fmt.Fprintf(out, "%8s  %-19s %s\n", at(), e.Reason, e.Message)
+		}
+		if obj, err = addons.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		if status, err = statusOf(obj); err != nil {
+			return err
 		}
 		if res.Deleted {
+			if hasFinalizer(obj) {
+				return errors.New("the finalizer is still there after the uninstall")
+			}
+			// No finalizer holds the object: the apiserver removes it.
+			if err := addons.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				return err
+			}
 			break
 		}
-		if msg, ok := s.advance(status); ok {
-			fmt.Fprintf(out, "%8s  %-19s %s\n", clk.Since(start).Round(time.Second), "--", msg)
-			obj, _ = store.Update(s.spec.Name, func(spec *addon.Spec) { *spec = s.spec })
+		if !hasFinalizer(obj) {
+			return fmt.Errorf("the add-on is %s without the finalizer", status.Phase)
+		}
+		if msg, ok := s.advance(status, obj, clk.Now()); ok {
+			fmt.Fprintf(out, "%8s  %-19s %s\n", at(), "--", msg)
+			if _, err := addons.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
 			continue
 		}
 		if step == 0 {
-			if err := checkNoSecretInArgs(ctx, client); err != nil {
+			if err := checkNoSecretInArgs(ctx, c.Kube); err != nil {
 				return err
 			}
 		}
@@ -160,7 +132,7 @@ func runStory(ctx context.Context, out io.Writer) error {
 		}
 		clk.Step(res.RequeueAfter)
 	}
-	return verify(ctx, client, obj.Status, out)
+	return verify(ctx, c.Kube, status, out)
 }
 
 // failFirstDeploymentCreate makes the in-memory API server refuse the first
@@ -230,6 +202,6 @@ func verify(ctx context.Context, client kubernetes.Interface, st addon.Status, o
 	if err := ignoreNotFound(client.CoreV1().Secrets(namespace).Delete(ctx, dbSecretName, metav1.DeleteOptions{})); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "done: v3 failed and was rolled back to v2, then uninstalled; the finalizer can go\n")
+	fmt.Fprintf(out, "done: v3 failed and was rolled back to v2, then uninstalled; the finalizer went and the Addon is gone\n")
 	return nil
 }

@@ -1,9 +1,7 @@
 package addonlifecycle
 
 import (
-	"bytes"
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,25 +11,6 @@ import (
 
 	"github.com/converge-dev/converge/addon"
 )
-
-func TestRunTellsTheWholeStory(t *testing.T) {
-	var out bytes.Buffer
-	require.NoError(t, Run(context.Background(), "", ClusterOptions{}, &out))
-	var reasons []string
-	for _, line := range strings.Split(out.String(), "\n") {
-		if f := strings.Fields(line); len(f) > 1 && f[1] != "--" && f[1] != "reason" && f[0] != "done:" {
-			reasons = append(reasons, f[1])
-		}
-	}
-	assert.Equal(t, []string{
-		"Created", "InstallFailed", "UninstallSucceeded", "InstallSucceeded", "Healthy",
-		"VersionChanged", "UpgradeSucceeded", "Healthy",
-		"VersionChanged", "UpgradeSucceeded", "UpgradeFailed", "RollbackSucceeded", "Healthy",
-		"DeletionRequested", "UninstallSucceeded",
-	}, reasons)
-	assert.Contains(t, out.String(), "11s  InstallSucceeded", "the retry waited for the backoff")
-	assert.Contains(t, out.String(), "rollback from v3 to v2")
-}
 
 func TestCheckNoSecretInArgsCatchesAPasswordArgument(t *testing.T) {
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
@@ -15,22 +16,33 @@ import (
 
 // Applier is kube.Applier as the example runs it: it tells the run level of the
 // manifest applied last (for the progress line), reports every failed attempt and every
-// readiness check that must wait, and, with SimulateJobs, plays the job controller of a
-// cluster that has none (the in-memory one, an apiserver without
-// kube-controller-manager): a Job that has not completed is marked Complete through its
-// status subresource, so the next check finds it done. Only Jobs are waited for: the
-// apiserver of the integration tests runs no controllers, so a Deployment would never
-// roll out there, and the in-memory cluster has none either.
+// readiness check that must wait, and, with Simulate, plays the job and deployment
+// controllers of a cluster that has none (the in-memory one, an apiserver without
+// kube-controller-manager): a Job or a Deployment that kube.Applier finds not ready yet
+// gets the status its controller writes once done (CompletedJob, RolledOut) through its
+// status subresource, so the next check finds it ready. Every other kind kube.Applier
+// checks (DaemonSet, StatefulSet, CustomResourceDefinition) is waited for too, but none
+// is in the payload, so none is simulated.
 type Applier struct {
 	// Kube applies, deletes and checks readiness.
 	Kube *kube.Applier
-	// Cluster reaches the Jobs to complete; FieldManager names their status writer.
+	// Cluster reaches the objects to make ready; FieldManager names their status writer.
 	Cluster      *Cluster
 	FieldManager string
-	SimulateJobs bool
+	Simulate     bool
 	// OnError and OnWait, when set, are told about failed attempts and waits.
 	OnError, OnWait func(m *payload.Manifest, err error)
 	level           atomic.Int64
+}
+
+// NewApplier is the example's Applier on ka and c, writing as fieldManager, that
+// reports failed attempts and waits to progress. An in-memory cluster simulates its
+// controllers whatever simulate says.
+func NewApplier(ka *kube.Applier, c *Cluster, fieldManager string, simulate bool, progress *Progress) *Applier {
+	return &Applier{Kube: ka, Cluster: c, FieldManager: fieldManager, Simulate: simulate || c.Fake != nil,
+		OnError: func(m *payload.Manifest, err error) { progress.Println("attempt failed: %s: %v", m.Ref(), err) },
+		OnWait:  func(m *payload.Manifest, err error) { progress.Println("waiting for %s to be ready: %v", m.Ref(), err) },
+	}
 }
 
 var (
@@ -59,12 +71,10 @@ func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
 	return a.Kube.Delete(ctx, m)
 }
 
-// Ready checks a Job with kube.Applier (any other object is ready once applied), reports a wait to OnWait and completes a Job that
-// must be waited for when SimulateJobs is set. A failed Job stays failed.
+// Ready checks m with kube.Applier and reports a wait to OnWait. With Simulate, a Job
+// or a Deployment that must be waited for is made ready by its simulated controller, so
+// the next check finds it ready. A failed Job stays failed.
 func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
-	if m.GVK.Group != "batch" || m.GVK.Kind != "Job" {
-		return nil
-	}
 	err := a.Kube.Ready(ctx, m)
 	if !errors.Is(err, kube.ErrNotReady) {
 		return err
@@ -72,20 +82,44 @@ func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
 	if a.OnWait != nil {
 		a.OnWait(m, err)
 	}
-	if a.SimulateJobs {
-		client, resErr := a.Cluster.ResourceFor(m)
-		if resErr != nil {
-			return resErr
-		}
-		job, getErr := client.Get(ctx, m.Name(), metav1.GetOptions{})
-		if getErr != nil {
-			return getErr
-		}
-		if _, updateErr := client.UpdateStatus(ctx, CompletedJob(job, a.Cluster.Clock.Now()), metav1.UpdateOptions{FieldManager: a.FieldManager}); updateErr != nil {
-			return updateErr
-		}
+	done := doneStatus[m.GVK.GroupKind()]
+	if !a.Simulate || done == nil {
+		return err
+	}
+	client, resErr := a.Cluster.ResourceFor(m)
+	if resErr != nil {
+		return resErr
+	}
+	obj, getErr := client.Get(ctx, m.Name(), metav1.GetOptions{})
+	if getErr != nil {
+		return getErr
+	}
+	if _, updateErr := client.UpdateStatus(ctx, done(obj, a.Cluster.Clock.Now()), metav1.UpdateOptions{FieldManager: a.FieldManager}); updateErr != nil {
+		return updateErr
 	}
 	return err
+}
+
+// doneStatus is, by kind, what the simulated controller writes once the object is done.
+var doneStatus = map[schema.GroupKind]func(*unstructured.Unstructured, time.Time) *unstructured.Unstructured{
+	{Group: "batch", Kind: "Job"}:       CompletedJob,
+	{Group: "apps", Kind: "Deployment"}: RolledOut,
+}
+
+// RolledOut returns a copy of dep with the status a deployment controller writes once
+// every replica of dep's current generation is updated and available.
+func RolledOut(dep *unstructured.Unstructured, _ time.Time) *unstructured.Unstructured {
+	done := dep.DeepCopy()
+	replicas, found, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
+	if !found {
+		replicas = 1
+	}
+	done.Object["status"] = map[string]any{
+		"observedGeneration": dep.GetGeneration(),
+		"replicas":           replicas, "updatedReplicas": replicas,
+		"readyReplicas": replicas, "availableReplicas": replicas,
+	}
+	return done
 }
 
 // CompletedJob returns a copy of job with the status a job controller writes when the

@@ -3,6 +3,7 @@
 package payloadapply
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -110,7 +111,7 @@ func TestApplierWaitsForJobs(t *testing.T) {
 			}
 			var reported, waited []error
 			applier := newApplier(t, c, "test")
-			applier.SimulateJobs = tt.simulate
+			applier.Simulate = tt.simulate
 			applier.OnError = func(_ *payload.Manifest, err error) { reported = append(reported, err) }
 			applier.OnWait = func(_ *payload.Manifest, err error) { waited = append(waited, err) }
 			require.NoError(t, applier.Apply(context.Background(), m, payload.StateInitializing), "a Job is applied once, then waited for")
@@ -140,18 +141,76 @@ func TestApplierWaitsForJobs(t *testing.T) {
 	}
 }
 
-func TestApplierWaitsOnlyForJobs(t *testing.T) {
-	c, err := MemoryCluster(time.Now())
+func TestApplierWaitsForADeployment(t *testing.T) {
+	web := func() *payload.Manifest {
+		return manifestOf(map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "demo"},
+			"spec":     map[string]any{"replicas": int64(2)},
+		})
+	}
+	tests := []struct {
+		name     string
+		simulate bool
+	}{
+		{name: "no deployment controller runs: it stays not ready"},
+		{name: "the simulated controller rolls it out", simulate: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := MemoryCluster(time.Now())
+			require.NoError(t, err)
+			applier := newApplier(t, c, "test")
+			applier.Simulate = tt.simulate
+			var waited []error
+			applier.OnWait = func(_ *payload.Manifest, err error) { waited = append(waited, err) }
+			m := web()
+			require.NoError(t, applier.Apply(context.Background(), m, payload.StateInitializing))
+			assert.ErrorIs(t, applier.Ready(context.Background(), m), kube.ErrNotReady, "nothing rolled it out yet")
+			err = applier.Ready(context.Background(), m) // the next poll
+			if tt.simulate {
+				assert.NoError(t, err, "rolled out")
+				assert.Len(t, waited, 1)
+			} else {
+				assert.ErrorIs(t, err, kube.ErrNotReady)
+				assert.Len(t, waited, 2)
+			}
+		})
+	}
+}
+
+func TestRolledOut(t *testing.T) {
+	tests := []struct {
+		name     string
+		spec     map[string]any
+		replicas int64
+	}{
+		{name: "replicas given", spec: map[string]any{"replicas": int64(3)}, replicas: 3},
+		{name: "replicas defaulted", spec: map[string]any{}, replicas: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dep := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": tt.spec}}
+			dep.SetGeneration(4)
+			done := RolledOut(dep, time.Now())
+			assert.NotContains(t, dep.Object, "status", "the Deployment given was changed")
+			assert.Equal(t, map[string]any{
+				"observedGeneration": int64(4), "replicas": tt.replicas, "updatedReplicas": tt.replicas,
+				"readyReplicas": tt.replicas, "availableReplicas": tt.replicas,
+			}, done.Object["status"])
+		})
+	}
+}
+
+func TestNewApplierSimulatesInMemory(t *testing.T) {
+	memory, err := MemoryCluster(time.Now())
 	require.NoError(t, err)
-	applier := newApplier(t, c, "test")
-	web := manifestOf(map[string]any{
-		"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "web", "namespace": "demo"},
-		"spec":     map[string]any{"replicas": int64(1)},
-	})
-	require.NoError(t, applier.Apply(context.Background(), web, payload.StateInitializing))
-	assert.ErrorIs(t, applier.Kube.Ready(context.Background(), web), kube.ErrNotReady, "no deployment controller runs")
-	assert.NoError(t, applier.Ready(context.Background(), web), "a Deployment is ready once applied")
+	ka := newApplier(t, memory, "test").Kube
+	var out bytes.Buffer
+	assert.True(t, NewApplier(ka, memory, "test", false, NewProgress(&out)).Simulate, "the in-memory cluster has no controllers")
+	real := &Cluster{Client: memory.Client, Mapper: memory.Mapper, Clock: memory.Clock}
+	assert.False(t, NewApplier(ka, real, "test", false, NewProgress(&out)).Simulate)
+	assert.True(t, NewApplier(ka, real, "test", true, NewProgress(&out)).Simulate)
 }
 
 func TestCompletedJob(t *testing.T) {

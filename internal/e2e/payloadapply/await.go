@@ -16,9 +16,13 @@ type Decided struct {
 
 // AwaitReconcile waits until the payload has been applied and then reconciled once,
 // stepping an in-memory cluster's clock to each requeue. An apply runs in the state the
-// decision before it published; persisted is the status the worker started from.
+// decision before it published; persisted is the status the worker started from, which
+// it prints first when there is one.
 func AwaitReconcile(ctx context.Context, c *Cluster, persisted payload.Status, progress *Progress, results <-chan Decided) error {
 	const maxFailures = 5
+	if !persisted.Release.IsZero() {
+		progress.Println("persisted status: release %s, %s, completed %d time(s)", persisted.Release.Version, persisted.State, persisted.Completed)
+	}
 	failures := 0
 	last := persisted
 	for {

@@ -54,6 +54,17 @@ type Cluster struct {
 	Fake *clocktesting.FakeClock
 	// Flaky counts the apply calls of FlakyConfigMap (in memory only).
 	Flaky *FlakyCounter
+
+	kubeconfig string
+}
+
+// Connect reaches the cluster of kubeconfig, or with "" starts an in-memory
+// one whose clock starts at noon on 1 January 2026; Close releases it.
+func Connect(kubeconfig string) (*Cluster, error) {
+	if kubeconfig == "" {
+		return MemoryCluster(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	}
+	return RealCluster(kubeconfig)
 }
 
 // RealCluster reaches the cluster of kubeconfig; Close releases its connections.
@@ -82,7 +93,7 @@ func RealCluster(kubeconfig string) (*Cluster, error) {
 		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
-	return &Cluster{Config: config, HTTPClient: httpClient, Client: client, Typed: typed, Mapper: mapper, Clock: clock.RealClock{}}, nil
+	return &Cluster{Config: config, HTTPClient: httpClient, Client: client, Typed: typed, Mapper: mapper, Clock: clock.RealClock{}, kubeconfig: kubeconfig}, nil
 }
 
 // Close closes the idle connections to a real cluster, whose reading goroutines would
@@ -220,18 +231,33 @@ func (c *Cluster) Present(ctx context.Context, manifests []payload.Manifest) (in
 	return n, nil
 }
 
-// InVirtualTime returns deadline, the real time a run may take, on a real cluster. In
-// memory, where the fake clock runs a second per millisecond while anything waits on it
-// (also while the apply works), it gives an apply an hour of virtual time, and the run a
+// Policy is the sync worker's policy and the real time a run may take. On
+// a real cluster the policy is in real time, and -interval (when not 0)
+// sets the time between two reconciles. In memory, where the fake clock
+// runs a second per millisecond while anything waits on it (also while the
+// apply works), an apply gets an hour of virtual time, and the run a
 // minute of real time.
-func (c *Cluster) InVirtualTime(policy *payload.Policy, deadline time.Duration) time.Duration {
-	if c.Fake == nil {
-		return deadline
+func (c *Cluster) Policy(interval time.Duration) (payload.Policy, time.Duration) {
+	policy := payload.Policy{
+		Interval:         metav1.Duration{Duration: 30 * time.Second},
+		ApplyTimeout:     metav1.Duration{Duration: 5 * time.Minute},
+		ManifestAttempts: 12,
+		ManifestBackoff:  payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: 20 * time.Second}, FactorPercent: 150},
+		Workers:          4, ReconcileWorkers: 2,
+		ReadinessPoll:    metav1.Duration{Duration: time.Second},
+		ReadinessTimeout: metav1.Duration{Duration: 5 * time.Minute},
 	}
-	policy.Interval.Duration, policy.ApplyTimeout.Duration, policy.ReadinessTimeout.Duration = 3*time.Minute, time.Hour, time.Hour
-	policy.ManifestAttempts, policy.ManifestBackoff.Max.Duration, policy.ManifestBackoff.FactorPercent = 5, time.Minute, 200
-	policy.ReadinessPoll.Duration = 2 * time.Second
-	return time.Minute
+	deadline := 10 * time.Minute
+	if c.Fake != nil {
+		policy.Interval.Duration, policy.ApplyTimeout.Duration, policy.ReadinessTimeout.Duration = 3*time.Minute, time.Hour, time.Hour
+		policy.ManifestAttempts, policy.ManifestBackoff.Max.Duration, policy.ManifestBackoff.FactorPercent = 5, time.Minute, 200
+		policy.ReadinessPoll.Duration = 2 * time.Second
+		deadline = time.Minute
+	}
+	if interval > 0 {
+		policy.Interval.Duration = interval
+	}
+	return policy, deadline
 }
 
 // Verify reports how many objects of manifests are in the cluster, and in memory checks

@@ -58,3 +58,10 @@ func (p *Progress) Println(format string, args ...any) {
 	}
 	fmt.Fprintf(p.out, format+"\n", args...)
 }
+
+// Events prints the worker's events, one line each.
+func (p *Progress) Events(events []payload.Event) {
+	for _, e := range events {
+		p.Println("event: %s %s: %s", e.Type, e.Reason, e.Message)
+	}
+}

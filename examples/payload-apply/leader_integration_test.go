@@ -1,6 +1,6 @@
 //go:build integration
 
-package payloadapply
+package main
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -95,14 +96,15 @@ func (in *instance) running() bool {
 	}
 }
 
-// TestLeaderElection runs two instances of the example: only the leader applies, up to
-// the Job barrier; once it is killed, the other takes the Lease, finishes the work from
+// TestLeaderElection runs two instances of the example (the test plays the deployment
+// controller): only the leader applies, up to the Job barrier; once it is killed, the other takes the Lease, finishes the work from
 // the status the first one persisted, and exits 0 after releasing the Lease.
 func TestLeaderElection(t *testing.T) {
 	c := connect(t)
 	manifests := loadExample(t)
 	c.reset(t, manifests)
 	binary := buildExample(t)
+	deployments := c.startJobController(t, false)
 
 	// Identities new to this run: the Namespace, which reset keeps, remembers the field
 	// managers of earlier runs.
@@ -113,7 +115,7 @@ func TestLeaderElection(t *testing.T) {
 	}
 	ctx := context.Background()
 	holder := func(ctx context.Context) (string, error) {
-		lease, err := c.Typed.CoordinationV1().Leases("default").Get(ctx, LeaseName, metav1.GetOptions{})
+		lease, err := c.Typed.CoordinationV1().Leases("default").Get(ctx, e2e.LeaseName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return "", nil
 		}
@@ -162,7 +164,7 @@ func TestLeaderElection(t *testing.T) {
 		}
 		assert.Equal(t, []string{leaderManager}, managers(obj), ref)
 	}
-	status, err := c.Typed.CoreV1().ConfigMaps("default").Get(ctx, StatusConfigMap, metav1.GetOptions{})
+	status, err := c.Typed.CoreV1().ConfigMaps("default").Get(ctx, e2e.StatusConfigMap, metav1.GetOptions{})
 	require.NoError(t, err)
 	statusManagers := make([]string, 0, len(status.ManagedFields))
 	for _, f := range status.ManagedFields {
@@ -198,7 +200,7 @@ func TestLeaderElection(t *testing.T) {
 
 	objects = c.live(t, manifests)
 	require.Len(t, objects, len(manifests))
-	for _, m := range StampRelease(manifests, "1.0.0") {
+	for _, m := range e2e.StampRelease(manifests, "1.0.0") {
 		obj := objects[m.Ref()]
 		assertContains(t, m.Ref(), m.Object, obj)
 		if m.GVK.Kind != "Job" { // a Job is applied once, by whoever created it
@@ -208,4 +210,6 @@ func TestLeaderElection(t *testing.T) {
 	id, err := holder(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, id, "the follower did not release the Lease")
+	_, _, err = deployments.resourceVersions()
+	assert.NoError(t, err, "the Deployments were rolled out")
 }

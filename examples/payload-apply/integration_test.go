@@ -1,6 +1,6 @@
 //go:build integration
 
-package payloadapply
+package main
 
 import (
 	"context"
@@ -17,13 +17,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
+	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/internal/testenv"
 	"github.com/converge-dev/converge/payload"
 )
@@ -46,12 +49,12 @@ const (
 // testCluster is the test's own view of the environment: the example's dynamic client,
 // REST mapper and typed clientset.
 type testCluster struct {
-	*Cluster
+	*e2e.Cluster
 }
 
 func connect(t *testing.T) *testCluster {
 	t.Helper()
-	c, err := RealCluster(env.Kubeconfig)
+	c, err := e2e.RealCluster(env.Kubeconfig)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return &testCluster{Cluster: c}
@@ -60,7 +63,7 @@ func connect(t *testing.T) *testCluster {
 // loadExample loads the example's manifests.
 func loadExample(t *testing.T) []payload.Manifest {
 	t.Helper()
-	manifests, _, err := Load(os.DirFS("../../../examples/payload-apply"))
+	manifests, _, err := e2e.Load(os.DirFS("."))
 	require.NoError(t, err)
 	return manifests
 }
@@ -98,9 +101,9 @@ func (c *testCluster) reset(t *testing.T, manifests []payload.Manifest) {
 		err = client.Delete(ctx, m.Name(), metav1.DeleteOptions{PropagationPolicy: &background})
 		require.True(t, err == nil || apierrors.IsNotFound(err), "deleting %s: %v", m.Ref(), err)
 	}
-	err := c.Typed.CoreV1().ConfigMaps("default").Delete(ctx, StatusConfigMap, metav1.DeleteOptions{})
+	err := c.Typed.CoreV1().ConfigMaps("default").Delete(ctx, e2e.StatusConfigMap, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "deleting the status: %v", err)
-	err = c.Typed.CoordinationV1().Leases("default").Delete(ctx, LeaseName, metav1.DeleteOptions{})
+	err = c.Typed.CoordinationV1().Leases("default").Delete(ctx, e2e.LeaseName, metav1.DeleteOptions{})
 	require.True(t, err == nil || apierrors.IsNotFound(err), "deleting the Lease: %v", err)
 }
 
@@ -147,7 +150,10 @@ func (c *testCluster) completeJob(ctx context.Context) (before, after string, er
 	return before, job.ResourceVersion, nil
 }
 
-// jobController completes the Job as soon as it appears, until stopped.
+// jobController plays the job and deployment controllers, which do not run here: with
+// completeJob it completes the Job as soon as it appears, and it rolls out every
+// Deployment of the payload whose current generation is not rolled out yet, until
+// stopped.
 type jobController struct {
 	stop               func()
 	mu                 sync.Mutex
@@ -155,13 +161,23 @@ type jobController struct {
 	err                error
 }
 
-func (c *testCluster) startJobController(t *testing.T) *jobController {
+func (c *testCluster) startJobController(t *testing.T, completeJob bool) *jobController {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	jc := &jobController{}
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		completed := !completeJob
 		_ = wait.PollUntilContextCancel(ctx, pollInterval, true, func(ctx context.Context) (bool, error) {
+			if err := c.rollOutDeployments(ctx); err != nil && ctx.Err() == nil {
+				jc.mu.Lock()
+				jc.err = err
+				jc.mu.Unlock()
+				return true, nil
+			}
+			if completed {
+				return false, nil
+			}
 			before, after, err := c.completeJob(ctx)
 			if apierrors.IsNotFound(err) || ctx.Err() != nil {
 				return false, nil
@@ -169,7 +185,8 @@ func (c *testCluster) startJobController(t *testing.T) *jobController {
 			jc.mu.Lock()
 			defer jc.mu.Unlock()
 			jc.created, jc.completed, jc.err = before, after, err
-			return true, nil
+			completed = true
+			return err != nil, nil
 		})
 	})
 	jc.stop = func() {
@@ -178,6 +195,28 @@ func (c *testCluster) startJobController(t *testing.T) *jobController {
 	}
 	t.Cleanup(jc.stop)
 	return jc
+}
+
+// rollOutDeployments writes, for every Deployment of the payload whose generation was
+// not observed yet, the status the deployment controller writes once it is rolled out.
+func (c *testCluster) rollOutDeployments(ctx context.Context) error {
+	deps := c.Typed.AppsV1().Deployments(demoNamespace)
+	list, err := deps.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range list.Items {
+		dep := &list.Items[i]
+		if dep.Status.ObservedGeneration == dep.Generation {
+			continue
+		}
+		n := ptr.Deref(dep.Spec.Replicas, 1)
+		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
+		if _, err := deps.UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // resourceVersions returns the Job's resourceVersion when the controller first saw it

@@ -1,6 +1,6 @@
 //go:build integration
 
-package payloadapply
+package main
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -23,7 +24,7 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	c := connect(t)
 	manifests := loadExample(t)
 	c.reset(t, manifests)
-	jobs := c.startJobController(t)
+	jobs := c.startJobController(t, true)
 	binary := buildExample(t)
 	run := func(release string) string {
 		t.Helper()
@@ -43,7 +44,7 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	assert.Contains(t, out, "apply (Reconciling) done: 31/31 manifests")
 	installed := c.live(t, manifests)
 	require.Len(t, installed, len(manifests))
-	for _, m := range StampRelease(manifests, "1.0.0") {
+	for _, m := range e2e.StampRelease(manifests, "1.0.0") {
 		live := installed[m.Ref()]
 		assertContains(t, m.Ref(), m.Object, live)
 		assert.Contains(t, managers(live), "payload-apply", m.Ref())
@@ -80,7 +81,7 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 	assert.Contains(t, out, "apply (Updating) done: 31/31 manifests")
 	updated := c.live(t, manifests)
 	first, last := map[int]int64{}, map[int]int64{}
-	for _, m := range StampRelease(manifests, "1.1.0") {
+	for _, m := range e2e.StampRelease(manifests, "1.1.0") {
 		if m.GVK.Kind == "Job" {
 			continue
 		}
@@ -105,14 +106,15 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 		"the web Deployment was written before the api Service it depends on")
 }
 
-// TestSimulatedJobController runs the example as the README shows it against an
-// apiserver without kube-controller-manager: -simulate-job-controller completes the
-// Job with a status the real apiserver accepts, and the run finishes.
-func TestSimulatedJobController(t *testing.T) {
+// TestSimulatedControllers runs the example as the README shows it against an
+// apiserver without kube-controller-manager: -simulate-controllers completes the Job and
+// rolls the Deployments out with a status the real apiserver accepts, and the run
+// finishes.
+func TestSimulatedControllers(t *testing.T) {
 	c := connect(t)
 	manifests := loadExample(t)
 	c.reset(t, manifests)
-	out, err := runExample(t, buildExample(t), "-release", "1.0.0", "-interval", "1s", "-simulate-job-controller")
+	out, err := runExample(t, buildExample(t), "-release", "1.0.0", "-interval", "1s", "-simulate-controllers")
 	require.NoError(t, err, out)
 	assert.NotContains(t, out, "attempt failed", "the Job was completed at once")
 	assert.Contains(t, out, "30 of 30 objects are in the cluster")
@@ -120,6 +122,13 @@ func TestSimulatedJobController(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int32(1), job.Status.Succeeded)
 	assert.NotNil(t, job.Status.CompletionTime)
+	for _, name := range []string{"api", "web"} {
+		assert.Contains(t, out, "waiting for Deployment/"+demoNamespace+"/"+name+" to be ready", "a real wait")
+		dep, err := c.Typed.AppsV1().Deployments(demoNamespace).Get(context.Background(), name, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, dep.Generation, dep.Status.ObservedGeneration, name)
+		assert.Equal(t, int32(1), dep.Status.AvailableReplicas, name)
+	}
 	// kube.RecordEvents recorded the worker's events about the status ConfigMap.
 	assert.NoError(t, wait.PollUntilContextTimeout(context.Background(), pollInterval, pollTimeout, true, func(ctx context.Context) (bool, error) {
 		events, err := c.Typed.EventsV1().Events("default").List(ctx, metav1.ListOptions{})
@@ -127,7 +136,7 @@ func TestSimulatedJobController(t *testing.T) {
 			return false, err
 		}
 		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-			return e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == StatusConfigMap && e.Reason == "PayloadApplied" && e.Action == "Apply"
+			return e.Regarding.Kind == "ConfigMap" && e.Regarding.Name == e2e.StatusConfigMap && e.Reason == "PayloadApplied" && e.Action == "Apply"
 		}), nil
 	}), "no PayloadApplied event about the status ConfigMap")
 }
