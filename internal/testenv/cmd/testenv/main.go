@@ -1,7 +1,7 @@
 // Command testenv starts the integration tests' etcd and kube-apiserver on
 // loopback, so that an example can run against a real apiserver:
 //
-//	go run ./internal/testenv/cmd/testenv -- sh -c 'go run ./examples/payload-apply -kubeconfig "$KUBECONFIG" -simulate-job-controller'
+//	go run ./internal/testenv/cmd/testenv -- sh -c 'go run ./examples/payload-apply -kubeconfig "$KUBECONFIG" -simulate-controllers'
 //
 // With a command after "--" it runs the command with KUBECONFIG set, stops
 // the environment, and exits with the command's status. Without one it
