@@ -136,12 +136,12 @@ func (r *reconciler) reconcile(ctx context.Context, obj *unstructured.Unstructur
 		return res, err
 	}
 	latest, err := addons.Get(ctx, obj.GetName(), metav1.GetOptions{})
-	if err != nil {
-		return res, err
+	if err == nil {
+		latest.SetFinalizers(slices.DeleteFunc(latest.GetFinalizers(), func(f string) bool { return f == addonlifecycle.Finalizer }))
+		_, err = addons.Update(ctx, latest, metav1.UpdateOptions{})
 	}
-	latest.SetFinalizers(slices.DeleteFunc(latest.GetFinalizers(), func(f string) bool { return f == addonlifecycle.Finalizer }))
-	if _, err := addons.Update(ctx, latest, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return res, err
+	if apierrors.IsNotFound(err) {
+		return res, nil // already gone
 	}
-	return res, nil
+	return res, err
 }
