@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -875,4 +876,123 @@ func eventActions(ctx context.Context, admin clients, regarding corev1.ObjectRef
 			return err
 		}},
 	}
+}
+
+// The shipped payload role: each of its rules that kube.Applier, a
+// ConfigMap status store and leader election use is needed. Without it,
+// exactly the actions that need it are forbidden, while every other one
+// still works (server-side apply of a new object needs create and patch;
+// of an existing one, patch; a Job is looked at before it is applied).
+func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	admin := connect(t)
+	const ns = "kube-rbac-payload"
+	namespace(t, admin, ns)
+	restMapper := mapper(t)
+	applierOf := func(t *testing.T, c clients, user string) *Applier {
+		a, err := NewApplier(ApplierConfig{Client: c.dynamic, Mapper: restMapper, FieldManager: user, Force: true})
+		require.NoError(t, err)
+		return a
+	}
+	configMap := func(name string) *payload.Manifest {
+		return manifest(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": ns}, "data": map[string]any{"k": "v"},
+		}})
+	}
+	podSpec := map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{"name": "c", "image": "busybox"}}}
+	deployment := func(name string) *payload.Manifest {
+		labels := map[string]any{"app": name}
+		return manifest(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": name, "namespace": ns},
+			"spec": map[string]any{"selector": map[string]any{"matchLabels": labels}, "template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec":     map[string]any{"containers": podSpec["containers"]},
+			}},
+		}})
+	}
+	job := func(name string) *payload.Manifest {
+		return manifest(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": name, "namespace": ns},
+			"spec": map[string]any{"template": map[string]any{"spec": podSpec}},
+		}})
+	}
+	// byAdmin applies m as the admin first, so that the action meets an
+	// existing object.
+	byAdmin := func(t *testing.T, m *payload.Manifest) *payload.Manifest {
+		require.NoError(t, applierOf(t, admin, "admin").Apply(ctx, m, payload.StateUpdating))
+		return m
+	}
+	statusOf := func(t *testing.T, c clients, name string) *ConfigMapStatusStore[payload.Status] {
+		s, err := NewConfigMapStatusStore[payload.Status](c.typed.CoreV1(), ns, name, "")
+		require.NoError(t, err)
+		return s
+	}
+	leases := func(c clients) coordinationv1client.LeaseInterface { return c.typed.CoordinationV1().Leases(ns) }
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	actions := []roleAction{
+		{needs: []rule{{"configmaps", "create"}, {"configmaps", "patch"}}, act: func(t *testing.T, c clients, user string) error {
+			return applierOf(t, c, user).Apply(ctx, configMap("new-by-"+user), payload.StateUpdating)
+		}},
+		{needs: []rule{{"configmaps", "patch"}}, act: func(t *testing.T, c clients, user string) error {
+			return applierOf(t, c, user).Apply(ctx, byAdmin(t, configMap("patched-by-"+user)), payload.StateUpdating)
+		}},
+		{needs: []rule{{"configmaps", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+			return applierOf(t, c, user).Delete(ctx, byAdmin(t, configMap("deleted-by-"+user)))
+		}},
+		{needs: []rule{{"configmaps", "get"}}, act: func(t *testing.T, c clients, user string) error {
+			_, _, err := statusOf(t, c, "status-read-by-"+user).GetStatus(ctx)
+			return err
+		}},
+		{needs: []rule{{"configmaps", "get"}, {"configmaps", "update"}}, act: func(t *testing.T, c clients, user string) error {
+			require.NoError(t, LatestStatusWriter[payload.Status]{Store: statusOf(t, admin, "status-of-"+user)}.WriteStatus(ctx, payload.Status{}))
+			return LatestStatusWriter[payload.Status]{Store: statusOf(t, c, "status-of-"+user)}.WriteStatus(ctx, payload.Status{ObservedGeneration: 1})
+		}},
+		{needs: []rule{{"deployments", "create"}, {"deployments", "patch"}}, act: func(t *testing.T, c clients, user string) error {
+			return applierOf(t, c, user).Apply(ctx, deployment("new-by-"+user), payload.StateUpdating)
+		}},
+		{needs: []rule{{"deployments", "patch"}}, act: func(t *testing.T, c clients, user string) error {
+			return applierOf(t, c, user).Apply(ctx, byAdmin(t, deployment("patched-by-"+user)), payload.StateUpdating)
+		}},
+		{needs: []rule{{"deployments", "get"}}, act: func(t *testing.T, c clients, user string) error {
+			err := applierOf(t, c, user).Ready(ctx, byAdmin(t, deployment("read-by-"+user)))
+			if errors.Is(err, ErrNotReady) {
+				return nil // read, and no controller rolls it out here
+			}
+			return err
+		}},
+		{needs: []rule{{"deployments", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+			return applierOf(t, c, user).Delete(ctx, byAdmin(t, deployment("deleted-by-"+user)))
+		}},
+		{needs: []rule{{"jobs", "get"}, {"jobs", "create"}, {"jobs", "patch"}}, act: func(t *testing.T, c clients, user string) error {
+			return applierOf(t, c, user).Apply(ctx, job("new-by-"+user), payload.StateUpdating)
+		}},
+		{needs: []rule{{"jobs", "get"}}, act: func(t *testing.T, c clients, user string) error {
+			return applierOf(t, c, user).Apply(ctx, byAdmin(t, job("kept-by-"+user)), payload.StateUpdating)
+		}},
+		{needs: []rule{{"jobs", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+			return applierOf(t, c, user).Delete(ctx, byAdmin(t, job("deleted-by-"+user)))
+		}},
+		{needs: []rule{{"leases", "create"}}, act: func(t *testing.T, c clients, user string) error {
+			_, err := leases(c).Create(ctx, lease("new-by-"+user), metav1.CreateOptions{})
+			return err
+		}},
+		{needs: []rule{{"leases", "get"}}, act: func(t *testing.T, c clients, user string) error {
+			created, err := leases(admin).Create(ctx, lease("read-by-"+user), metav1.CreateOptions{})
+			require.NoError(t, err)
+			_, err = leases(c).Get(ctx, created.Name, metav1.GetOptions{})
+			return err
+		}},
+		{needs: []rule{{"leases", "update"}}, act: func(t *testing.T, c clients, user string) error {
+			created, err := leases(admin).Create(ctx, lease("renewed-by-"+user), metav1.CreateOptions{})
+			require.NoError(t, err)
+			_, err = leases(c).Update(ctx, created, metav1.UpdateOptions{})
+			return err
+		}},
+	}
+	regarding := corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: "payload-status"}
+	actions = append(actions, eventActions(ctx, admin, regarding)...)
+	checkEachRuleIsNeeded(t, admin, "payload", nil, actions)
 }
