@@ -1,17 +1,15 @@
-// Command staticpod-rollout rolls a per-node component (a static pod) out,
+// Command staticpod-rollout rolls a per-node component (a static pod) out
 // revision by revision, a few nodes at a time, with the rollout engine.
 //
-// It is the wiring a host writes: informers cache pods and nodes;
-// kube.RolloutPods creates installer pods and reads the operand's mirror
-// pods <operand>-<node>; kube.ConfigMapStatusStore keeps the status in the
-// ConfigMap <operand>-rollout-status; a loop calls Controller.Sync, records
-// the events it returns with kube.RecordLegacyEvents and syncs again after
-// Result.RequeueAfter. The rest of the cluster is
-// internal/e2e/staticpodrollout: with no flags, on client-go's fake
-// clientset, a simulated kubelet runs the installer pods on a fake clock
-// (one fails once) while revisions 2 and 3 are published; with -kubeconfig
-// the engine rolls -revision out on that cluster, and -simulate-kubelet
-// plays the simulation on an apiserver that has no kubelet.
+// It is the wiring a host writes: informers cache pods and nodes,
+// kube.RolloutPods creates installer pods and reads the mirror pods
+// <operand>-<node>, kube.ConfigMapStatusStore keeps the status, and a loop
+// calls Controller.Sync, records its events with kube.RecordLegacyEvents and
+// honours Result.RequeueAfter. The rest of the cluster is
+// internal/e2e/staticpodrollout: in memory (no flags), a simulated kubelet
+// runs the installers on a fake clock, one failing once, while revisions 2
+// and 3 are published; -kubeconfig rolls -revision out on a real cluster,
+// and -simulate-kubelet plays the simulation on an apiserver without kubelet.
 package main
 
 import (
@@ -23,7 +21,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -68,9 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		client, err = connect(c)
 	}
 	if err == nil {
-		ctx = klog.NewContext(ctx, klog.Logger{})
-		if verbose {
-			ctx = klog.NewContext(ctx, klog.Background())
+		if !verbose {
+			ctx = klog.NewContext(ctx, klog.Logger{}) // discards
 		}
 		err = rollOut(ctx, c.Scaled(), client, stdout, nil)
 	}
@@ -86,10 +82,7 @@ func connect(c staticpodrollout.Config) (kubernetes.Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Simulate {
-		rc.QPS = staticpodrollout.SimulateQPS(c.Nodes)
-		rc.Burst = int(2 * rc.QPS)
-	}
+	rc.QPS, rc.Burst = c.RateLimit()
 	return kubernetes.NewForConfig(rc)
 }
 
@@ -116,9 +109,8 @@ func rollOut(ctx context.Context, c staticpodrollout.Config, client kubernetes.I
 
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(c.Namespace))
 	pods := factory.Core().V1().Pods().Lister()
-	selector, _ := labels.Parse(c.NodeSelector) // Validate checked it
 	adapter, err := kube.NewRolloutPods(kube.RolloutPodsConfig{Client: client, Pods: pods, Nodes: factory.Core().V1().Nodes().Lister(),
-		Namespace: c.Namespace, Operand: c.Operand, NodeSelector: selector, InstallerPod: cluster.InstallerPod})
+		Namespace: c.Namespace, Operand: c.Operand, NodeSelector: c.Selector(), InstallerPod: cluster.InstallerPod})
 	if err != nil {
 		return err
 	}
@@ -134,8 +126,7 @@ func rollOut(ctx context.Context, c staticpodrollout.Config, client kubernetes.I
 	defer cancel() // stops the informers, which Shutdown waits for
 	factory.WaitForCacheSync(ctx.Done())
 
-	// Every event is written: all are about one object, and the
-	// correlator's defaults would drop or merge most of a large rollout's.
+	// The correlator's defaults would drop or merge most events of a large rollout: all are about one object.
 	burst := max(25, 20*c.Nodes)
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx), record.WithCorrelatorOptions(
 		record.CorrelatorOptions{BurstSize: burst, MaxEvents: burst, LRUCacheSize: max(4096, burst)}))

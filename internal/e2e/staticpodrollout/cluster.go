@@ -104,6 +104,26 @@ func (c Config) Scaled() Config {
 // grows with the nodes.
 func SimulateQPS(nodes int) float32 { return float32(100 + 10*nodes) }
 
+// RateLimit is the client's QPS and burst: SimulateQPS with
+// -simulate-kubelet, client-go's defaults (zero) otherwise.
+func (c Config) RateLimit() (qps float32, burst int) {
+	if !c.Simulate {
+		return 0, 0
+	}
+	qps = SimulateQPS(c.Nodes)
+	return qps, int(2 * qps)
+}
+
+// Selector is -node-selector parsed; Validate rejects one that does not
+// parse, which selects no node here.
+func (c Config) Selector() labels.Selector {
+	s, err := labels.Parse(c.NodeSelector)
+	if err != nil {
+		return labels.Nothing()
+	}
+	return s
+}
+
 // Hooks let tests wrap the controller's host interfaces and see every event
 // the engine returns. A nil *Hooks does nothing.
 type Hooks struct {

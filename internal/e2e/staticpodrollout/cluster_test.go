@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -26,6 +27,44 @@ func TestScaled(t *testing.T) {
 		Config{Nodes: 10000}.Scaled())
 	assert.Equal(t, Config{Nodes: 10, MaxUnavailable: 5, MaxSyncs: 7, Timeout: time.Second},
 		Config{Nodes: 10, MaxUnavailable: 5, MaxSyncs: 7, Timeout: time.Second}.Scaled(), "what is set stays")
+}
+
+func TestConfigRateLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		cfg       Config
+		wantQPS   float32
+		wantBurst int
+	}{
+		{name: "a real cluster keeps client-go's defaults", cfg: Config{Nodes: 3, Kubeconfig: "k"}},
+		{name: "a simulated kubelet grows with the nodes", cfg: Config{Nodes: 3, Kubeconfig: "k", Simulate: true}, wantQPS: 130, wantBurst: 260},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			qps, burst := tt.cfg.RateLimit()
+			assert.Equal(t, tt.wantQPS, qps)
+			assert.Equal(t, tt.wantBurst, burst)
+		})
+	}
+}
+
+func TestConfigSelector(t *testing.T) {
+	tests := []struct {
+		name     string
+		selector string
+		labels   labels.Set
+		want     bool
+	}{
+		{name: "a label that exists", selector: "node-role.kubernetes.io/control-plane",
+			labels: labels.Set{"node-role.kubernetes.io/control-plane": ""}, want: true},
+		{name: "a node without it", selector: "node-role.kubernetes.io/control-plane", labels: labels.Set{"other": ""}},
+		{name: "a selector that does not parse selects nothing", selector: "a b c", labels: labels.Set{"a": ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Config{NodeSelector: tt.selector}.Selector().Matches(tt.labels))
+		})
+	}
 }
 
 // rolloutPods returns kube.RolloutPods reading pod from its lister, as the engine reads pods.
