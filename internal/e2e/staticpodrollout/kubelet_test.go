@@ -3,6 +3,7 @@ package staticpodrollout
 import (
 	"context"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -106,4 +108,34 @@ func TestPaceWatchersKeepsWatchersFromOverflowing(t *testing.T) {
 	}
 	assert.Equal(t, writes, <-received)
 	w.Stop()
+}
+
+// TestWaitForgetsTheFakeClientsetsCalls checks that a step of the in-memory
+// cluster clears the calls the fake clientset records, which would
+// otherwise hold a copy of every status written.
+func TestWaitForgetsTheFakeClientsetsCalls(t *testing.T) {
+	ctx := context.Background()
+	client := NewMemoryClient()
+	cfg := Config{Nodes: 2, Namespace: "ns", Operand: "operand", MaxUnavailable: 1}
+	store, err := NewStatusStore(client, "ns", "operand")
+	require.NoError(t, err)
+	c, err := Start(ctx, client, store, cfg, io.Discard, nil)
+	require.NoError(t, err)
+	defer c.Stop()
+	require.NoError(t, c.Publish(ctx, 2))
+	require.NotEmpty(t, client.Actions())
+	informer := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace("ns"))
+	pods := informer.Core().V1().Pods().Lister()
+	stop := make(chan struct{})
+	defer func() {
+		close(stop)
+		informer.Shutdown()
+	}()
+	informer.Start(stop)
+	informer.WaitForCacheSync(stop)
+
+	require.NoError(t, c.Wait(ctx, 0, pods))
+	for _, a := range client.Actions() {
+		assert.NotEqual(t, "configmaps", a.GetResource().Resource, "no status write is still recorded: %v", a)
+	}
 }
