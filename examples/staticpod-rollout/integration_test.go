@@ -12,8 +12,10 @@ import (
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/internal/e2e/staticpodrollout"
 	"github.com/converge-dev/converge/internal/testenv"
 )
@@ -24,9 +26,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(testenv.WithEnvironment(m, &env))
 }
 
-// TestSimulateOnRealAPIServer plays the in-memory scenario through the
-// program's flags on a real kube-apiserver: real pod and ConfigMap
-// validation, real resource versions, real informers.
+// TestSimulateOnRealAPIServer plays the simulated cluster through the
+// program's flags on a real kube-apiserver (real pod and ConfigMap
+// validation, real resource versions, real informers) and checks the real
+// objects it leaves.
 func TestSimulateOnRealAPIServer(t *testing.T) {
 	var out, errOut bytes.Buffer
 	code := run(context.Background(), []string{"-kubeconfig", env.Kubeconfig, "-simulate-kubelet", "-namespace", "simulated"}, &out, &errOut)
@@ -35,13 +38,29 @@ func TestSimulateOnRealAPIServer(t *testing.T) {
 	assert.Contains(t, s, "creating installer installer-2-retry-1-master-1")
 	assert.Contains(t, s, "converged on revision 3")
 
-	cs, err := kubernetes.NewForConfig(env.Config)
-	require.NoError(t, err)
+	cs := realClient(t)
+	assert.True(t, assertConverged(t, cs, "simulated").Converged())
 	store, err := staticpodrollout.NewStatusStore(cs, "simulated", "operand")
 	require.NoError(t, err)
-	st, _, err := store.GetStatus(context.Background())
+	require.NoError(t, fake.TestRolloutStatusStore(context.Background(), store), "the store passes the conformance check on a real apiserver")
+}
+
+// TestConflictsLoseNoTransitionOnRealAPIServer races every node
+// transition's status write with another writer's update of the status
+// ConfigMap on a real kube-apiserver, whose 409 Conflict the engine must
+// answer by reading and planning again.
+func TestConflictsLoseNoTransitionOnRealAPIServer(t *testing.T) {
+	testConflictsLoseNoTransition(t, func() kubernetes.Interface { return realClient(t) }, env.Kubeconfig)
+}
+
+// realClient is a clientset of the test apiserver with the -simulate-kubelet rate limit.
+func realClient(t *testing.T) kubernetes.Interface {
+	rc := rest.CopyConfig(env.Config)
+	rc.QPS = staticpodrollout.SimulateQPS(len(scenarioNodes))
+	rc.Burst = int(2 * rc.QPS)
+	cs, err := kubernetes.NewForConfig(rc)
 	require.NoError(t, err)
-	assert.True(t, st.Converged())
+	return cs
 }
 
 // TestClusterModeCreatesInstallers runs the -kubeconfig mode (no simulated

@@ -3,19 +3,17 @@
 package staticpodrollout
 
 import (
-	"bytes"
 	"context"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/ktesting"
+	"k8s.io/utils/clock"
 
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/internal/testenv"
+	"github.com/converge-dev/converge/rollout"
 )
 
 var env *testenv.Environment
@@ -24,38 +22,18 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(testenv.WithEnvironment(m, &env))
 }
 
-// TestSimulateOnRealAPIServer plays the scenario on a real kube-apiserver:
-// real pod and ConfigMap validation, real resource versions, real informers.
-func TestSimulateOnRealAPIServer(t *testing.T) {
-	cs := realClient(t)
-	_, ctx := ktesting.NewTestContext(t)
-	var out bytes.Buffer
-	require.NoError(t, Simulate(ctx, scenarioConfig("scenario", env.Kubeconfig), cs, &out, nil), out.String())
-	s := out.String()
-	assert.Contains(t, s, "creating installer installer-2-retry-1-master-1")
-	assert.Contains(t, s, "converged on revision 3")
-
-	st := assertConverged(t, cs, "scenario")
-	assert.True(t, st.Converged())
-	store, err := NewStatusStore(cs, "scenario", "operand")
+// TestStatusStoreOnRealAPIServer checks the example's ConfigMap status
+// store against the rollout.StatusStore contract on a real kube-apiserver:
+// real resource versions and real 409 Conflicts.
+func TestStatusStoreOnRealAPIServer(t *testing.T) {
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(env.Config)
 	require.NoError(t, err)
-	require.NoError(t, fake.TestRolloutStatusStore(context.Background(), store), "the store passes the conformance check on a real apiserver")
-}
-
-// TestConflictsLoseNoTransitionOnRealAPIServer races every node
-// transition's status write with another writer's update of the status
-// ConfigMap on a real kube-apiserver, whose 409 Conflict the engine must
-// answer by reading and planning again.
-func TestConflictsLoseNoTransitionOnRealAPIServer(t *testing.T) {
-	testConflictsLoseNoTransition(t, func() kubernetes.Interface { return realClient(t) }, env.Kubeconfig)
-}
-
-// realClient is a clientset of the test apiserver with the -simulate-kubelet rate limit.
-func realClient(t *testing.T) kubernetes.Interface {
-	rc := rest.CopyConfig(env.Config)
-	rc.QPS = SimulateQPS(len(scenarioNodes))
-	rc.Burst = int(2 * rc.QPS)
-	cs, err := kubernetes.NewForConfig(rc)
+	require.NoError(t, Seed(ctx, cs, []string{"master-0"}, "store", "operand", clock.RealClock{}))
+	store, err := NewStatusStore(cs, "store", "operand")
 	require.NoError(t, err)
-	return cs
+	_, err = store.UpdateStatus(ctx, rollout.Status{LatestAvailableRevision: 1,
+		NodeStatuses: []rollout.NodeStatus{{NodeName: "master-0", CurrentRevision: 1}}}, "")
+	require.NoError(t, err)
+	require.NoError(t, fake.TestRolloutStatusStore(ctx, store))
 }

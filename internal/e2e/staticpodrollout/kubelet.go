@@ -4,13 +4,21 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
+	"strconv"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/converge-dev/converge/fake"
@@ -18,13 +26,73 @@ import (
 )
 
 // NewMemoryClient returns client-go's fake clientset, with writes given
-// real optimistic concurrency (the fake tracker has none). It is the simple
-// clientset, without server-side apply: the field-managed one builds a REST
-// mapper on every write, which makes a 10,000-node rollout take hours.
+// real optimistic concurrency (the fake tracker has none) and paced to its
+// watchers. It is the simple clientset, without server-side apply: the
+// field-managed one builds a REST mapper on every write, which makes a
+// 10,000-node rollout take hours.
 func NewMemoryClient() *k8sfake.Clientset {
 	client := k8sfake.NewSimpleClientset()
 	fake.EnforceResourceVersions(client)
+	paceWatchers(client, watcherBacklog, watcherDrainTimeout)
 	return client
+}
+
+// watcherBacklog is how many unread events a watcher of the fake clientset
+// may hold before writes wait: its watchers hold 100 and panic beyond.
+const watcherBacklog = 50
+
+// watcherDrainTimeout bounds how long a write waits for the watchers to
+// read their backlog.
+const watcherDrainTimeout = 10 * time.Second
+
+// paceWatchers makes every write through client wait while a watcher holds
+// backlog unread events or more, for up to timeout: an informer reads its
+// watch in a goroutine of its own, and a burst of writes (an engine
+// creating a hundred installers, a kubelet moving a hundred pods) must not
+// outrun it.
+func paceWatchers(client *k8sfake.Clientset, backlog int, timeout time.Duration) {
+	var mu sync.Mutex
+	var watchers []watch.Interface
+	tracker := client.Tracker()
+	client.PrependWatchReactor("*", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if a, ok := action.(k8stesting.WatchActionImpl); ok {
+			opts = a.ListOptions
+		}
+		w, err := tracker.Watch(action.GetResource(), action.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		watchers = append(watchers, w)
+		return true, w, nil
+	})
+	behind := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		live := watchers[:0]
+		full := false
+		for _, w := range watchers {
+			if s, ok := w.(interface{ IsStopped() bool }); ok && s.IsStopped() {
+				continue
+			}
+			live = append(live, w)
+			full = full || len(w.ResultChan()) >= backlog
+		}
+		clear(watchers[len(live):])
+		watchers = live
+		return full
+	}
+	client.PrependReactor("*", "*", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		switch action.GetVerb() {
+		case "create", "update", "patch", "delete", "delete-collection":
+			for deadline := time.Now().Add(timeout); behind() && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		return false, nil, nil
+	})
 }
 
 // appInstaller is the app label kube.RolloutPods puts on installer pods.
@@ -85,11 +153,20 @@ func operandPod(operand, ns, node, rev string) *corev1.Pod {
 	}
 }
 
-// kubelet is a small simulated kubelet for the in-memory cluster: each step
-// moves every pod one phase on. Installer pods go Pending → Running →
-// Succeeded (or Failed, as scripted); a succeeded installer restarts the
-// node's operand pod at its revision, not ready; a not-ready operand becomes
-// ready on the next step.
+// markerPod is the pod the simulated kubelet writes to know when an
+// informer has seen every write before: a watch delivers a namespace's pod
+// events in order.
+const markerPod = "simulated-kubelet"
+
+// AppMarker is the app label of the marker pod.
+const AppMarker = "simulated-kubelet"
+
+// kubelet is a small simulated kubelet: each step moves every pod one phase
+// on. Installer pods go Pending → Running → Succeeded (or Failed, as
+// scripted); a succeeded installer restarts the node's operand pod at its
+// revision, not ready; a not-ready operand becomes ready on the next step.
+// Like a real kubelet it watches the pods, and a step touches only the pods
+// it has to move, however many have finished.
 type kubelet struct {
 	client  kubernetes.Interface
 	ns      string
@@ -97,61 +174,190 @@ type kubelet struct {
 	clock   clock.PassiveClock
 	// failures scripts installer pods that fail, by pod name, with their termination message.
 	failures map[string]string
-	// written is told of every pod write, with the pod written.
-	written func(ctx context.Context, pod *corev1.Pod) error
+	timeout  time.Duration
+	factory  informers.SharedInformerFactory
+	pods     corelisters.PodLister
+	cancel   context.CancelFunc
+	marker   *corev1.Pod
+
+	mu sync.Mutex
+	// moving are the names of the pods a step moves on.
+	moving map[string]bool
+	// seen is the marker's resource version the kubelet's watch last delivered.
+	seen string
 }
 
-// updateStatus writes the pod's status and tells k.written.
-func (k *kubelet) updateStatus(ctx context.Context, pod *corev1.Pod) error {
-	out, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+// startKubelet creates the marker pod and starts the kubelet's pod informer.
+func startKubelet(ctx context.Context, client kubernetes.Interface, ns, operand string, clk clock.PassiveClock,
+	failures map[string]string, timeout time.Duration) (*kubelet, error) {
+	marker, err := client.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: markerPod, Namespace: ns, Labels: map[string]string{kube.LabelApp: AppMarker}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "marker", Image: "registry.k8s.io/pause:3.10"}}},
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		marker, err = client.CoreV1().Pods(ns).Get(ctx, markerPod, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	k := &kubelet{client: client, ns: ns, operand: operand, clock: clk, failures: failures, timeout: timeout,
+		marker: marker, moving: map[string]bool{},
+		factory: informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(ns))}
+	informer := k.factory.Core().V1().Pods()
+	k.pods = informer.Lister()
+	if _, err := informer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    k.observe,
+		UpdateFunc: func(_, obj any) { k.observe(obj) },
+		DeleteFunc: k.forget,
+	}); err != nil {
+		return nil, err
+	}
+	informerCtx, cancel := context.WithCancel(ctx)
+	k.cancel = cancel
+	k.factory.Start(informerCtx.Done())
+	for typ, ok := range k.factory.WaitForCacheSync(informerCtx.Done()) {
+		if !ok {
+			k.stop()
+			return nil, fmt.Errorf("the kubelet's informer cache for %v did not sync", typ)
+		}
+	}
+	return k, nil
+}
+
+// stop stops the kubelet's informer and waits for it.
+func (k *kubelet) stop() {
+	k.cancel()
+	k.factory.Shutdown()
+}
+
+// observe notes whether a pod the watch delivered has to move on.
+func (k *kubelet) observe(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if pod.Name == markerPod {
+		k.seen = pod.ResourceVersion
+		return
+	}
+	if k.movesOn(pod) {
+		k.moving[pod.Name] = true
+	} else {
+		delete(k.moving, pod.Name)
+	}
+}
+
+// forget drops a deleted pod.
+func (k *kubelet) forget(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		delete(k.moving, pod.Name)
+	}
+}
+
+// movesOn reports whether a step moves the pod on: an installer not yet
+// finished, or an operand running but not ready.
+func (k *kubelet) movesOn(pod *corev1.Pod) bool {
+	switch pod.Labels[kube.LabelApp] {
+	case appInstaller:
+		return pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending || pod.Status.Phase == corev1.PodRunning
+	case k.operand:
+		return pod.Status.Phase == corev1.PodRunning && !podReady(pod)
+	}
+	return false
+}
+
+// barrier writes the marker pod and waits until the kubelet's watch and
+// pods (another informer's lister) have seen it, and so every pod write
+// before it.
+func (k *kubelet) barrier(ctx context.Context, pods corelisters.PodLister) error {
+	if k.marker.Annotations == nil {
+		k.marker.Annotations = map[string]string{}
+	}
+	n, _ := strconv.Atoi(k.marker.Annotations[markerAnnotation])
+	k.marker.Annotations[markerAnnotation] = strconv.Itoa(n + 1)
+	marker, err := k.client.CoreV1().Pods(k.ns).Update(ctx, k.marker, metav1.UpdateOptions{})
 	if err != nil {
 		return err
 	}
-	return k.written(ctx, out)
+	k.marker = marker
+	rv := marker.ResourceVersion
+	return poll(ctx, k.timeout, func() bool {
+		k.mu.Lock()
+		seen := k.seen
+		k.mu.Unlock()
+		if seen != rv {
+			return false
+		}
+		p, err := pods.Pods(k.ns).Get(markerPod)
+		return err == nil && p.ResourceVersion == rv
+	}, "the pod informers did not see the kubelet's writes within %v (it grows with -nodes)")
 }
 
-// step moves every pod one phase on and reports whether anything moved.
+// markerAnnotation counts the marker pod's writes.
+const markerAnnotation = "converge.dev/simulated-kubelet-writes"
+
+// step moves every pod one phase on, in name order, operands before
+// installers, and reports whether anything moved. It waits first until its
+// watch has seen every write before.
 func (k *kubelet) step(ctx context.Context) (bool, error) {
-	list, err := k.client.CoreV1().Pods(k.ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
+	if err := k.barrier(ctx, k.pods); err != nil {
 		return false, err
 	}
-	pods := list.Items
-	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
-	now := metav1.NewTime(k.clock.Now())
-	moved := false
-	for i := range pods {
-		pod := &pods[i]
-		if pod.Labels[kube.LabelApp] != k.operand || pod.Status.Phase != corev1.PodRunning || podReady(pod) {
+	k.mu.Lock()
+	names := make([]string, 0, len(k.moving))
+	for name := range k.moving {
+		names = append(names, name)
+	}
+	k.mu.Unlock()
+	sort.Strings(names)
+	var operands, installers []*corev1.Pod
+	for _, name := range names {
+		pod, err := k.pods.Pods(k.ns).Get(name)
+		if apierrors.IsNotFound(err) {
 			continue
 		}
+		if err != nil {
+			return false, err
+		}
+		if pod.Labels[kube.LabelApp] == appInstaller {
+			installers = append(installers, pod.DeepCopy())
+		} else {
+			operands = append(operands, pod.DeepCopy())
+		}
+	}
+	now := metav1.NewTime(k.clock.Now())
+	for _, pod := range operands {
 		pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}
 		if err := k.updateStatus(ctx, pod); err != nil {
 			return false, err
 		}
-		moved = true
 	}
-	for i := range pods {
-		pod := &pods[i]
-		if pod.Labels[kube.LabelApp] != appInstaller {
-			continue
-		}
-		switch pod.Status.Phase {
-		case "", corev1.PodPending:
-			pod.Status.Phase, pod.Status.StartTime = corev1.PodRunning, &now
-		case corev1.PodRunning:
+	for _, pod := range installers {
+		if pod.Status.Phase == corev1.PodRunning {
 			if err := k.finish(ctx, pod, now); err != nil {
 				return false, err
 			}
-		default:
-			continue
+		} else {
+			pod.Status.Phase, pod.Status.StartTime = corev1.PodRunning, &now
 		}
 		if err := k.updateStatus(ctx, pod); err != nil {
 			return false, err
 		}
-		moved = true
 	}
-	return moved, nil
+	return len(operands)+len(installers) > 0, nil
+}
+
+// updateStatus writes the pod's status.
+func (k *kubelet) updateStatus(ctx context.Context, pod *corev1.Pod) error {
+	_, err := k.client.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	return err
 }
 
 // finish ends a running installer pod and, on success, restarts the operand.
@@ -190,15 +396,4 @@ func podReady(pod *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// podFingerprint summarises what the engine reads from pods, to tell when an
-// informer cache has caught up with the clientset.
-func podFingerprint(pods []*corev1.Pod) string {
-	lines := make([]string, 0, len(pods))
-	for _, p := range pods {
-		lines = append(lines, fmt.Sprintf("%s/%s/%s/%t", p.Name, p.Labels[kube.LabelRevision], p.Status.Phase, podReady(p)))
-	}
-	sort.Strings(lines)
-	return strings.Join(lines, ",")
 }

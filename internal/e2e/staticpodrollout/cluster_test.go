@@ -1,9 +1,7 @@
 package staticpodrollout
 
 import (
-	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,54 +10,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2/ktesting"
 
 	conformance "github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/rollout"
 )
-
-func TestSimulateInMemory(t *testing.T) {
-	for name, cfg := range map[string]Config{
-		"defaults":          scenarioConfig("ns", ""),
-		"one node":          {Nodes: 1, Namespace: "ns", Operand: "operand", NodeSelector: "node-role.kubernetes.io/control-plane"},
-		"six nodes":         {Nodes: 6, Namespace: "ns", Operand: "operand", NodeSelector: "node-role.kubernetes.io/control-plane"},
-		"two unavailable":   {Nodes: 3, MaxUnavailable: 2, Namespace: "ns", Operand: "operand", NodeSelector: "node-role.kubernetes.io/control-plane"},
-		"other node labels": {Nodes: 2, Namespace: "ns", Operand: "etcd", NodeSelector: "node-role.kubernetes.io/control-plane="},
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, ctx := ktesting.NewTestContext(t)
-			var out bytes.Buffer
-			require.NoError(t, Simulate(ctx, cfg, NewMemoryClient(), &out, nil), out.String())
-			s := out.String()
-			assert.Contains(t, s, "installer: copying secret/serving-cert: connection refused")
-			assert.Contains(t, s, "Warning InstallerPodFailed")
-			assert.Contains(t, s, "creating installer installer-2-retry-1-")
-			assert.Contains(t, s, "converged on revision 3")
-			assert.Contains(t, s, "Progressing  False   AllNodesAtLatestRevision")
-		})
-	}
-}
-
-// TestSimulateManyNodes checks that a cluster beyond detailedNodes prints
-// progress lines rather than every sync, and that its limits scale.
-func TestSimulateManyNodes(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cfg := scenarioConfig("ns", "")
-	cfg.Nodes = 200
-	var out bytes.Buffer
-	require.NoError(t, Simulate(ctx, cfg, NewMemoryClient(), &out, nil), out.String())
-	s := out.String()
-	assert.Contains(t, s, "200 nodes, up to 2 unavailable")
-	assert.Contains(t, s, "200/200 nodes at revision 3")
-	assert.Contains(t, s, "converged on revision 3")
-	assert.Contains(t, s, "... 150 more")
-	assert.NotContains(t, s, "creating installer", "no line per installer")
-	assert.Equal(t, 20, strings.Count(s, "nodes at revision"), "a progress line every 10%% of the nodes of each revision:\n%s", s)
-}
 
 func TestScaled(t *testing.T) {
 	assert.Equal(t, Config{Nodes: 3, MaxUnavailable: 1, MaxSyncs: 250, Timeout: 10*time.Minute + 3*time.Second},
@@ -70,13 +29,42 @@ func TestScaled(t *testing.T) {
 		Config{Nodes: 10, MaxUnavailable: 5, MaxSyncs: 7, Timeout: time.Second}.Scaled(), "what is set stays")
 }
 
-func TestMaxSyncsNamesItsFlag(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cfg := scenarioConfig("ns", "")
-	cfg.MaxSyncs = 2
-	err := Simulate(ctx, cfg, NewMemoryClient(), &bytes.Buffer{}, nil)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "-max-syncs")
+func TestConfigRateLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		cfg       Config
+		wantQPS   float32
+		wantBurst int
+	}{
+		{name: "a real cluster keeps client-go's defaults", cfg: Config{Nodes: 3, Kubeconfig: "k"}},
+		{name: "a simulated kubelet grows with the nodes", cfg: Config{Nodes: 3, Kubeconfig: "k", Simulate: true}, wantQPS: 130, wantBurst: 260},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			qps, burst := tt.cfg.RateLimit()
+			assert.Equal(t, tt.wantQPS, qps)
+			assert.Equal(t, tt.wantBurst, burst)
+		})
+	}
+}
+
+func TestConfigSelector(t *testing.T) {
+	tests := []struct {
+		name     string
+		selector string
+		labels   labels.Set
+		want     bool
+	}{
+		{name: "a label that exists", selector: "node-role.kubernetes.io/control-plane",
+			labels: labels.Set{"node-role.kubernetes.io/control-plane": ""}, want: true},
+		{name: "a node without it", selector: "node-role.kubernetes.io/control-plane", labels: labels.Set{"other": ""}},
+		{name: "a selector that does not parse selects nothing", selector: "a b c", labels: labels.Set{"a": ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Config{NodeSelector: tt.selector}.Selector().Matches(tt.labels))
+		})
+	}
 }
 
 // rolloutPods returns kube.RolloutPods reading pod from its lister, as the engine reads pods.

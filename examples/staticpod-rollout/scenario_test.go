@@ -1,4 +1,4 @@
-package staticpodrollout
+package main
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/internal/e2e/staticpodrollout"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/rollout"
 )
@@ -162,9 +163,9 @@ func runScenario(t *testing.T, client kubernetes.Interface, kubeconfig, ns strin
 	t.Helper()
 	cfg := scenarioConfig(ns, kubeconfig)
 	run := &scenarioRun{}
-	hooks := &Hooks{
+	hooks := &staticpodrollout.Hooks{
 		Wrap: func(c *rollout.Config) {
-			c.Status = &interferingStore{StatusStore: c.Status, client: client, ns: ns, name: StatusName(cfg.Operand),
+			c.Status = &interferingStore{StatusStore: c.Status, client: client, ns: ns, name: staticpodrollout.StatusName(cfg.Operand),
 				interfere: interfere, run: run, seen: map[string]bool{}}
 			c.Installers = recordingInstallers{InstallerClient: c.Installers, run: run}
 		},
@@ -176,14 +177,14 @@ func runScenario(t *testing.T, client kubernetes.Interface, kubeconfig, ns strin
 	}
 	_, ctx := ktesting.NewTestContext(t)
 	var out bytes.Buffer
-	require.NoError(t, Simulate(ctx, cfg, client, &out, hooks), out.String())
+	require.NoError(t, rollOut(ctx, cfg.Scaled(), client, &out, hooks), out.String())
 	return run
 }
 
 // scenarioConfig is the configuration of the example's default flags in ns.
-func scenarioConfig(ns, kubeconfig string) Config {
-	return Config{Nodes: len(scenarioNodes), Kubeconfig: kubeconfig, Namespace: ns, Operand: "operand", Image: "busybox:1.36",
-		NodeSelector: "node-role.kubernetes.io/control-plane", Revision: 1}
+func scenarioConfig(ns, kubeconfig string) staticpodrollout.Config {
+	return staticpodrollout.Config{Nodes: len(scenarioNodes), Kubeconfig: kubeconfig, Namespace: ns, Operand: "operand", Image: "busybox:1.36",
+		NodeSelector: "node-role.kubernetes.io/control-plane", Revision: 1, Simulate: kubeconfig != ""}
 }
 
 // testConflictsLoseNoTransition runs the scenario twice, undisturbed and with
@@ -264,7 +265,7 @@ func assertConverged(t *testing.T, client kubernetes.Interface, ns string) rollo
 	operands := map[string]corev1.Pod{}
 	for _, p := range pods.Items {
 		switch p.Labels[kube.LabelApp] {
-		case appInstaller:
+		case "installer":
 			installers = append(installers, p.Name)
 			want := corev1.PodSucceeded
 			if p.Name == "installer-2-master-1" {
@@ -274,23 +275,26 @@ func assertConverged(t *testing.T, client kubernetes.Interface, ns string) rollo
 			assert.Equal(t, p.Labels[kube.LabelNode], p.Spec.NodeName, "installer %s", p.Name)
 		case "operand":
 			operands[p.Name] = p
+		case staticpodrollout.AppMarker:
 		default:
 			t.Errorf("unexpected pod %s", p.Name)
 		}
 	}
 	assert.ElementsMatch(t, scenarioInstallers, installers, "installer pods in %s", ns)
 	for _, node := range scenarioNodes {
-		op, ok := operands[operandPodName("operand", node)]
+		op, ok := operands["operand-"+node]
 		if !assert.True(t, ok, "operand pod of %s", node) {
 			continue
 		}
 		assert.Equal(t, "3", op.Labels[kube.LabelRevision], "operand revision on %s", node)
 		assert.Equal(t, corev1.PodRunning, op.Status.Phase, "operand phase on %s", node)
-		assert.True(t, podReady(&op), "operand on %s is ready", node)
+		assert.True(t, slices.ContainsFunc(op.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}), "operand on %s is ready", node)
 	}
 	assert.Len(t, operands, len(scenarioNodes))
 
-	store, err := NewStatusStore(client, ns, "operand")
+	store, err := staticpodrollout.NewStatusStore(client, ns, "operand")
 	require.NoError(t, err)
 	st, _, err := store.GetStatus(ctx)
 	require.NoError(t, err)
@@ -323,5 +327,5 @@ func assertConverged(t *testing.T, client kubernetes.Interface, ns string) rollo
 }
 
 func TestConflictsLoseNoTransitionInMemory(t *testing.T) {
-	testConflictsLoseNoTransition(t, func() kubernetes.Interface { return NewMemoryClient() }, "")
+	testConflictsLoseNoTransition(t, func() kubernetes.Interface { return staticpodrollout.NewMemoryClient() }, "")
 }
