@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -288,30 +289,55 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 		dirty = false
 		return nil
 	}
+	// Every node's decision is persisted in one write before any installer
+	// is created: a crash after it leaves decisions without installers,
+	// which the next sync ensures, never an installer without its decision;
+	// and a sync moving many nodes writes the status once, not once a node.
+	var changedNodes []string
 	for _, step := range plan.Steps {
 		if !step.Acts() {
 			log.V(4).Info("Node waits", "node", step.Node, "reason", step.Reason)
 			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, err
 		}
 		if step.To != nil || step.Remove || len(step.Delete) > 0 {
 			if !copied {
 				work.NodeStatuses, copied = slices.Clone(work.NodeStatuses), true
 			}
 			applyStep(&work, step)
-			if err := write("status of node " + step.Node); err != nil {
-				return 0, err
-			}
-			log.Info("Node status changed", "node", step.Node, "reason", step.Reason)
+			changedNodes = append(changedNodes, step.Node)
+			log.V(2).Info("Node status changes", "node", step.Node, "reason", step.Reason)
 		}
-		res.Events = append(res.Events, step.Events...)
-		if step.Create != nil {
-			if err := c.cfg.Installers.EnsureInstaller(ctx, *step.Create); err != nil {
-				return 0, fmt.Errorf("rollout: creating installer %s: %w", step.Create.Name, err)
-			}
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(changedNodes) > 0 {
+		if err := write(nodesChanged(changedNodes)); err != nil {
+			return 0, err
 		}
+		log.Info("Node statuses changed", "nodes", len(changedNodes))
+	}
+	for _, step := range plan.Steps {
+		if step.Acts() {
+			res.Events = append(res.Events, step.Events...) // persisted now, whatever the creates do
+		}
+	}
+	// Each installer is created on its own: one that fails is that node's
+	// failed attempt on the next sync, and does not hold the others back.
+	var createErrs []error
+	for _, step := range plan.Steps {
+		if !step.Acts() || step.Create == nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, errors.Join(append(createErrs, err)...)
+		}
+		if err := c.cfg.Installers.EnsureInstaller(ctx, *step.Create); err != nil {
+			createErrs = append(createErrs, fmt.Errorf("rollout: creating installer %s: %w", step.Create.Name, err))
+		}
+	}
+	if len(createErrs) > 0 {
+		return 0, errors.Join(createErrs...)
 	}
 
 	kept := work.InstallersToDelete[:0:0]
@@ -347,6 +373,15 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 		requeue = deleteRetryInterval
 	}
 	return requeue, nil
+}
+
+// nodesChanged names the nodes of a status write in its error: the first
+// node, and how many more.
+func nodesChanged(nodes []string) string {
+	if len(nodes) == 1 {
+		return "status of node " + nodes[0]
+	}
+	return fmt.Sprintf("status of node %s and %d more", nodes[0], len(nodes)-1)
 }
 
 // deleteRetryInterval is how soon a sync looks again after a failed

@@ -23,6 +23,8 @@ type journal struct {
 	entries []string
 	store   *fake.RolloutStatusStore
 	cluster *fake.RolloutCluster
+	// failEnsure names an installer whose create fails.
+	failEnsure string
 }
 
 func (j *journal) GetStatus(ctx context.Context) (rollout.Status, string, error) {
@@ -40,6 +42,9 @@ func (j *journal) GetInstaller(ctx context.Context, i rollout.Installer) (rollou
 
 func (j *journal) EnsureInstaller(ctx context.Context, i rollout.Installer) error {
 	j.entries = append(j.entries, "ensure "+i.Name)
+	if i.Name == j.failEnsure {
+		return errors.New("create refused")
+	}
 	return j.cluster.EnsureInstaller(ctx, i)
 }
 
@@ -145,6 +150,61 @@ func TestControllerWritesBeforeActing(t *testing.T) {
 }
 
 var metaT0 = metaTime(t0)
+
+// TestSyncWritesEveryDecisionOnceBeforeAnyInstaller: a sync that moves
+// several nodes persists all their decisions in one status write, and only
+// then creates their installers; a create that fails holds no other node
+// back, and every decision and its event stay persisted beside the error.
+func TestSyncWritesEveryDecisionOnceBeforeAnyInstaller(t *testing.T) {
+	tests := []struct {
+		name           string
+		maxUnavailable int32
+		failCreate     string // the installer whose create fails
+		want           []string
+		wantPods       []string
+	}{
+		{name: "one node", maxUnavailable: 1,
+			want: []string{"write", "ensure installer-2-a"}, wantPods: []string{"installer-2-a"}},
+		{name: "three nodes, one write", maxUnavailable: 3,
+			want:     []string{"write", "ensure installer-2-a", "ensure installer-2-b", "ensure installer-2-c"},
+			wantPods: []string{"installer-2-a", "installer-2-b", "installer-2-c"}},
+		{name: "a failed create holds no other node back", maxUnavailable: 3, failCreate: "installer-2-a",
+			want:     []string{"write", "ensure installer-2-a", "ensure installer-2-b", "ensure installer-2-c"},
+			wantPods: []string{"installer-2-b", "installer-2-c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			clk := clocktesting.NewFakeClock(t0)
+			cluster := fake.NewRolloutCluster(clk, 1, "a", "b", "c", "d")
+			store := fake.NewRolloutStatusStore(2, 1, "a", "b", "c", "d")
+			j := &journal{store: store, cluster: cluster, failEnsure: tt.failCreate}
+			h := newHarness(t, rollout.Config{Status: j, Installers: j, Operands: cluster, Nodes: cluster, Clock: clk,
+				Policy: rollout.Policy{MaxUnavailable: tt.maxUnavailable}})
+
+			_, err := h.sync(ctx)
+			if tt.failCreate != "" {
+				assert.ErrorContains(t, err, "creating installer "+tt.failCreate)
+			} else {
+				assert.NoError(t, err)
+			}
+			assert.Equal(t, tt.want, j.entries)
+			var pods []string
+			for name := range cluster.Pods {
+				pods = append(pods, name)
+			}
+			assert.ElementsMatch(t, tt.wantPods, pods)
+			targets := 0
+			for _, n := range store.Current().NodeStatuses {
+				if n.TargetRevision == 2 {
+					targets++
+				}
+			}
+			assert.Equal(t, int(tt.maxUnavailable), targets, "every decision persisted")
+			assert.Len(t, h.events, targets, "one event per persisted decision, even beside the error")
+		})
+	}
+}
 
 func TestControllerSyncReadsOncePerNode(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)

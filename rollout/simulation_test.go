@@ -355,11 +355,12 @@ func (r *simRun) check(before rollout.Status, created []rollout.Installer) error
 	for _, w := range writes[r.written:] {
 		for _, n := range w.NodeStatuses {
 			old, ok := prev.Node(n.NodeName)
-			if !ok {
-				continue
+			if !ok { // a node the write adds starts from nothing
+				old = rollout.NodeStatus{NodeName: n.NodeName}
 			}
 			failedNow := n.LastFailedTime != nil && (old.LastFailedTime == nil || n.LastFailedCount != old.LastFailedCount || n.LastFailedRevision != old.LastFailedRevision)
-			if old.InTransition() && !n.InTransition() && n.CurrentRevision == old.TargetRevision && !failedNow {
+			// One write may both finish a node's revision and start its next.
+			if old.InTransition() && n.CurrentRevision == old.TargetRevision && n.CurrentRevision != old.CurrentRevision && !failedNow {
 				wantCurrent++
 			}
 			if n.InTransition() && (n.TargetRevision != old.TargetRevision || (n.InstallerOrderedTime != nil && old.InstallerOrderedTime == nil && !old.InTransition())) {
