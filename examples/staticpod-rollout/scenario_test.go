@@ -198,10 +198,12 @@ func testConflictsLoseNoTransition(t *testing.T, newClient func() kubernetes.Int
 	raced := runScenario(t, racedClient, kubeconfig, "conflicted", true)
 
 	assert.NotContains(t, free.calls, "conflict")
-	require.GreaterOrEqual(t, len(raced.interfered), 10, "every node transition's first write was raced")
-	assert.Contains(t, raced.interfered, "master-1 current 2->3 target 3->0 failures 1->1",
+	// 3 nodes through 2 revisions and a failure, some transitions sharing a write.
+	require.GreaterOrEqual(t, len(raced.interfered), 9, "every write that carries a node transition was raced")
+	racedWrites := strings.Join(raced.interfered, "; ")
+	assert.Contains(t, racedWrites, "master-1 current 2->3 target 3->0 failures 1->1",
 		"a write that carries a node's new current revision was raced")
-	assert.Contains(t, raced.interfered, "master-1 current 1->1 target 2->2 failures 0->1",
+	assert.Contains(t, racedWrites, "master-1 current 1->1 target 2->2 failures 0->1",
 		"the write that records the installer failure was raced")
 	conflicts := 0
 	for i, call := range raced.calls {
