@@ -1,27 +1,36 @@
 // Command conditions shows what the conditions package computes for the
 // sub-conditions of an imaginary cluster operator: their Degraded union, with
-// a grace period, and a Ready summary, at three moments of a fixed timeline.
+// a grace period, and a Ready summary, at two moments of a fixed timeline.
+// It takes no flags.
 package main
 
 import (
+	"context"
+	"flag"
 	"fmt"
-	"os"
+	"io"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/internal/cli"
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+func main() { cli.Main(run) }
+
+func run(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("conditions", flag.ContinueOnError)
+	err := cli.Parse(fs, args, stderr)
+	if err == nil {
+		err = show(stdout)
 	}
+	return cli.Exit(stderr, fs.Name(), err)
 }
 
-func run() error {
+// show prints the conditions at each moment of the timeline.
+func show(out io.Writer) error {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	var conds []metav1.Condition
 	set := func(c metav1.Condition, at time.Time) error {
@@ -53,9 +62,9 @@ func run() error {
 		if err := set(ready, now); err != nil {
 			return err
 		}
-		fmt.Printf("at %s:\n", now.Format(time.TimeOnly))
+		fmt.Fprintf(out, "at %s:\n", now.Format(time.TimeOnly))
 		for _, c := range conds {
-			fmt.Printf("  %-22s %-7s %-33s %s\n", c.Type, c.Status, c.Reason, strings.ReplaceAll(c.Message, "\n", " | "))
+			fmt.Fprintf(out, "  %-22s %-7s %-33s %s\n", c.Type, c.Status, c.Reason, strings.ReplaceAll(c.Message, "\n", " | "))
 		}
 	}
 	return nil
