@@ -125,6 +125,15 @@ func NewAddonObjectsFor(client AddonClient, cfg AddonObjectsConfig) (*AddonObjec
 	return &AddonObjects{cfg: cfg, client: client}, nil
 }
 
+// check returns ErrInvalid for an AddonObjects not made by NewAddonObjects
+// or NewAddonObjectsFor.
+func (s *AddonObjects) check(method string) error {
+	if s == nil || s.client == nil {
+		return fmt.Errorf("kube: AddonObjects.%s: store not made by NewAddonObjects or NewAddonObjectsFor: %w", method, ErrInvalid)
+	}
+	return nil
+}
+
 // dynamicAddons is the AddonClient of one resource on the dynamic client.
 type dynamicAddons struct {
 	ri dynamic.NamespaceableResourceInterface
@@ -149,6 +158,12 @@ func (d dynamicAddons) UpdateStatus(ctx context.Context, obj *unstructured.Unstr
 // cache, or read afresh): its Spec, its Status at StatusPath, its resource
 // version, and the object itself as Host.
 func (s *AddonObjects) Object(obj *unstructured.Unstructured) (addon.Object, error) {
+	if err := s.check("Object"); err != nil {
+		return addon.Object{}, err
+	}
+	if obj == nil {
+		return addon.Object{}, fmt.Errorf("kube: AddonObjects.Object: nil object: %w", ErrInvalid)
+	}
 	var st addon.Status
 	raw, found, err := unstructured.NestedFieldNoCopy(obj.Object, s.cfg.StatusPath...)
 	if err != nil {
@@ -164,6 +179,9 @@ func (s *AddonObjects) Object(obj *unstructured.Unstructured) (addon.Object, err
 
 // Get reads the add-on named "namespace/name" ("name" when cluster-scoped).
 func (s *AddonObjects) Get(ctx context.Context, name string) (addon.Object, error) {
+	if err := s.check("Get"); err != nil {
+		return addon.Object{}, err
+	}
 	ns, n, ok := strings.Cut(name, "/")
 	if !ok {
 		ns, n = "", name
@@ -178,6 +196,9 @@ func (s *AddonObjects) Get(ctx context.Context, name string) (addon.Object, erro
 // UpdateStatus writes st as the status of obj's object at obj.ResourceVersion
 // and returns the add-on as written.
 func (s *AddonObjects) UpdateStatus(ctx context.Context, obj addon.Object, st addon.Status) (addon.Object, error) {
+	if err := s.check("UpdateStatus"); err != nil {
+		return addon.Object{}, err
+	}
 	host, ok := obj.Host.(*unstructured.Unstructured)
 	if !ok || host == nil {
 		return addon.Object{}, fmt.Errorf("kube: add-on %s has no object to write (Host is %T): %w", obj.Spec.Name, obj.Host, ErrInvalid)

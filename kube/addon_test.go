@@ -173,3 +173,22 @@ func TestNewAddonObjectsForRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// AddonObjects answers a nil object and its own nil or zero value with
+// ErrInvalid, never a panic.
+func TestAddonObjectsRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	_, made := newAddons(t)
+	_, err := made.Object(nil)
+	assert.ErrorIs(t, err, ErrInvalid, "a nil object")
+	for name, s := range map[string]*AddonObjects{"nil store": nil, "zero store": {}} {
+		t.Run(name, func(t *testing.T) {
+			_, err := s.Object(addonObject("1", nil))
+			assert.ErrorIs(t, err, ErrInvalid)
+			_, err = s.Get(ctx, "ns/x")
+			assert.ErrorIs(t, err, ErrInvalid)
+			_, err = s.UpdateStatus(ctx, addon.Object{Host: addonObject("1", nil)}, addon.Status{})
+			assert.ErrorIs(t, err, ErrInvalid)
+		})
+	}
+}

@@ -103,6 +103,9 @@ func NewApplierFor(client ApplyClient, cfg ApplierConfig) (*Applier, error) {
 
 // Apply applies m with server-side apply.
 func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, _ payload.State) error {
+	if err := a.check("Apply", m); err != nil {
+		return err
+	}
 	if m.GVK.Group == "batch" && m.GVK.Kind == "Job" {
 		_, err := a.client.Get(ctx, m.GVK, m.Namespace(), m.Name())
 		if !apierrors.IsNotFound(err) {
@@ -115,6 +118,9 @@ func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, _ payload.Stat
 // Delete deletes the object of m in the background; an object already gone
 // is success.
 func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
+	if err := a.check("Delete", m); err != nil {
+		return err
+	}
 	err := a.client.Delete(ctx, m.GVK, m.Namespace(), m.Name())
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -125,6 +131,9 @@ func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
 // Ready reports nil once the object of m is ready, and otherwise an error
 // saying what it waits for.
 func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
+	if err := a.check("Ready", m); err != nil {
+		return err
+	}
 	check, ok := readinessChecks[m.GVK.GroupKind()]
 	if !ok {
 		return nil
@@ -134,6 +143,18 @@ func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
 		return err
 	}
 	return check(obj)
+}
+
+// check returns ErrInvalid for an Applier not made by NewApplier or
+// NewApplierFor, and for a nil manifest or one without an object.
+func (a *Applier) check(method string, m *payload.Manifest) error {
+	switch {
+	case a == nil || a.client == nil:
+		return fmt.Errorf("kube: Applier.%s: applier not made by NewApplier or NewApplierFor: %w", method, ErrInvalid)
+	case m == nil || m.Object == nil:
+		return fmt.Errorf("kube: Applier.%s: nil manifest or manifest object: %w", method, ErrInvalid)
+	}
+	return nil
 }
 
 // dynamicApply is the ApplyClient of the dynamic client and a REST mapper.

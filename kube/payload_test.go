@@ -218,3 +218,29 @@ func TestNewApplierForRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// An Applier answers a nil manifest, a manifest without an object, and its
+// own nil or zero value with ErrInvalid, never a panic.
+func TestApplierRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	made, err := NewApplierFor(&recordingApply{}, ApplierConfig{FieldManager: "m"})
+	require.NoError(t, err)
+	good := manifest(obj("v1", "ConfigMap", 1, nil, nil))
+	tests := []struct {
+		name string
+		a    *Applier
+		m    *payload.Manifest
+	}{
+		{name: "nil manifest", a: made},
+		{name: "manifest without an object", a: made, m: &payload.Manifest{GVK: good.GVK}},
+		{name: "nil applier", m: good},
+		{name: "zero applier", a: &Applier{}, m: good},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.ErrorIs(t, tt.a.Apply(ctx, tt.m, payload.StateReconciling), ErrInvalid)
+			assert.ErrorIs(t, tt.a.Delete(ctx, tt.m), ErrInvalid)
+			assert.ErrorIs(t, tt.a.Ready(ctx, tt.m), ErrInvalid)
+		})
+	}
+}

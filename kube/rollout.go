@@ -138,6 +138,15 @@ func NewRolloutPodsFor(client PodClient, cfg RolloutPodsConfig) (*RolloutPods, e
 	return &RolloutPods{cfg: cfg, client: client}, nil
 }
 
+// check returns ErrInvalid for a RolloutPods not made by NewRolloutPods or
+// NewRolloutPodsFor.
+func (a *RolloutPods) check(method string) error {
+	if a == nil || a.client == nil {
+		return fmt.Errorf("kube: RolloutPods.%s: adapter not made by NewRolloutPods or NewRolloutPodsFor: %w", method, ErrInvalid)
+	}
+	return nil
+}
+
 // listerPods is the PodClient of client-go: listers read, the clientset writes.
 type listerPods struct {
 	client kubernetes.Interface
@@ -173,6 +182,9 @@ func (l listerPods) ListNodes(_ context.Context, selector labels.Selector) ([]co
 
 // GetInstaller reads the installer pod.
 func (a *RolloutPods) GetInstaller(ctx context.Context, inst rollout.Installer) (rollout.InstallerState, error) {
+	if err := a.check("GetInstaller"); err != nil {
+		return rollout.InstallerState{}, err
+	}
 	pod, err := a.client.GetPod(ctx, a.cfg.Namespace, inst.Name)
 	if apierrors.IsNotFound(err) {
 		return rollout.InstallerState{Phase: rollout.InstallerNotFound}, nil
@@ -214,6 +226,9 @@ func InstallerPodState(pod *corev1.Pod) rollout.InstallerState {
 
 // EnsureInstaller creates the installer pod unless it exists.
 func (a *RolloutPods) EnsureInstaller(ctx context.Context, inst rollout.Installer) error {
+	if err := a.check("EnsureInstaller"); err != nil {
+		return err
+	}
 	pod := a.cfg.InstallerPod(inst)
 	if pod == nil {
 		return fmt.Errorf("kube: InstallerPod returned no pod for %s: %w", inst.Name, ErrInvalid)
@@ -246,6 +261,9 @@ func ptrTrue() *bool { t := true; return &t }
 // once it returns nil the installer can no longer run (rollout's contract);
 // a pod already gone is success.
 func (a *RolloutPods) DeleteInstaller(ctx context.Context, inst rollout.Installer) error {
+	if err := a.check("DeleteInstaller"); err != nil {
+		return err
+	}
 	err := a.client.DeletePod(ctx, a.cfg.Namespace, inst.Name)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -255,6 +273,9 @@ func (a *RolloutPods) DeleteInstaller(ctx context.Context, inst rollout.Installe
 
 // GetOperand reads the node's operand pod.
 func (a *RolloutPods) GetOperand(ctx context.Context, node string) (rollout.OperandState, error) {
+	if err := a.check("GetOperand"); err != nil {
+		return rollout.OperandState{}, err
+	}
 	pod, err := a.client.GetPod(ctx, a.cfg.Namespace, a.cfg.OperandPodName(node))
 	if apierrors.IsNotFound(err) {
 		return rollout.OperandState{Phase: rollout.OperandNotFound}, nil
@@ -288,6 +309,9 @@ func operandState(pod *corev1.Pod) (rollout.OperandState, error) {
 // ListNodes lists the nodes NodeSelector matches, in name order, each
 // unreachable unless its Ready condition is True.
 func (a *RolloutPods) ListNodes(ctx context.Context) ([]rollout.Node, error) {
+	if err := a.check("ListNodes"); err != nil {
+		return nil, err
+	}
 	nodes, err := a.client.ListNodes(ctx, a.cfg.NodeSelector)
 	if err != nil {
 		return nil, err

@@ -289,3 +289,21 @@ func TestNewRolloutPodsForRejectsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// A nil or zero RolloutPods answers every method with ErrInvalid, never a
+// panic.
+func TestRolloutPodsNotMadeByItsConstructorIsInvalid(t *testing.T) {
+	ctx := context.Background()
+	for name, a := range map[string]*RolloutPods{"nil": nil, "zero": {}} {
+		t.Run(name, func(t *testing.T) {
+			_, err := a.GetInstaller(ctx, rollout.Installer{Name: "i"})
+			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, a.EnsureInstaller(ctx, rollout.Installer{Name: "i"}), ErrInvalid)
+			assert.ErrorIs(t, a.DeleteInstaller(ctx, rollout.Installer{Name: "i"}), ErrInvalid)
+			_, err = a.GetOperand(ctx, "n")
+			assert.ErrorIs(t, err, ErrInvalid)
+			_, err = a.ListNodes(ctx)
+			assert.ErrorIs(t, err, ErrInvalid)
+		})
+	}
+}

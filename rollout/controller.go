@@ -293,7 +293,8 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 	// is created: a crash after it leaves decisions without installers,
 	// which the next sync ensures, never an installer without its decision;
 	// and a sync moving many nodes writes the status once, not once a node.
-	var changedNodes []string
+	var changedNodes []string // in plan order, each once: a node that joins and starts has two steps
+	var seen map[string]bool
 	for _, step := range plan.Steps {
 		if !step.Acts() {
 			log.V(4).Info("Node waits", "node", step.Node, "reason", step.Reason)
@@ -304,7 +305,13 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 				work.NodeStatuses, copied = slices.Clone(work.NodeStatuses), true
 			}
 			applyStep(&work, step)
-			changedNodes = append(changedNodes, step.Node)
+			if !seen[step.Node] {
+				if seen == nil {
+					seen = map[string]bool{}
+				}
+				seen[step.Node] = true
+				changedNodes = append(changedNodes, step.Node)
+			}
 			log.V(2).Info("Node status changes", "node", step.Node, "reason", step.Reason)
 		}
 	}

@@ -502,3 +502,34 @@ func TestControllerSyncCancelled(t *testing.T) {
 func dur(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 
 func metaTime(t time.Time) metav1.Time { return metav1.NewTime(t) }
+
+// A failed status write names each node whose decisions it carried once,
+// however many steps a node took in the sync (a node that joins and starts
+// takes two).
+func TestSyncWriteErrorNamesEachChangedNodeOnce(t *testing.T) {
+	tests := []struct {
+		name   string
+		nodes  []string // in the cluster
+		status []string // in the persisted status
+		want   string
+	}{
+		{name: "a node that joins and starts", nodes: []string{"a"},
+			want: "rollout: writing status of node a: write refused"},
+		{name: "two nodes that join, one that starts", nodes: []string{"a", "b"},
+			want: "rollout: writing status of node a and 1 more: write refused"},
+		{name: "a known node that starts", nodes: []string{"a"}, status: []string{"a"},
+			want: "rollout: writing status of node a: write refused"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			clk := clocktesting.NewFakeClock(t0)
+			cluster := fake.NewRolloutCluster(clk, 1, tt.nodes...)
+			store := fake.NewRolloutStatusStore(2, 1, tt.status...)
+			store.UpdateErr = errors.New("write refused")
+			h := newHarness(t, rollout.Config{Status: store, Installers: cluster, Operands: cluster, Nodes: cluster, Clock: clk})
+			_, err := h.sync(ctx)
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+}

@@ -43,12 +43,18 @@ func NewAddonClient(c client.Client, gvk schema.GroupVersionKind) (*AddonClient,
 
 // Get reads the object name in namespace.
 func (a *AddonClient) Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	if a == nil || a.client == nil {
+		return nil, errUnmade("AddonClient.Get")
+	}
 	return getUnstructured(ctx, a.client, a.gvk, client.ObjectKey{Namespace: namespace, Name: name})
 }
 
 // UpdateStatus writes obj through the status subresource if it is still at
 // obj's resource version, and returns the object as written.
 func (a *AddonClient) UpdateStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if a == nil || a.client == nil {
+		return nil, errUnmade("AddonClient.UpdateStatus")
+	}
 	return updateStatus(ctx, a.client, obj)
 }
 
@@ -81,6 +87,9 @@ func NewAddonObjects(c client.Client, gvk schema.GroupVersionKind, cfg kube.Addo
 // the store's kind (from the manager's cache, say); its Host is an
 // *unstructured.Unstructured copy of obj.
 func (s *AddonObjects) FromObject(obj client.Object) (addon.Object, error) {
+	if s == nil || s.AddonObjects == nil {
+		return addon.Object{}, errUnmade("AddonObjects.FromObject")
+	}
 	if isNil(obj) {
 		return addon.Object{}, fmt.Errorf("crconverge: AddonObjects.FromObject: nil object: %w", kube.ErrInvalid)
 	}

@@ -43,6 +43,9 @@ func NewApplyClient(c client.Client) (*ApplyClient, error) {
 // object is an empty unstructured object of gvk at namespace and name,
 // without the namespace when the kind is cluster-scoped.
 func (a *ApplyClient) object(gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
+	if a == nil || a.client == nil {
+		return nil, errUnmade("ApplyClient")
+	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
 	obj.SetName(name)
@@ -71,6 +74,9 @@ func (a *ApplyClient) Get(ctx context.Context, gvk schema.GroupVersionKind, name
 // Apply applies a copy of obj with server-side apply as fieldManager,
 // forcing ownership when force is set.
 func (a *ApplyClient) Apply(ctx context.Context, obj *unstructured.Unstructured, fieldManager string, force bool) error {
+	if obj == nil {
+		return fmt.Errorf("crconverge: ApplyClient.Apply: nil object: %w", kube.ErrInvalid)
+	}
 	key, err := a.object(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
 	if err != nil {
 		return err

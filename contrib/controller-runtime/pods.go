@@ -38,6 +38,9 @@ func NewPodClient(c client.Client) (*PodClient, error) {
 
 // GetPod reads a pod.
 func (p *PodClient) GetPod(ctx context.Context, namespace, name string) (*corev1.Pod, error) {
+	if p == nil || p.client == nil {
+		return nil, errUnmade("PodClient.GetPod")
+	}
 	pod := &corev1.Pod{}
 	if err := p.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, pod); err != nil {
 		return nil, err
@@ -47,11 +50,20 @@ func (p *PodClient) GetPod(ctx context.Context, namespace, name string) (*corev1
 
 // CreatePod creates pod.
 func (p *PodClient) CreatePod(ctx context.Context, pod *corev1.Pod) error {
+	switch {
+	case p == nil || p.client == nil:
+		return errUnmade("PodClient.CreatePod")
+	case pod == nil:
+		return fmt.Errorf("crconverge: PodClient.CreatePod: nil pod: %w", kube.ErrInvalid)
+	}
 	return p.client.Create(ctx, pod.DeepCopy())
 }
 
 // DeletePod deletes a pod with a zero grace period.
 func (p *PodClient) DeletePod(ctx context.Context, namespace, name string) error {
+	if p == nil || p.client == nil {
+		return errUnmade("PodClient.DeletePod")
+	}
 	pod := &corev1.Pod{}
 	pod.Namespace, pod.Name = namespace, name
 	return p.client.Delete(ctx, pod, client.GracePeriodSeconds(0))
@@ -59,6 +71,9 @@ func (p *PodClient) DeletePod(ctx context.Context, namespace, name string) error
 
 // ListNodes lists the nodes selector matches.
 func (p *PodClient) ListNodes(ctx context.Context, selector labels.Selector) ([]corev1.Node, error) {
+	if p == nil || p.client == nil {
+		return nil, errUnmade("PodClient.ListNodes")
+	}
 	var list corev1.NodeList
 	if err := p.client.List(ctx, &list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
 		return nil, err

@@ -48,6 +48,9 @@ func NewObjectClient(c client.Client, gvk schema.GroupVersionKind, key client.Ob
 
 // Get reads the object.
 func (o *ObjectClient) Get(ctx context.Context) (*unstructured.Unstructured, error) {
+	if o == nil || o.client == nil {
+		return nil, errUnmade("ObjectClient.Get")
+	}
 	return getUnstructured(ctx, o.client, o.gvk, o.key)
 }
 
@@ -55,6 +58,9 @@ func (o *ObjectClient) Get(ctx context.Context) (*unstructured.Unstructured, err
 // maps its kind, so that the store's own 409s read like the API server's;
 // it is empty when the mapper does not know the kind.
 func (o *ObjectClient) GroupResource() schema.GroupResource {
+	if o == nil || o.client == nil {
+		return schema.GroupResource{}
+	}
 	mapping, err := o.client.RESTMapper().RESTMapping(o.gvk.GroupKind(), o.gvk.Version)
 	if err != nil {
 		return schema.GroupResource{}
@@ -65,6 +71,9 @@ func (o *ObjectClient) GroupResource() schema.GroupResource {
 // UpdateStatus writes obj through the status subresource if it is still at
 // obj's resource version, and returns the object as written.
 func (o *ObjectClient) UpdateStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if o == nil || o.client == nil {
+		return nil, errUnmade("ObjectClient.UpdateStatus")
+	}
 	return updateStatus(ctx, o.client, obj)
 }
 
@@ -81,6 +90,9 @@ func getUnstructured(ctx context.Context, c client.Client, gvk schema.GroupVersi
 // updateStatus writes a copy of obj through the status subresource if it is
 // still at obj's resource version, and returns the copy as written.
 func updateStatus(ctx context.Context, c client.Client, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if obj == nil {
+		return nil, fmt.Errorf("crconverge: UpdateStatus: nil object: %w", kube.ErrInvalid)
+	}
 	out := obj.DeepCopy()
 	if err := c.Status().Update(ctx, out); err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ type UsageError struct {
 	Line string
 }
 
+// Error returns Line.
 func (e *UsageError) Error() string { return e.Line }
 
 // Errorf returns the *UsageError "-name: <message>" of the flag name.
