@@ -3,15 +3,21 @@ package kube_test
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
-	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/rollout"
@@ -39,27 +45,12 @@ func ExampleRolloutPods() {
 	factory.Start(stop)
 	factory.WaitForCacheSync(stop)
 
-	status, _ := kube.NewConfigMapStatusStore[rollout.Status](client.CoreV1(), "etcd", "etcd-rollout", "")
-	hosts, _ := kube.NewRolloutPods(kube.RolloutPodsConfig{
-		Client: client, Pods: pods.Lister(), Nodes: nodes.Lister(), Namespace: "etcd", Operand: "etcd",
-		InstallerPod: func(inst rollout.Installer) *corev1.Pod {
-			return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "installer", Image: "installer:v1"}}}}
-		},
-	})
-	ctrl, err := rollout.NewController(rollout.Config{
-		Status: status, Installers: hosts, Operands: hosts, Nodes: hosts,
-		Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)),
-	})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	_, _ = status.UpdateStatus(ctx, rollout.Status{LatestAvailableRevision: 1}, "")
-
-	res, err := ctrl.Sync(ctx)
-	fmt.Println("sync error:", err)
+	seed, _ := kube.NewConfigMapStatusStore[rollout.Status](client.CoreV1(), "etcd", "etcd-rollout", "")
+	_, _ = seed.UpdateStatus(ctx, rollout.Status{LatestAvailableRevision: 1}, "") // your revision controller's
 	recorder := events.NewFakeRecorder(10)
-	kube.RecordEvents(recorder, nil, "Rollout", res.Events)
+
+	res, err := adoptRollout(ctx, client, pods.Lister(), nodes.Lister(), recorder, nil)
+	fmt.Println("sync error:", err, "requeue after:", res.RequeueAfter)
 	for len(recorder.Events) > 0 {
 		fmt.Println("event:", <-recorder.Events)
 	}
@@ -68,7 +59,90 @@ func ExampleRolloutPods() {
 		fmt.Println("installer:", p.Name, "on", p.Spec.NodeName)
 	}
 	// Output:
-	// sync error: <nil>
+	// sync error: <nil> requeue after: 0s
 	// event: Normal NodeTargetRevisionChanged Updating node "master-0" from revision 0 to 1 because starting revision 1
 	// installer: installer-1-master-0 on master-0
+}
+
+// adoptRollout is a rollout adopted with kube, as the README shows it: one
+// Sync, called from the host's work queue, its events recorded about
+// regarding.
+func adoptRollout(ctx context.Context, client kubernetes.Interface, pods corelisters.PodLister, nodes corelisters.NodeLister,
+	recorder events.EventRecorder, regarding runtime.Object) (rollout.Result, error) {
+	status, err := kube.NewConfigMapStatusStore[rollout.Status](client.CoreV1(), "etcd", "etcd-rollout", "")
+	if err != nil {
+		return rollout.Result{}, err
+	}
+	hosts, err := kube.NewRolloutPods(kube.RolloutPodsConfig{
+		Client: client, Pods: pods, Nodes: nodes, Namespace: "etcd", Operand: "etcd",
+		InstallerPod: func(inst rollout.Installer) *corev1.Pod {
+			return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "installer", Image: "installer:v1"}}}}
+		},
+	})
+	if err != nil {
+		return rollout.Result{}, err
+	}
+	ctrl, err := rollout.NewController(rollout.Config{Status: status, Installers: hosts, Operands: hosts, Nodes: hosts})
+	if err != nil {
+		return rollout.Result{}, err
+	}
+	res, err := ctrl.Sync(ctx) // requeue after res.RequeueAfter
+	kube.RecordEvents(recorder, regarding, "Rollout", res.Events)
+	return res, err
+}
+
+// addons is the add-on custom resource of the examples.
+var addons = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "addons"}
+
+// An add-on adopted with kube: its Spec and Status on a custom resource,
+// read and written with the dynamic client, reconciled until it runs.
+func ExampleAddonObjects() {
+	ctx := context.Background()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{addons: "AddonList"})
+	fake.EnforceResourceVersions(client)
+	_, _ = client.Resource(addons).Namespace("tke").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Addon",
+		"metadata": map[string]any{"name": "mesh", "namespace": "tke", "generation": int64(1)},
+		"spec":     map[string]any{"version": "v1"},
+	}}, metav1.CreateOptions{})
+	recorder := events.NewFakeRecorder(10)
+
+	for range 3 {
+		if _, err := adoptAddon(ctx, client, &fake.AddonDriver{}, "tke/mesh", recorder); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	for len(recorder.Events) > 0 {
+		fmt.Println("event:", <-recorder.Events)
+	}
+	mesh, _ := client.Resource(addons).Namespace("tke").Get(ctx, "mesh", metav1.GetOptions{})
+	phase, _, _ := unstructured.NestedString(mesh.Object, "status", "phase")
+	installed, _, _ := unstructured.NestedString(mesh.Object, "status", "installedVersion")
+	fmt.Println("phase:", phase, "installed:", installed)
+	// Output:
+	// event: Normal Created -> Initializing: installing v1
+	// event: Normal InstallSucceeded Initializing -> Checking: install of v1 succeeded; next: CheckHealth
+	// event: Normal Healthy Checking -> Running: v1 is healthy; next: CheckHealth
+	// phase: Running installed: v1
+}
+
+// adoptAddon is an add-on adopted with kube, as the README shows it: one
+// reconcile of the add-on key ("namespace/name") from the host's work queue.
+func adoptAddon(ctx context.Context, dynamicClient dynamic.Interface, driver addon.Driver, key string, recorder events.EventRecorder) (addon.Result, error) {
+	objects, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: dynamicClient, Resource: addons})
+	if err != nil {
+		return addon.Result{}, err
+	}
+	m, err := addon.NewMachine(addon.Config{Driver: driver, Store: objects, Identity: "controller-0"})
+	if err != nil {
+		return addon.Result{}, err
+	}
+	o, err := objects.Get(ctx, key) // or objects.Object(a copy from your informer)
+	if err != nil {
+		return addon.Result{}, err
+	}
+	res, err := m.Reconcile(ctx, o) // requeue after res.RequeueAfter; drop your finalizer on res.Deleted
+	kube.RecordEvents(recorder, o.Host.(runtime.Object), "Reconcile", res.Events)
+	return res, err
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -369,50 +368,9 @@ func TestAddonObjectsOnTheAPIServer(t *testing.T) {
 	require.NoError(t, fake.TestAddonStore(ctx, objects, "kube-addon/mesh"))
 }
 
-// A payload worker adopted with kube: manifests applied with server-side
-// apply, readiness waited for, the status kept in a ConfigMap.
-func TestPayloadWorkerOnTheAPIServer(t *testing.T) {
-	c := connect(t)
-	namespace(t, c, "kube-payload")
-	manifests, err := payload.Load(fstest.MapFS{
-		"0000_10_settings.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: kube-payload}\ndata: {level: '1'}\n")},
-		"0000_20_crd.yaml": {Data: []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\n" +
-			"spec: {group: example.com, scope: Namespaced, names: {plural: gadgets, kind: Gadget}, versions: [{name: v1, served: true, storage: true, " +
-			"schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n")},
-	}, payload.LoadOptions{})
-	require.NoError(t, err)
-
-	// adopt-payload-client-go begins
-	applier, err := NewApplier(ApplierConfig{Client: c.dynamic, Mapper: mapper(t), FieldManager: "my-operator", Force: true})
-	require.NoError(t, err)
-	store, err := NewConfigMapStatusStore[payload.Status](c.typed.CoreV1(), "kube-payload", "payload-status", "")
-	require.NoError(t, err)
-	persisted, _, err := store.GetStatus(context.Background())
-	require.NoError(t, err)
-	w, err := payload.NewWorker(payload.Config{
-		Loader: payload.LoaderFunc(func(_ context.Context, r payload.Release) (*payload.Payload, error) {
-			return &payload.Payload{Release: r, Manifests: manifests}, nil
-		}),
-		Applier: applier, Deleter: applier, Readiness: applier,
-		Status:       persisted,
-		StatusWriter: LatestStatusWriter[payload.Status]{Store: store},
-	})
-	require.NoError(t, err)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Start(ctx) }()
-	w.Update(1, payload.Release{Version: "1.0.0"})
-	// adopt-payload-client-go ends
-
-	require.NoError(t, wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		st, _, err := store.GetStatus(ctx)
-		return err == nil && st.State == payload.StateReconciling && st.Release.Version == "1.0.0", nil
-	}), "the worker installs the payload and persists that it reconciles")
-	stop()
-	require.NoError(t, <-done, "a clean stop is not a failure")
-	_, err = c.typed.CoreV1().ConfigMaps("kube-payload").Get(context.Background(), "settings", metav1.GetOptions{})
-	require.NoError(t, err)
-}
+// APIServerConfig is the integration tests' API server, for the tests of
+// package kube_test.
+func APIServerConfig() *rest.Config { return rest.CopyConfig(env.Config) }
 
 // asUser returns clients that act as user, who holds only the shipped
 // ClusterRole of engine (bound cluster-wide), optionally edited by trim.
