@@ -120,7 +120,7 @@ func NewAddonObjectsFor(client AddonClient, cfg AddonObjectsConfig) (*AddonObjec
 		cfg.StatusPath = []string{"status"}
 	}
 	if cfg.StatusPath[0] != "status" {
-		return nil, fmt.Errorf("kube: NewAddonObjects: status path %v is not under status: %w", cfg.StatusPath, ErrInvalid)
+		return nil, fmt.Errorf("kube: AddonObjectsConfig: status path %v is not under status: %w", cfg.StatusPath, ErrInvalid)
 	}
 	return &AddonObjects{cfg: cfg, client: client}, nil
 }

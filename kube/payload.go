@@ -96,7 +96,7 @@ func NewApplierFor(client ApplyClient, cfg ApplierConfig) (*Applier, error) {
 	case cfg.Client != nil || cfg.Mapper != nil:
 		return nil, fmt.Errorf("kube: NewApplierFor: Client and Mapper are NewApplier's and must be nil: %w", ErrInvalid)
 	case cfg.FieldManager == "":
-		return nil, fmt.Errorf("kube: NewApplier: empty FieldManager: %w", ErrInvalid)
+		return nil, fmt.Errorf("kube: ApplierConfig: empty FieldManager: %w", ErrInvalid)
 	}
 	return &Applier{cfg: cfg, client: client}, nil
 }

@@ -122,11 +122,11 @@ func NewRolloutPodsFor(client PodClient, cfg RolloutPodsConfig) (*RolloutPods, e
 	case cfg.Client != nil || cfg.Pods != nil || cfg.Nodes != nil:
 		return nil, fmt.Errorf("kube: NewRolloutPodsFor: Client, Pods and Nodes are NewRolloutPods' and must be nil: %w", ErrInvalid)
 	case cfg.Namespace == "":
-		return nil, fmt.Errorf("kube: NewRolloutPods: empty Namespace: %w", ErrInvalid)
+		return nil, fmt.Errorf("kube: RolloutPodsConfig: empty Namespace: %w", ErrInvalid)
 	case cfg.InstallerPod == nil:
-		return nil, fmt.Errorf("kube: NewRolloutPods: nil InstallerPod: %w", ErrInvalid)
+		return nil, fmt.Errorf("kube: RolloutPodsConfig: nil InstallerPod: %w", ErrInvalid)
 	case cfg.OperandPodName == nil && cfg.Operand == "":
-		return nil, fmt.Errorf("kube: NewRolloutPods: empty Operand and nil OperandPodName: %w", ErrInvalid)
+		return nil, fmt.Errorf("kube: RolloutPodsConfig: empty Operand and nil OperandPodName: %w", ErrInvalid)
 	}
 	if cfg.OperandPodName == nil {
 		operand := cfg.Operand

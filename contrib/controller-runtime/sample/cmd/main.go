@@ -35,7 +35,9 @@ func main() {
 	switch {
 	case err == nil, errors.Is(err, flag.ErrHelp):
 	case errors.Is(err, errUsage):
-		fmt.Fprintln(os.Stderr, err)
+		if err != errUsage { // errUsage alone: the flag package has printed it
+			fmt.Fprintln(os.Stderr, err)
+		}
 		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, err)
@@ -44,7 +46,9 @@ func main() {
 }
 
 // errUsage is wrapped by run's error for bad command-line arguments; main
-// then exits with status 2, as the flag package does.
+// then exits with status 2, as the flag package does. run returns errUsage
+// itself when the flag package has already written the error and the usage
+// to stderr, so that main does not print it twice.
 var errUsage = errors.New("sample: bad arguments")
 
 // run parses args (written to stderr on error), builds the manager on cfg
@@ -76,7 +80,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, cfg *rest.Config)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return err
 	} else if err != nil {
-		return fmt.Errorf("%w: %w", errUsage, err)
+		return errUsage
 	}
 	var payload types.NamespacedName
 	if payloadKey != "" {

@@ -3,10 +3,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
-	"io"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -25,9 +26,11 @@ func TestRunRejectsBadArgumentsBeforeConnecting(t *testing.T) {
 		name string
 		args []string
 		want error
+		// stderr is what the flag package wrote (once), before the usage.
+		stderr string
 	}{
-		{name: "an unknown flag", args: []string{"-no-such-flag"}, want: errUsage},
-		{name: "a flag without its value", args: []string{"-payload"}, want: errUsage},
+		{name: "an unknown flag", args: []string{"-no-such-flag"}, want: errUsage, stderr: "flag provided but not defined: -no-such-flag\nUsage of sample:\n"},
+		{name: "a flag without its value", args: []string{"-payload"}, want: errUsage, stderr: "flag needs an argument: -payload\nUsage of sample:\n"},
 		{name: "a payload that is not namespace/name", args: []string{"-payload=cluster"}, want: errUsage},
 		{name: "a payload with an empty namespace", args: []string{"-payload=/cluster"}, want: errUsage},
 		{name: "a positional argument", args: []string{"-leader-elect", "extra"}, want: errUsage},
@@ -35,8 +38,13 @@ func TestRunRejectsBadArgumentsBeforeConnecting(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := run(context.Background(), tt.args, io.Discard, nil)
+			var stderr bytes.Buffer
+			err := run(context.Background(), tt.args, &stderr, nil)
 			assert.True(t, errors.Is(err, tt.want), "%v", err)
+			if tt.stderr != "" {
+				assert.True(t, strings.HasPrefix(stderr.String(), tt.stderr), "stderr %q", stderr.String())
+				assert.Same(t, errUsage, err, "the error is on stderr already: main prints nothing more")
+			}
 		})
 	}
 }
