@@ -295,11 +295,13 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 	// and a sync moving many nodes writes the status once, not once a node.
 	var changedNodes []string // in plan order, each once: a node that joins and starts has two steps
 	var seen map[string]bool
+	var events []Event // the acting steps', returned once their decisions are written
 	for _, step := range plan.Steps {
 		if !step.Acts() {
 			log.V(4).Info("Node waits", "node", step.Node, "reason", step.Reason)
 			continue
 		}
+		events = append(events, step.Events...)
 		if step.To != nil || step.Remove || len(step.Delete) > 0 {
 			if !copied {
 				work.NodeStatuses, copied = slices.Clone(work.NodeStatuses), true
@@ -324,11 +326,7 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 		}
 		log.Info("Node statuses changed", "nodes", len(changedNodes))
 	}
-	for _, step := range plan.Steps {
-		if step.Acts() {
-			res.Events = append(res.Events, step.Events...) // persisted now, whatever the creates do
-		}
-	}
+	res.Events = append(res.Events, events...) // persisted now, whatever the creates do
 	// Each installer is created on its own: one that fails is that node's
 	// failed attempt on the next sync, and does not hold the others back.
 	var createErrs []error
