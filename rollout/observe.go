@@ -79,11 +79,28 @@ type OperandState struct {
 	Phase OperandPhase
 	// Revision is the revision the operand pod runs (its revision label).
 	Revision int32
-	// Message is the pod's status message, used when it failed.
+	// Message is the pod's status message, used when it failed; for a
+	// fallback, the startup monitor's message.
 	Message string
 	// ReadySince is when the pod became ready (its Ready condition's transition time).
 	ReadySince time.Time
+	// FallbackForRevision is the revision this operand stands in for (0:
+	// none): the node's startup monitor found that revision not ready in
+	// time and started the node's last good revision, Revision, instead
+	// (library-go's startup-monitor.static-pods.openshift.io/fallback-for-revision
+	// annotation). The engine records the fallback once (see Policy.FallbackTimeout).
+	FallbackForRevision int32
+	// FallbackReason is the monitor's machine-readable reason for the
+	// fallback (its fallback-reason annotation).
+	FallbackReason string
+	// FallbackTime is when the fallback happened (the fallback pod's
+	// creation time): a fallback with a time no later than the one recorded
+	// is the one already recorded.
+	FallbackTime time.Time
 }
+
+// fallback reports whether the operand is a startup monitor's fallback.
+func (o OperandState) fallback() bool { return o.FallbackForRevision != 0 }
 
 // ContainerTermination is how one installer container ended.
 type ContainerTermination struct {
@@ -111,6 +128,11 @@ type InstallerState struct {
 // NodeObservation is what the host observed about one node during a sync.
 // The zero value means: no operand, no installer, node reachable.
 type NodeObservation struct {
+	// UID is the node object's UID ("" when the host does not know it: the
+	// node is then known by its name alone). A node observed with another
+	// UID than its status records is a new machine under the same name: it
+	// starts afresh, and its predecessor's installer is deleted.
+	UID string
 	// Operand is the node's operand pod.
 	Operand OperandState
 	// Installer is the installer for the node's current target and attempt
@@ -140,6 +162,8 @@ func (o NodeObservation) validate(node string) error {
 		return input.Invalidf("rollout", "observation", "node %q: negative operand revision %d", node, o.Operand.Revision)
 	case o.Installer.Phase > InstallerFailed:
 		return input.Invalidf("rollout", "observation", "node %q: unknown installer phase %v", node, o.Installer.Phase)
+	case o.Operand.FallbackForRevision < 0:
+		return input.Invalidf("rollout", "observation", "node %q: negative fallback revision %d", node, o.Operand.FallbackForRevision)
 	}
 	return nil
 }

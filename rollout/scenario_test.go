@@ -264,8 +264,8 @@ func TestUnreachableCountsAsUnavailable(t *testing.T) {
 	assert.Equal(t, rollout.ReasonRolloutHeld, prog.Reason)
 	assert.Contains(t, prog.Message, "maxUnavailable 1 reached by unavailable nodes a (unreachable)")
 	deg, _ := conditions.Get(st.Conditions, conditions.TypeDegraded)
-	assert.Equal(t, rollout.ReasonNodesUnavailable, deg.Reason, "the hold lasted longer than 10 minutes")
-	assert.Contains(t, deg.Message, "raise maxUnavailable, or drop a node that is gone for good from the observation")
+	assert.Equal(t, rollout.ReasonRolloutHeld, deg.Reason, "the hold lasted longer than 10 minutes")
+	assert.Contains(t, deg.Message, "raise maxUnavailable, or drop a node that is gone for good from the node list")
 
 	s.cluster.SetUnreachable("a", false)
 	require.True(t, s.run(s.controller(), 100))
