@@ -161,13 +161,13 @@ type simRun struct {
 	deadline    time.Time     // when the last sync asked to look again (zero: on a change)
 	lastWorld   string        // the world the last sync saw
 
-	maxReady    map[machine]int32     // the highest revision each machine ran ready, a fallback's excluded
-	lastCreated map[string]string     // the last installer created on each node
+	maxReady    map[machine]int32      // the highest revision each machine ran ready, a fallback's excluded
+	lastCreated map[string]string      // the last installer created on each node
 	failures    map[nodeRev]simFailure // the failed attempts the world saw, not tried again since
-	installed   map[string]int32      // the revision the last installer that succeeded on each node installed
-	podMachine  map[string]string     // the UID of the machine each installer was created for
-	written     int                   // store writes already checked
-	prev        rollout.Status        // the status persisted before the writes not yet checked
+	installed   map[string]int32       // the revision the last installer that succeeded on each node installed
+	podMachine  map[string]string      // the UID of the machine each installer was created for
+	written     int                    // store writes already checked
+	prev        rollout.Status         // the status persisted before the writes not yet checked
 	nodeSeq     int
 }
 
