@@ -738,8 +738,9 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	reason := string(t)
 	if next == ActionRollback {
 		if stop := d.rollbackProblem(); stop != "" && d.table.Has(PhaseFailed) {
+			// The reason goes first: a long failure text is cut at the end.
 			reason = stop
-			msg += "; not rolling back: " + d.rollbackProblemMessage(stop)
+			msg = "not rolling back: " + d.rollbackProblemMessage(stop) + "; " + msg
 			to, next = PhaseFailed, ActionNone
 		}
 	}
