@@ -7,9 +7,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/payload"
-	"github.com/converge-dev/converge/rollout"
 )
 
 // ConflictRequeueAfter bounds how long Result waits before it reconciles again
@@ -56,6 +56,6 @@ func Result(requeueAfter time.Duration, err error) (reconcile.Result, error) {
 // concurrency race: the API server's 409 (apierrors.IsConflict) or an error
 // wrapping an engine's ErrConflict.
 func IsConflict(err error) bool {
-	return apierrors.IsConflict(err) || errors.Is(err, rollout.ErrConflict) || errors.Is(err, addon.ErrConflict) ||
+	return apierrors.IsConflict(err) || errors.Is(err, converge.ErrConflict) || errors.Is(err, addon.ErrConflict) ||
 		errors.Is(err, payload.ErrConflict)
 }
