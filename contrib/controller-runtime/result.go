@@ -4,11 +4,9 @@ import (
 	"errors"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/converge-dev/converge"
-	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -53,9 +51,8 @@ func Result(requeueAfter time.Duration, err error) (reconcile.Result, error) {
 }
 
 // IsConflict reports whether err is a status write that lost an optimistic
-// concurrency race: the API server's 409 (apierrors.IsConflict) or an error
-// wrapping an engine's ErrConflict.
+// concurrency race: converge.IsConflict (the API server's 409 or
+// converge.ErrConflict) or an error wrapping an engine's ErrConflict.
 func IsConflict(err error) bool {
-	return apierrors.IsConflict(err) || errors.Is(err, converge.ErrConflict) || errors.Is(err, addon.ErrConflict) ||
-		errors.Is(err, payload.ErrConflict)
+	return converge.IsConflict(err) || errors.Is(err, payload.ErrConflict)
 }
