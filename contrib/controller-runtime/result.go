@@ -4,11 +4,10 @@ import (
 	"errors"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
-	"github.com/converge-dev/converge/payload"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -54,8 +53,7 @@ func Result(requeueAfter time.Duration, err error) (reconcile.Result, error) {
 
 // IsConflict reports whether err is a status write that lost an optimistic
 // concurrency race: the API server's 409 (apierrors.IsConflict) or an error
-// wrapping an engine's ErrConflict.
+// wrapping converge.ErrConflict or an engine's ErrConflict.
 func IsConflict(err error) bool {
-	return apierrors.IsConflict(err) || errors.Is(err, rollout.ErrConflict) || errors.Is(err, addon.ErrConflict) ||
-		errors.Is(err, payload.ErrConflict)
+	return converge.IsConflict(err) || errors.Is(err, rollout.ErrConflict) || errors.Is(err, addon.ErrConflict)
 }
