@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -308,14 +309,14 @@ func (c *RolloutCluster) Tick() bool {
 			moved = true
 			continue
 		}
-		if op.Phase != rollout.OperandPending || (c.OperandHangs[node][op.Revision] && op.FallbackForRevision == 0) {
+		if op.Phase != rollout.OperandPending || (c.OperandHangs[node][op.Revision] && op.Fallback == nil) {
 			continue
 		}
-		if msg, ok := c.OperandFails[node][op.Revision]; ok && op.FallbackForRevision == 0 {
+		if msg, ok := c.OperandFails[node][op.Revision]; ok && op.Fallback == nil {
 			op.Phase, op.Message = rollout.OperandFailed, msg
 		} else {
 			op.Phase, op.ReadySince = rollout.OperandReady, now
-			if op.FallbackForRevision == 0 {
+			if op.Fallback == nil {
 				c.LastKnownGood[node] = op.Revision
 				delete(c.notReady, node)
 			}
@@ -374,7 +375,7 @@ func (c *RolloutCluster) finish(p *RolloutPod) {
 // ready: once it has waited FallbackAfter ticks, it starts the last good
 // revision instead, annotated as a fallback for the operand's revision.
 func (c *RolloutCluster) monitorFallsBack(node string, op rollout.OperandState) bool {
-	if c.FallbackAfter <= 0 || op.FallbackForRevision != 0 || op.Phase == rollout.OperandNotFound {
+	if c.FallbackAfter <= 0 || op.Fallback != nil || op.Phase == rollout.OperandNotFound {
 		return false
 	}
 	good := c.LastKnownGood[node]
@@ -387,8 +388,8 @@ func (c *RolloutCluster) monitorFallsBack(node string, op rollout.OperandState) 
 	}
 	delete(c.notReady, node)
 	c.Operands[node] = rollout.OperandState{Phase: rollout.OperandPending, Revision: good,
-		FallbackForRevision: op.Revision, FallbackReason: "NotReady", FallbackTime: c.now(),
-		Message: fmt.Sprintf("revision %d was not ready in time", op.Revision)}
+		Fallback: &rollout.OperandFallback{ForRevision: op.Revision, Reason: "NotReady", Time: c.now(),
+			Message: fmt.Sprintf("revision %d was not ready in time", op.Revision)}}
 	return true
 }
 
@@ -557,7 +558,7 @@ func (s *RolloutStatusStore) GetStatus(context.Context) (rollout.Status, string,
 	if s.GetErr != nil {
 		return rollout.Status{}, "", s.GetErr
 	}
-	return *s.Status.DeepCopy(), fmt.Sprint(s.ResourceVersion), nil
+	return *s.Status.DeepCopy(), strconv.FormatInt(s.ResourceVersion, 10), nil
 }
 
 // UpdateStatus stores st if resourceVersion is current.
@@ -571,7 +572,7 @@ func (s *RolloutStatusStore) UpdateStatus(_ context.Context, st rollout.Status, 
 		s.Conflicts--
 		s.ResourceVersion++
 	}
-	if resourceVersion != fmt.Sprint(s.ResourceVersion) {
+	if resourceVersion != strconv.FormatInt(s.ResourceVersion, 10) {
 		s.ConflictsReturned++
 		msg := fmt.Errorf("fake: resource version %s is stale, current is %d", resourceVersion, s.ResourceVersion)
 		if s.APIConflicts {
@@ -580,9 +581,11 @@ func (s *RolloutStatusStore) UpdateStatus(_ context.Context, st rollout.Status, 
 		return "", converge.Conflict(msg)
 	}
 	s.ResourceVersion++
+	// Status and the write share one copy: the store replaces what it
+	// holds, never changes it in place.
 	s.Status = *st.DeepCopy()
-	s.Writes = append(s.Writes, *st.DeepCopy())
-	return fmt.Sprint(s.ResourceVersion), nil
+	s.Writes = append(s.Writes, s.Status)
+	return strconv.FormatInt(s.ResourceVersion, 10), nil
 }
 
 // Current returns a copy of the stored status.

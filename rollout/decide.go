@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,7 +161,8 @@ type decider struct {
 	holds  []string
 	// down counts the unavailable nodes while the nodes are decided, once a
 	// node in transition needs it (-1 before).
-	down int
+	down   int
+	pooled *[]NodeObservation // the aligning buffer, given back once decided
 	// heldRetry is true once MaxUnavailable held a node in transition from
 	// its next installer.
 	heldRetry bool
@@ -194,6 +196,7 @@ func decide(in Input, aligned []NodeObservation) (Decision, error) {
 		x.nodes, x.views, x.shared, err = st.NodeStatuses, aligned, true, validateAligned(st.NodeStatuses, aligned)
 	} else {
 		err = x.members(st.NodeStatuses, in.Observation)
+		defer x.release()
 	}
 	if err != nil {
 		return Decision{}, err
@@ -350,7 +353,7 @@ func (x *decider) members(status []NodeStatus, obs Observation) error {
 	if !sortedByName(status) {
 		status = sortNodes(status)
 	}
-	views := make([]NodeObservation, len(status))
+	views := x.scratch(len(status))
 	left := false
 	for i, n := range status {
 		o, ok := obs[n.NodeName]
@@ -412,7 +415,7 @@ func (x *decider) members(status []NodeStatus, obs Observation) error {
 			idx[i] = i
 		}
 		slices.SortFunc(idx, func(a, b int) int { return strings.Compare(nodes[a].NodeName, nodes[b].NodeName) })
-		sortedNodes, sortedViews := make([]NodeStatus, len(nodes)), make([]NodeObservation, len(nodes))
+		sortedNodes, sortedViews := make([]NodeStatus, len(nodes)), make([]NodeObservation, len(nodes)) // rare: nodes joined
 		for i, j := range idx {
 			sortedNodes[i], sortedViews[i] = nodes[j], views[j]
 		}
@@ -420,6 +423,34 @@ func (x *decider) members(status []NodeStatus, obs Observation) error {
 	}
 	x.nodes, x.views = nodes, views
 	return nil
+}
+
+// viewPool holds the buffers that align an Observation with the status's
+// nodes: a decision of thousands of nodes needs one the size of all their
+// observations, and gives it back once made.
+var viewPool sync.Pool
+
+// scratch returns a buffer of n observations from the pool, given back by
+// release.
+func (x *decider) scratch(n int) []NodeObservation {
+	if b, ok := viewPool.Get().(*[]NodeObservation); ok && cap(*b) >= n {
+		x.pooled = b
+		return (*b)[:n]
+	}
+	b := make([]NodeObservation, n)
+	x.pooled = &b
+	return b
+}
+
+// release gives the aligning buffer back to the pool, cleared so that it
+// holds no observation's memory.
+func (x *decider) release() {
+	if x.pooled == nil {
+		return
+	}
+	clear((*x.pooled)[:cap(*x.pooled)])
+	viewPool.Put(x.pooled)
+	x.pooled = nil
 }
 
 // validateAligned checks observations aligned with sorted nodes.

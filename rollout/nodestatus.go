@@ -544,7 +544,7 @@ func recordFallback(n *NodeStatus, rev int32, errs []string, in NodeInput) {
 // already records the fallback the operand shows: each fallback from a
 // revision is recorded once.
 func fallbackRecorded(n NodeStatus, op OperandState) bool {
-	return n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == op.FallbackForRevision
+	return n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == op.fallbackFor()
 }
 
 // newFallback reports whether the operand of a node in transition is a
@@ -553,13 +553,13 @@ func fallbackRecorded(n NodeStatus, op OperandState) bool {
 // is what the installer is about to replace), or, without a fallback time,
 // one seen once the installer succeeded.
 func newFallback(n NodeStatus, op OperandState, inst InstallerState) bool {
-	if !op.fallback() || op.FallbackForRevision != n.TargetRevision {
+	if !op.fallback() || op.fallbackFor() != n.TargetRevision {
 		return false
 	}
-	if op.FallbackTime.IsZero() {
+	if op.Fallback.Time.IsZero() {
 		return n.InstalledTime != nil || inst.Phase == InstallerSucceeded
 	}
-	return n.InstallerOrderedTime == nil || !op.FallbackTime.Truncate(time.Second).Before(n.InstallerOrderedTime.Time)
+	return n.InstallerOrderedTime == nil || !op.Fallback.Time.Truncate(time.Second).Before(n.InstallerOrderedTime.Time)
 }
 
 // observedFallback records the fallback the node's startup monitor made:
@@ -567,23 +567,22 @@ func newFallback(n NodeStatus, op OperandState, inst InstallerState) bool {
 // is lower, and retries the revision after the fallback backoff.
 func (x *nodeDecider) observedFallback() {
 	n, op := x.next, x.in.Observation.Operand
-	reason := op.FallbackReason
+	reason, msg := op.Fallback.Reason, op.Fallback.Message
 	if reason == "" {
 		reason = "Unknown"
 	}
-	msg := op.Message
 	if msg == "" {
 		msg = "no message"
 	}
 	to := x.to()
-	recordFallback(to, op.FallbackForRevision, []string{fmt.Sprintf("fell back to revision %d: %s: %s", op.Revision, reason, msg)}, x.in)
+	recordFallback(to, op.fallbackFor(), []string{fmt.Sprintf("fell back to revision %d: %s: %s", op.Revision, reason, msg)}, x.in)
 	to.TargetRevision, to.RegressedRevision, to.OperandMissing = 0, 0, false
 	if op.Revision < n.CurrentRevision || op.Phase == OperandReady {
 		to.CurrentRevision = op.Revision
 	}
-	x.d.Reason = fmt.Sprintf("fell back from revision %d to %d", op.FallbackForRevision, op.Revision)
+	x.d.Reason = fmt.Sprintf("fell back from revision %d to %d", op.fallbackFor(), op.Revision)
 	x.event(converge.EventTypeWarning, ReasonOperandFailedFallback,
-		"Node %q fell back from revision %d to revision %d (%s): %s", n.NodeName, op.FallbackForRevision, op.Revision, reason, msg)
+		"Node %q fell back from revision %d to revision %d (%s): %s", n.NodeName, op.fallbackFor(), op.Revision, reason, msg)
 	x.requeue(max(to.RetryTime.Sub(x.in.Now), time.Second))
 }
 

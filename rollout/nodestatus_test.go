@@ -340,6 +340,7 @@ func TestStuckOperandIsAFailure(t *testing.T) {
 			want: retryAt(failed(node("a", 1, 0), 2, 1, ReasonOperandNotReady, now,
 				"static pod of revision 2 was not ready within 3m0s of its installer succeeding"), now.Add(15*time.Second)),
 			wantEvents: []string{ReasonOperandNotReady}, wantReason: "OperandNotReady 1 time, retrying in 15s", wantRequeue: 15 * time.Second,
+			wantDelete: []string{"installer-2-a"},
 		},
 		{
 			name: "no timeout: wait forever", node: installed(node("a", 1, 2), t0.Add(-24*time.Hour)), latest: 2,

@@ -79,28 +79,45 @@ type OperandState struct {
 	Phase OperandPhase
 	// Revision is the revision the operand pod runs (its revision label).
 	Revision int32
-	// Message is the pod's status message, used when it failed; for a
-	// fallback, the startup monitor's message.
+	// Message is the pod's status message, used when it failed.
 	Message string
 	// ReadySince is when the pod became ready (its Ready condition's transition time).
 	ReadySince time.Time
-	// FallbackForRevision is the revision this operand stands in for (0:
-	// none): the node's startup monitor found that revision not ready in
-	// time and started the node's last good revision, Revision, instead
-	// (library-go's startup-monitor.static-pods.openshift.io/fallback-for-revision
-	// annotation). The engine records the fallback once (see Policy.FallbackTimeout).
-	FallbackForRevision int32
-	// FallbackReason is the monitor's machine-readable reason for the
-	// fallback (its fallback-reason annotation).
-	FallbackReason string
-	// FallbackTime is when the fallback happened (the fallback pod's
-	// creation time): a fallback with a time no later than the one recorded
-	// is the one already recorded.
-	FallbackTime time.Time
+	// Fallback is set when the operand is a startup monitor's fallback:
+	// the monitor on the node found a revision not ready in time and
+	// started the node's last good revision, Revision, instead. The engine
+	// records the fallback once (see Policy.FallbackTimeout).
+	Fallback *OperandFallback
+}
+
+// OperandFallback is what a startup monitor's fallback operand says about
+// the fallback: library-go's startup-monitor.static-pods.openshift.io
+// annotations on the operand pod.
+type OperandFallback struct {
+	// ForRevision is the revision the operand stands in for (its
+	// fallback-for-revision annotation).
+	ForRevision int32
+	// Reason is the monitor's machine-readable reason (fallback-reason).
+	Reason string
+	// Message is the monitor's human-readable message (fallback-message).
+	Message string
+	// Time is when the fallback happened (the fallback pod's creation
+	// time): one no earlier than the node's installer was ordered is a new
+	// fallback, an older one is what the installer is about to replace.
+	Time time.Time
 }
 
 // fallback reports whether the operand is a startup monitor's fallback.
-func (o OperandState) fallback() bool { return o.FallbackForRevision != 0 }
+func (o OperandState) fallback() bool { return o.Fallback != nil }
+
+// fallbackFor is the revision a fallback operand stands in for, 0 for any
+// other operand.
+func (o OperandState) fallbackFor() int32 {
+	if o.Fallback == nil {
+		return 0
+	}
+	return o.Fallback.ForRevision
+}
 
 // ContainerTermination is how one installer container ended.
 type ContainerTermination struct {
@@ -162,8 +179,8 @@ func (o NodeObservation) validate(node string) error {
 		return input.Invalidf("rollout", "observation", "node %q: negative operand revision %d", node, o.Operand.Revision)
 	case o.Installer.Phase > InstallerFailed:
 		return input.Invalidf("rollout", "observation", "node %q: unknown installer phase %v", node, o.Installer.Phase)
-	case o.Operand.FallbackForRevision < 0:
-		return input.Invalidf("rollout", "observation", "node %q: negative fallback revision %d", node, o.Operand.FallbackForRevision)
+	case o.Operand.Fallback != nil && o.Operand.Fallback.ForRevision <= 0:
+		return input.Invalidf("rollout", "observation", "node %q: a fallback for revision %d", node, o.Operand.Fallback.ForRevision)
 	}
 	return nil
 }

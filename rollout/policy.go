@@ -70,7 +70,7 @@ type Policy struct {
 	FallbackTimeout metav1.Duration `json:"fallbackTimeout,omitempty"`
 	// FallbackBackoff spaces the retries of a revision a node fell back
 	// from, whether the engine (FallbackTimeout) or the startup monitor on
-	// the node (OperandState.FallbackForRevision) did it: the n-th fallback
+	// the node (OperandState.Fallback) did it: the n-th fallback
 	// waits Initial·(FactorPercent/100)^(n-1), at most Max. Unset fields are
 	// library-go's fallback backoff (10 min · 2^n after n fallbacks):
 	// Initial 20 min, FactorPercent 200, Max 2 h, no jitter (20 min, 40

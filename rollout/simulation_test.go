@@ -146,8 +146,9 @@ type simRun struct {
 	gate    *simGate
 	policy  rollout.Policy
 	ctrl    *rollout.Controller
-	verbose bool // keep a step log (a failing seed is replayed with it)
-	debug   bool // log what Decide makes of every step, too
+	verbose bool        // keep a step log (a failing seed is replayed with it)
+	debug   bool        // log what Decide makes of every step, too
+	world   simSnapshot // the world after the last sync
 	log     []string
 	events  []converge.Event
 	quiet   bool
@@ -301,7 +302,7 @@ func (r *simRun) fault() {
 		if c.OperandHangs == nil {
 			c.OperandHangs = map[string]map[int32]bool{}
 		}
-		latest := r.host.store.Current().LatestAvailableRevision
+		latest := r.host.store.Status.LatestAvailableRevision
 		c.OperandHangs[n] = map[int32]bool{latest: true}
 		r.logf("fault: operand of revision %d on %s stays not ready", latest, n)
 	case k < 18:
@@ -319,7 +320,7 @@ func (r *simRun) fault() {
 		r.advance(fwd)
 		r.logf("fault: clock stepped forward %v", fwd)
 	case k < 27:
-		if latest := r.host.store.Current().LatestAvailableRevision; latest < simMaxLatest {
+		if latest := r.host.store.Status.LatestAvailableRevision; latest < simMaxLatest {
 			r.host.store.SetLatest(latest + 1)
 			r.logf("fault: revision %d arrives", latest+1)
 		}
@@ -331,7 +332,7 @@ func (r *simRun) fault() {
 			c.UIDs[name] = name + "-machine-0"
 		}
 		if rng.IntN(2) == 0 { // a machine that comes with an operand of its own
-			rev := 1 + rng.Int32N(r.host.store.Current().LatestAvailableRevision)
+			rev := 1 + rng.Int32N(r.host.store.Status.LatestAvailableRevision)
 			c.SetOperand(name, rollout.OperandState{Phase: rollout.OperandReady, Revision: rev, ReadySince: r.clk.Now()})
 			c.LastKnownGood[name] = rev
 			r.logf("fault: node %s added, running revision %d", name, rev)
@@ -360,7 +361,7 @@ func (r *simRun) fault() {
 		// A lost static pod manifest: only an operand that runs ready on a
 		// node not installing, since nothing else would ever start one.
 		n := pick()
-		st, _ := r.host.store.Current().Node(n)
+		st, _ := r.host.store.Status.Node(n)
 		if op := c.Operand(n); op.Phase == rollout.OperandReady && !st.InTransition() {
 			c.RemoveOperand(n)
 			r.logf("fault: operand on %s lost", n)
@@ -452,7 +453,8 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 			p.Script.PendingTicks = r.rng.IntN(6)
 		}
 	}
-	if err := r.checkSync(before, newPods, res, ok); err != nil {
+	r.world = r.snapshot()
+	if err := r.checkSync(before, r.world, newPods, res, ok); err != nil {
 		return res, ok, err
 	}
 	return res, ok && r.host.acted == acted, nil
@@ -465,14 +467,13 @@ func (r *simRun) step(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.rng.IntN(3) == 0 {
+	if r.rng.IntN(4) == 0 {
 		if err := r.checkNoChurn(ctx, res, idle); err != nil {
 			return err
 		}
 	}
-	before := r.snapshot()
 	moved := r.host.Tick()
-	if err := r.checkTick(before); err != nil {
+	if err := r.checkTick(r.world); err != nil {
 		return err
 	}
 	// The clock moves a second while the kubelet works, else to the
@@ -493,10 +494,7 @@ func (r *simRun) step(ctx context.Context) error {
 // in a world that did not change, writes nothing, unless the previous sync
 // asked to look again within that second.
 func (r *simRun) checkNoChurn(ctx context.Context, res converge.Result, idle bool) error {
-	for range 3 {
-		if idle {
-			break
-		}
+	if !idle {
 		var err error
 		if res, idle, err = r.sync(ctx); err != nil {
 			return err
@@ -577,8 +575,8 @@ func (r *simRun) describe() string {
 		fmt.Fprintf(&b, " %s(%s", n, c.UIDs[n])
 		if ok {
 			fmt.Fprintf(&b, " %s@%d", op.Phase, op.Revision)
-			if op.FallbackForRevision != 0 {
-				fmt.Fprintf(&b, " fallback-for %d", op.FallbackForRevision)
+			if op.Fallback != nil {
+				fmt.Fprintf(&b, " fallback-for %d", op.Fallback.ForRevision)
 			}
 		}
 		if c.Unreachable[n] {
@@ -635,7 +633,7 @@ func (s simSnapshot) down(node string) bool {
 func (r *simRun) converged(s simSnapshot, latest int32) bool {
 	for _, n := range r.host.Nodes {
 		op, ok := s.operands[n]
-		if !ok || op.Revision < latest || op.FallbackForRevision != 0 {
+		if !ok || op.Revision < latest || op.Fallback != nil {
 			return false
 		}
 	}
@@ -663,8 +661,7 @@ func (r *simRun) moving(s simSnapshot) bool {
 
 // checkSync verifies the invariants after one sync: against what the world
 // runs, never through the engine's own helpers.
-func (r *simRun) checkSync(before simSnapshot, created []rollout.Installer, res converge.Result, ok bool) error {
-	after := r.snapshot()
+func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installer, res converge.Result, ok bool) error {
 	st := r.host.store.Status // the store replaces, never mutates, what it holds
 	if err := st.Validate(); err != nil {
 		return fmt.Errorf("persisted status is invalid: %w", err)
@@ -777,7 +774,7 @@ func (r *simRun) fingerprint(s simSnapshot, latest int32) string {
 	fmt.Fprintf(&b, "%d", latest)
 	for _, n := range r.host.Nodes {
 		op := s.operands[n]
-		fmt.Fprintf(&b, "|%s %s %t %d/%d %d %d", n, r.host.UIDs[n], s.unreachable[n], op.Phase, op.Revision, op.FallbackForRevision, s.livePods[n])
+		fmt.Fprintf(&b, "|%s %s %t %d/%d %t %d", n, r.host.UIDs[n], s.unreachable[n], op.Phase, op.Revision, op.Fallback != nil, s.livePods[n])
 	}
 	return b.String()
 }
@@ -795,7 +792,7 @@ func (r *simRun) checkEvents(before simSnapshot) error {
 		if _, err := fmt.Sscanf(e.Message, "Updating node %q from revision %d to %d", &node, &from, &to); err != nil {
 			return fmt.Errorf("event %q: %v", e.Message, err)
 		}
-		if op, ok := before.operands[node]; ok && op.Phase == rollout.OperandReady && op.FallbackForRevision == 0 && op.Revision != from {
+		if op, ok := before.operands[node]; ok && op.Phase == rollout.OperandReady && op.Fallback == nil && op.Revision != from {
 			return fmt.Errorf("event %q, but the operand ran revision %d", e.Message, op.Revision)
 		}
 	}
@@ -909,11 +906,11 @@ func (r *simRun) checkTick(before simSnapshot) error {
 		m := machine{node, c.UIDs[node]}
 		was, found := before.operands[node]
 		switch {
-		case op.FallbackForRevision != 0 && (!found || was.FallbackForRevision == 0):
+		case op.Fallback != nil && (!found || was.Fallback == nil):
 			// The monitor's fallback, unless the engine's own fallback from
 			// the same revision came first.
-			r.failed(node, op.FallbackForRevision, r.minFallback)
-		case op.Phase == rollout.OperandReady && op.FallbackForRevision == 0:
+			r.failed(node, op.Fallback.ForRevision, r.minFallback)
+		case op.Phase == rollout.OperandReady && op.Fallback == nil:
 			r.maxReady[m] = max(r.maxReady[m], op.Revision)
 			delete(r.failures, nodeRev{node, op.Revision})
 		case op.Phase == rollout.OperandFailed && found && was.Phase == rollout.OperandPending:
@@ -933,7 +930,7 @@ func (r *simRun) done() bool {
 	}
 	s := r.snapshot()
 	for _, n := range r.host.Nodes {
-		if op := s.operands[n]; op.Phase != rollout.OperandReady || op.Revision < st.LatestAvailableRevision || op.FallbackForRevision != 0 {
+		if op := s.operands[n]; op.Phase != rollout.OperandReady || op.Revision < st.LatestAvailableRevision || op.Fallback != nil {
 			return false
 		}
 	}
@@ -980,11 +977,11 @@ func (r *simRun) run(ctx context.Context) error {
 func (r *simRun) outage(ctx context.Context) error {
 	c := r.host.RolloutCluster
 	n := c.Nodes[r.rng.IntN(len(c.Nodes))]
-	if latest := r.host.store.Current().LatestAvailableRevision; latest < simMaxLatest {
+	if latest := r.host.store.Status.LatestAvailableRevision; latest < simMaxLatest {
 		r.host.store.SetLatest(latest + 1)
 	}
 	c.SetUnreachable(n, true)
-	r.logf("outage: %s unreachable while revision %d rolls out", n, r.host.store.Current().LatestAvailableRevision)
+	r.logf("outage: %s unreachable while revision %d rolls out", n, r.host.store.Status.LatestAvailableRevision)
 	for end := r.fwd + r.holdAfter + 15*time.Minute; r.fwd < end; {
 		if err := r.step(ctx); err != nil {
 			return err
