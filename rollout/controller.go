@@ -198,29 +198,28 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 	return requeue, nil
 }
 
-// decide decides, asking the gate about every start the decision would make
-// and deciding again with the answers, until it makes no start the gate has
-// not answered for. Each round answers at least one more start, so the
-// rounds are bounded by the number of nodes.
+// decide decides, asking the gate about each start the decision would make,
+// one at a time and with what the decision takes down before it, and
+// deciding again with each answer, until it makes no start the gate has not
+// answered for. Each round answers one more start, so the rounds are
+// bounded by the number of nodes.
 func (c *Controller) decide(ctx context.Context, in Input, aligned []NodeObservation) (Decision, error) {
 	for {
 		d, err := decide(in, aligned)
-		if err != nil || len(d.Unadmitted) == 0 {
+		if err != nil || d.Unadmitted == nil {
 			return d, err
 		}
 		if in.Admissions == nil {
-			in.Admissions = make(map[string]string, len(d.Unadmitted))
+			in.Admissions = map[string]string{}
 		}
-		for _, inst := range d.Unadmitted {
-			answer := ""
-			if err := c.cfg.Gate.Admit(ctx, inst); err != nil {
-				answer = conditions.TruncateMessage(err.Error(), MaxErrorLength)
-				if answer == "" {
-					answer = "denied without a reason"
-				}
+		answer := ""
+		if err := c.cfg.Gate.Admit(ctx, *d.Unadmitted); err != nil {
+			answer = conditions.TruncateMessage(err.Error(), MaxErrorLength)
+			if answer == "" {
+				answer = "denied without a reason"
 			}
-			in.Admissions[inst.Name] = answer
 		}
+		in.Admissions[d.Unadmitted.Installer.Name] = answer
 	}
 }
 

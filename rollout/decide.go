@@ -29,8 +29,8 @@ type Input struct {
 	// persisted, so a restart never draws it again.
 	Jitter float64
 	// Gated says a gate (Config.Gate) must admit every node the decision
-	// starts: a start the gate has not answered for is not made but listed
-	// in Decision.Unadmitted.
+	// starts: the first start the gate has not answered for is not made
+	// but asked about in Decision.Unadmitted, and no later one is made.
 	Gated bool
 	// Admissions holds the gate's answers, by the name of the installer a
 	// start would create: "" admits the node, any other text holds it and
@@ -48,8 +48,8 @@ type Input struct {
 // failed attempt on a later sync), delete every installer of
 // Status.InstallersToDelete, and write Final, keeping in its
 // InstallersToDelete those whose delete failed, when any delete succeeded.
-// A decision with Unadmitted starts is not acted on: the host asks its
-// gate about each and decides again with the answers.
+// A decision with an Unadmitted start is not acted on: the host asks its
+// gate about it and decides again with the answer.
 type Decision struct {
 	// Latest is the latest available revision the decision rolls out.
 	Latest int32
@@ -68,9 +68,9 @@ type Decision struct {
 	// Progressing reports them at once, Degraded once Status.HeldSince is
 	// older than Policy.HoldDegradedAfter.
 	Holds []string
-	// Unadmitted are the installers of the starts the gate (Input.Gated)
-	// has not answered for.
-	Unadmitted []Installer
+	// Unadmitted is the first start the gate (Input.Gated) has not answered
+	// for, to ask it about (nil when there is none).
+	Unadmitted *Disruption
 	// Status is the status to write before acting: every step applied,
 	// the installers that must go recorded in InstallersToDelete, the
 	// conditions set. It shares the memory of the input status where
@@ -163,6 +163,7 @@ type decider struct {
 	// node in transition needs it (-1 before).
 	down   int
 	pooled *[]NodeObservation // the aligning buffer, given back once decided
+	asked  int                // the node Decision.Unadmitted is about
 	// heldRetry is true once MaxUnavailable held a node in transition from
 	// its next installer.
 	heldRetry bool
@@ -240,6 +241,15 @@ func (x *decider) set(i int, n NodeStatus) {
 	x.nodes[i] = n
 }
 
+// ask makes inst, the installer that takes node i down, the start the gate
+// is asked about, unless another is already: the gate is asked about one
+// start at a time, so that it learns what the rollout took down before.
+func (x *decider) ask(i int, inst Installer) {
+	if x.d.Unadmitted == nil {
+		x.d.Unadmitted, x.asked = &Disruption{Installer: inst}, i
+	}
+}
+
 // hold records what holds back a start.
 func (x *decider) hold(format string, args ...any) {
 	x.holds = append(x.holds, fmt.Sprintf(format, args...))
@@ -289,15 +299,29 @@ func (x *decider) node(i int) {
 	up := n.InTransition() && !installing(&n, &o) && !o.Unreachable && !isDown(&n, &o) && !x.mayRun[n.NodeName]
 	self := x.self(i)
 	held := up && x.downCount()+1-self > x.p.maxUnavailable()
-	d := NextNodeStatus(n, NodeInput{Latest: x.d.Latest, Observation: o, Policy: x.p, Now: x.now,
-		Jitter: x.in.Jitter, Deleting: x.deleting[n.NodeName], Held: held})
+	nin := NodeInput{Latest: x.d.Latest, Observation: o, Policy: x.p, Now: x.now,
+		Jitter: x.in.Jitter, Deleting: x.deleting[n.NodeName], Held: held}
+	d := NextNodeStatus(n, nin)
+	if up && d.Create != nil && x.in.Gated {
+		// Its next installer takes it down: the gate is asked first.
+		create := *d.Create
+		if answer, asked := x.in.Admissions[create.Name]; !asked || answer != "" {
+			nin.Held = true
+			d = NextNodeStatus(n, nin)
+			if !asked {
+				x.ask(i, create)
+			} else {
+				x.hold("the gate holds %s: %s", n.NodeName, answer)
+			}
+		}
+	}
 	if d.To != nil {
 		x.set(i, *d.To)
 	}
 	if up && d.Create != nil && x.down >= 0 && self == 0 {
 		x.down++
 	}
-	x.heldRetry = x.heldRetry || d.held
+	x.heldRetry = x.heldRetry || (held && d.held)
 	x.retired(d.Delete, o.Installer.Phase)
 	if n.InTransition() || d.Acts() {
 		x.d.Steps = append(x.d.Steps, d)
@@ -590,6 +614,13 @@ func (x *decider) starts() {
 		x.holdByUnavailable(budget)
 	}
 	x.walk(start, why, budget, inTransition, unavailable, soakUntil, failingOn, fellBack)
+	if q := x.d.Unadmitted; q != nil {
+		for i := range x.nodes {
+			if i != x.asked && x.unavailable(i) {
+				q.Down = append(q.Down, x.nodes[i].NodeName)
+			}
+		}
+	}
 	if !x.heldByUnavailable { // which names the unreachable nodes not in transition
 		unreachable = append(unreachable, unreachableIdle...)
 		slices.Sort(unreachable)
@@ -707,14 +738,8 @@ func (x *decider) walk(start int, why string, budget, inTransition, unavailable 
 		if x.in.Gated {
 			answer, asked := x.in.Admissions[create.Name]
 			if !asked {
-				// Counted as started, so that the gate is asked only about
-				// the nodes the budget would start.
-				x.d.Unadmitted = append(x.d.Unadmitted, create)
-				prev = &to
-				inTransition++
-				if !down && self == 0 {
-					unavailable++
-				}
+				x.ask(i, create)
+				stop = true
 				continue
 			}
 			if answer != "" {
@@ -880,8 +905,8 @@ func (p Decision) String() string {
 			fmt.Fprintf(&b, "; create %s", s.Create.Name)
 		}
 	}
-	for _, inst := range p.Unadmitted {
-		fmt.Fprintf(&b, "\n  %s: ask the gate about %s", inst.Node, inst.Name)
+	if q := p.Unadmitted; q != nil {
+		fmt.Fprintf(&b, "\n  %s: ask the gate about %s, with %s down", q.Installer.Node, q.Installer.Name, listNames(q.Down))
 	}
 	if p.Blocked != "" {
 		fmt.Fprintf(&b, "\nblocked: %s", p.Blocked)

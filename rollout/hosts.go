@@ -82,23 +82,34 @@ func (f NodeListerFunc) ListNodes(ctx context.Context) ([]Node, error) { return 
 // Gate is asked before the engine takes a node down. Before a decision
 // starts a node (gives it a target revision: a new revision, a retry, the
 // reinstall of a regressed or missing operand), Controller.Sync asks the
-// gate whether inst, the installer it would create, may run now. nil
+// gate whether the disruption may happen now, one start at a time. nil
 // admits the node; any error holds it, whether the gate denied it or could
 // not answer (fail safe): Progressing explains the hold at once, with the
 // error's text, and Degraded once it is older than Policy.HoldDegradedAfter.
 // Nodes already in transition (a retry of a failed installer, a newer
 // revision superseding the target, a fallback) are not asked again. An
-// etcd host asks whether quorum holds without the member; another host
-// asks its own disruption budget.
+// etcd host asks whether a quorum of members stays up without the member
+// and those already down; another host asks its own disruption budget.
 type Gate interface {
-	Admit(ctx context.Context, inst Installer) error
+	Admit(ctx context.Context, d Disruption) error
 }
 
 // GateFunc adapts a function to Gate.
-type GateFunc func(ctx context.Context, inst Installer) error
+type GateFunc func(ctx context.Context, d Disruption) error
 
 // Admit calls f.
-func (f GateFunc) Admit(ctx context.Context, inst Installer) error { return f(ctx, inst) }
+func (f GateFunc) Admit(ctx context.Context, d Disruption) error { return f(ctx, d) }
+
+// Disruption is a start a Gate is asked about.
+type Disruption struct {
+	// Installer is the installer the start would create, which takes its
+	// node down.
+	Installer Installer
+	// Down names, sorted, the other nodes the rollout counts as
+	// unavailable (see Policy.MaxUnavailable), the starts admitted before
+	// this one in the same sync included: what is down with it.
+	Down []string
+}
 
 var (
 	_ OperandReader = OperandReaderFunc(nil)

@@ -110,14 +110,14 @@ type simGate struct {
 	admitted map[string]bool // installer names
 }
 
-func (g *simGate) Admit(_ context.Context, inst rollout.Installer) error {
-	if g.denied[inst.Node] {
-		return fmt.Errorf("quorum would be lost without %s", inst.Node)
+func (g *simGate) Admit(_ context.Context, d rollout.Disruption) error {
+	if g.denied[d.Installer.Node] {
+		return fmt.Errorf("quorum would be lost without %s", d.Installer.Node)
 	}
 	if g.admitted == nil {
 		g.admitted = map[string]bool{}
 	}
-	g.admitted[inst.Name] = true
+	g.admitted[d.Installer.Name] = true
 	return nil
 }
 
