@@ -126,28 +126,31 @@ func NextNodeStatus(n NodeStatus, in NodeInput) NodeDecision {
 	x.retire()
 	if x.d.Reason == "" {
 		x.d.Reason = "nothing to do"
-		if x.d.To != nil {
+		if x.changed {
 			x.d.Reason = "status normalised"
 		}
+	}
+	if x.changed {
+		to := x.next
+		x.d.To = &to
 	}
 	return x.d
 }
 
 // nodeDecider decides one node: from is the status as given, next the status
-// as decided so far, which becomes the decision's To once anything changes.
+// as decided so far, which becomes the decision's To if it changed.
 type nodeDecider struct {
-	d    NodeDecision
-	from NodeStatus
-	next NodeStatus
-	in   NodeInput
+	d       NodeDecision
+	from    NodeStatus
+	next    NodeStatus
+	changed bool
+	in      NodeInput
 }
 
 // to returns the new status, recording that it changes.
 func (x *nodeDecider) to() *NodeStatus {
-	if x.d.To == nil {
-		x.d.To = &x.next
-	}
-	return x.d.To
+	x.changed = true
+	return &x.next
 }
 
 func (x *nodeDecider) requeue(d time.Duration) {
@@ -610,7 +613,7 @@ func (x *nodeDecider) retire() {
 		return
 	}
 	old := installerFor(x.from)
-	if x.d.To == nil || (x.d.To.InTransition() && installerFor(*x.d.To) == old) {
+	if !x.changed || (x.next.InTransition() && installerFor(x.next) == old) {
 		return
 	}
 	x.d.Delete = append(x.d.Delete, old)

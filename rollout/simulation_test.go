@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -148,7 +149,8 @@ type simRun struct {
 	ctrl    *rollout.Controller
 	verbose bool        // keep a step log (a failing seed is replayed with it)
 	debug   bool        // log what Decide makes of every step, too
-	world   simSnapshot // the world after the last sync
+	world   simSnapshot    // the world after the last sync
+	snaps   [3]simSnapshot // the buffers of the world before and after a sync, and of done
 	log     []string
 	events  []converge.Event
 	quiet   bool
@@ -161,6 +163,7 @@ type simRun struct {
 	stuckSince  *time.Time    // when a sync first saw the world stuck, past the engine's last deadline
 	deadline    time.Time     // when the last sync asked to look again (zero: on a change)
 	lastWorld   string        // the world the last sync saw
+	fp          []byte        // the buffer fingerprint renders into
 
 	maxReady    map[machine]int32      // the highest revision each machine ran ready, a fallback's excluded
 	lastCreated map[string]string      // the last installer created on each node
@@ -251,10 +254,6 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 	return r, r.restart()
 }
 
-// live reports whether an installer pod can still run.
-func live(p *fake.RolloutPod) bool {
-	return p.State.Phase == rollout.InstallerPending || p.State.Phase == rollout.InstallerRunning
-}
 
 // fault injects one fault at random.
 func (r *simRun) fault() {
@@ -410,7 +409,7 @@ func (r *simRun) advance(d time.Duration) {
 
 // sync runs one Controller.Sync and checks what it did against the world.
 func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
-	before := r.snapshot()
+	before := r.snapshot(&r.snaps[0])
 	created, acted := len(r.host.Created), r.host.acted
 	if r.gate != nil {
 		r.gate.admitted = nil
@@ -453,7 +452,7 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 			p.Script.PendingTicks = r.rng.IntN(6)
 		}
 	}
-	r.world = r.snapshot()
+	r.world = r.snapshot(&r.snaps[1])
 	if err := r.checkSync(before, r.world, newPods, res, ok); err != nil {
 		return res, ok, err
 	}
@@ -599,14 +598,32 @@ func (r *simRun) describe() string {
 type simSnapshot struct {
 	operands    map[string]rollout.OperandState
 	unreachable map[string]bool
-	pods        map[string]fake.RolloutPod
+	pods        map[string]simPod
 	livePods    map[string]int // by node
 }
 
-func (r *simRun) snapshot() simSnapshot {
+// simPod is what a snapshot keeps of an installer pod.
+type simPod struct {
+	node    string
+	rev     int32
+	phase   rollout.InstallerPhase
+	outcome fake.InstallerOutcome
+}
+
+func (p simPod) live() bool {
+	return p.phase == rollout.InstallerPending || p.phase == rollout.InstallerRunning
+}
+
+// snapshot records the world into s, reusing its maps.
+func (r *simRun) snapshot(s *simSnapshot) simSnapshot {
 	c := r.host.RolloutCluster
-	s := simSnapshot{operands: make(map[string]rollout.OperandState, len(c.Operands)), unreachable: map[string]bool{},
-		pods: make(map[string]fake.RolloutPod, len(c.Pods)), livePods: map[string]int{}}
+	if s.operands == nil {
+		*s = simSnapshot{operands: map[string]rollout.OperandState{}, unreachable: map[string]bool{}, pods: map[string]simPod{}, livePods: map[string]int{}}
+	}
+	clear(s.operands)
+	clear(s.unreachable)
+	clear(s.pods)
+	clear(s.livePods)
 	for n, op := range c.Operands {
 		s.operands[n] = op
 	}
@@ -614,12 +631,13 @@ func (r *simRun) snapshot() simSnapshot {
 		s.unreachable[n] = u
 	}
 	for name, p := range c.Pods {
-		s.pods[name] = *p
-		if live(p) {
-			s.livePods[p.Installer.Node]++
+		sp := simPod{node: p.Installer.Node, rev: p.Installer.Revision, phase: p.State.Phase, outcome: p.Script.Outcome}
+		s.pods[name] = sp
+		if sp.live() {
+			s.livePods[sp.node]++
 		}
 	}
-	return s
+	return *s
 }
 
 // down reports whether a node is unavailable in the world: unreachable, its
@@ -652,7 +670,7 @@ func (r *simRun) moving(s simSnapshot) bool {
 		if s.livePods[n] > 0 || op.Phase == rollout.OperandPending {
 			return true
 		}
-		if p, ok := s.pods[r.lastCreated[n]]; ok && p.State.Phase == rollout.InstallerSucceeded && (!found || op.Revision != p.Installer.Revision) {
+		if p, ok := s.pods[r.lastCreated[n]]; ok && p.phase == rollout.InstallerSucceeded && (!found || op.Revision != p.rev) {
 			return true
 		}
 	}
@@ -699,13 +717,13 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 	// 3. No leftover: every live installer pod is the one its node's
 	// decision wants, or one the decision wants gone.
 	for name, p := range after.pods {
-		if !live(&p) || deleting[name] {
+		if !p.live() || deleting[name] {
 			continue
 		}
-		n, found := st.Node(p.Installer.Node)
-		if !found || n.TargetRevision != p.Installer.Revision || r.lastCreated[p.Installer.Node] != name {
+		n, found := st.Node(p.node)
+		if !found || n.TargetRevision != p.rev || r.lastCreated[p.node] != name {
 			return fmt.Errorf("installer %s (revision %d on %s) can still run, but node %s targets revision %d and it is not recorded for deletion",
-				name, p.Installer.Revision, p.Installer.Node, p.Installer.Node, n.TargetRevision)
+				name, p.rev, p.node, p.node, n.TargetRevision)
 		}
 	}
 
@@ -770,13 +788,22 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 // fingerprint renders what a sync sees of the world: a sync that sees the
 // same world as the one before it saw a world in which nothing moved.
 func (r *simRun) fingerprint(s simSnapshot, latest int32) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d", latest)
+	b := r.fp[:0]
+	b = strconv.AppendInt(b, int64(latest), 10)
 	for _, n := range r.host.Nodes {
 		op := s.operands[n]
-		fmt.Fprintf(&b, "|%s %s %t %d/%d %t %d", n, r.host.UIDs[n], s.unreachable[n], op.Phase, op.Revision, op.Fallback != nil, s.livePods[n])
+		b = append(b, '|')
+		b = append(b, n...)
+		b = append(b, ' ')
+		b = append(b, r.host.UIDs[n]...)
+		b = strconv.AppendBool(append(b, ' '), s.unreachable[n])
+		b = strconv.AppendInt(append(b, ' '), int64(op.Phase), 10)
+		b = strconv.AppendInt(append(b, '/'), int64(op.Revision), 10)
+		b = strconv.AppendBool(append(b, ' '), op.Fallback != nil)
+		b = strconv.AppendInt(append(b, ' '), int64(s.livePods[n]), 10)
 	}
-	return b.String()
+	r.fp = b
+	return string(b)
 }
 
 // checkEvents checks the events of the writes since the last check: a start
@@ -878,21 +905,21 @@ func (r *simRun) checkTick(before simSnapshot) error {
 	st := r.host.store.Status
 	for name, was := range before.pods {
 		p, exists := c.Pods[name]
-		node := was.Installer.Node
+		node := was.node
 		m := machine{node, c.UIDs[node]}
 		if r.podMachine[name] != m.uid {
 			continue // created for the machine's predecessor: not its history
 		}
 		switch {
-		case !exists && was.State.Phase == rollout.InstallerPending && was.Script.Outcome == fake.InstallerDisappears:
-			r.failed(node, was.Installer.Revision, r.minRetry)
+		case !exists && was.phase == rollout.InstallerPending && was.outcome == fake.InstallerDisappears:
+			r.failed(node, was.rev, r.minRetry)
 		case !exists:
-		case was.State.Phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerFailed:
-			r.failed(node, was.Installer.Revision, r.minRetry)
-		case was.State.Phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerSucceeded:
-			r.installed[node] = p.Installer.Revision
+		case was.phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerFailed:
+			r.failed(node, was.rev, r.minRetry)
+		case was.phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerSucceeded:
+			r.installed[node] = was.rev
 			// 2. No downgrade.
-			if rev := p.Installer.Revision; rev < r.maxReady[m] {
+			if rev := was.rev; rev < r.maxReady[m] {
 				n, _ := st.Node(node)
 				fallback := n.TargetRevision == rev && n.CurrentRevision == rev && n.LastFailedReason == rollout.ReasonOperandFailedFallback
 				refused := slices.ContainsFunc(st.InstallersToDelete, func(i rollout.Installer) bool { return i.Name == name })
@@ -928,14 +955,14 @@ func (r *simRun) done() bool {
 	if !st.Converged() || !conditions.IsFalse(st.Conditions, conditions.TypeDegraded) || !conditions.IsFalse(st.Conditions, conditions.TypeProgressing) {
 		return false
 	}
-	s := r.snapshot()
+	s := r.snapshot(&r.snaps[2])
 	for _, n := range r.host.Nodes {
 		if op := s.operands[n]; op.Phase != rollout.OperandReady || op.Revision < st.LatestAvailableRevision || op.Fallback != nil {
 			return false
 		}
 	}
 	for _, p := range s.pods {
-		if live(&p) {
+		if p.live() {
 			return false
 		}
 	}
