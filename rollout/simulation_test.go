@@ -147,8 +147,8 @@ type simRun struct {
 	gate    *simGate
 	policy  rollout.Policy
 	ctrl    *rollout.Controller
-	verbose bool        // keep a step log (a failing seed is replayed with it)
-	debug   bool        // log what Decide makes of every step, too
+	verbose bool           // keep a step log (a failing seed is replayed with it)
+	debug   bool           // log what Decide makes of every step, too
 	world   simSnapshot    // the world after the last sync
 	snaps   [3]simSnapshot // the buffers of the world before and after a sync, and of done
 	log     []string
@@ -253,7 +253,6 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 	}
 	return r, r.restart()
 }
-
 
 // fault injects one fault at random.
 func (r *simRun) fault() {

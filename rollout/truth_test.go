@@ -376,7 +376,7 @@ func TestEveryHoldIsExplained(t *testing.T) {
 			name: "a soak does not hide a hold",
 			st: Status{LatestAvailableRevision: 2, HeldSince: long, NodeStatuses: []NodeStatus{
 				node("a", 1, 0), node("b", 2, 0)}},
-			obs: Observation{"a": ready(1), "b": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-time.Second)}}},
+			obs:    Observation{"a": ready(1), "b": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-time.Second)}}},
 			policy: Policy{MinReadyDuration: dur(time.Minute)},
 			gated:  true, admissions: map[string]string{"installer-2-a": "quorum would be lost"},
 			check: func(t *testing.T, d Decision) {
