@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -144,7 +145,9 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 	if err != nil {
 		return 0, fmt.Errorf("rollout: reading status: %w", err)
 	}
-	obs, aligned, err := c.observe(ctx, st)
+	buf := observing()
+	defer buf.release()
+	obs, aligned, err := c.observe(ctx, st, buf)
 	if err != nil {
 		return 0, err
 	}
@@ -232,7 +235,7 @@ const deleteRetryInterval = 5 * time.Second
 // transition, the installer of its target and attempt. When the nodes are
 // exactly the status's, in its (sorted) order, the observations come back
 // aligned with the status and no map is built; otherwise as an Observation.
-func (c *Controller) observe(ctx context.Context, st Status) (Observation, []NodeObservation, error) {
+func (c *Controller) observe(ctx context.Context, st Status, buf *observation) (Observation, []NodeObservation, error) {
 	var nodes []Node
 	if c.cfg.Nodes != nil {
 		listed, err := c.cfg.Nodes.ListNodes(ctx)
@@ -241,7 +244,8 @@ func (c *Controller) observe(ctx context.Context, st Status) (Observation, []Nod
 		}
 		nodes = listed
 	} else {
-		nodes = make([]Node, len(st.NodeStatuses))
+		buf.nodes = grow(buf.nodes, len(st.NodeStatuses))
+		nodes = buf.nodes
 		for i, n := range st.NodeStatuses {
 			nodes[i] = Node{Name: n.NodeName, UID: n.NodeUID}
 		}
@@ -264,11 +268,12 @@ func (c *Controller) observe(ctx context.Context, st Status) (Observation, []Nod
 			seen[n.Name] = true
 		}
 	}
-	operands, err := c.operands(ctx, nodes)
+	operands, err := c.operands(ctx, nodes, buf)
 	if err != nil {
 		return nil, nil, err
 	}
-	views := make([]NodeObservation, len(nodes))
+	buf.views = grow(buf.views, len(nodes))
+	views := buf.views
 	for i, node := range nodes {
 		views[i] = NodeObservation{UID: node.UID, Operand: operands[i], Unreachable: node.Unreachable}
 		var status *NodeStatus
@@ -298,10 +303,12 @@ func (c *Controller) observe(ctx context.Context, st Status) (Observation, []Nod
 
 // operands reads the operands of the nodes, in one call from an
 // OperandBatchReader, else one call a node.
-func (c *Controller) operands(ctx context.Context, nodes []Node) ([]OperandState, error) {
-	operands := make([]OperandState, len(nodes))
+func (c *Controller) operands(ctx context.Context, nodes []Node, buf *observation) ([]OperandState, error) {
+	buf.operands = grow(buf.operands, len(nodes))
+	operands := buf.operands
 	if batch, ok := c.cfg.Operands.(OperandBatchReader); ok {
-		names := make([]string, len(nodes))
+		buf.names = grow(buf.names, len(nodes))
+		names := buf.names
 		for i, n := range nodes {
 			names[i] = n.Name
 		}
@@ -318,6 +325,39 @@ func (c *Controller) operands(ctx context.Context, nodes []Node) ([]OperandState
 		operands[i] = op
 	}
 	return operands, nil
+}
+
+// observation holds the buffers a sync observes into: a rollout of
+// thousands of nodes needs several the size of all its nodes each sync, and
+// gives them back once it acted.
+type observation struct {
+	nodes    []Node
+	names    []string
+	operands []OperandState
+	views    []NodeObservation
+}
+
+var observations = sync.Pool{New: func() any { return new(observation) }}
+
+func observing() *observation { return observations.Get().(*observation) }
+
+// release clears the buffers, so that they hold no observation's memory,
+// and gives them back.
+func (o *observation) release() {
+	clear(o.nodes[:cap(o.nodes)])
+	clear(o.names[:cap(o.names)])
+	clear(o.operands[:cap(o.operands)])
+	clear(o.views[:cap(o.views)])
+	observations.Put(o)
+}
+
+// grow returns s resized to n elements, reusing its memory when it is
+// large enough (release left it zeroed).
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // sameNodes reports whether the listed nodes are exactly the status's, in

@@ -479,7 +479,7 @@ func (x *decider) release() {
 
 // validateAligned checks observations aligned with sorted nodes.
 func validateAligned(nodes []NodeStatus, views []NodeObservation) error {
-	if len(nodes) != len(views) || !sortedByName(nodes) {
+	if len(nodes) != len(views) {
 		return input.Invalidf("rollout", "observation", "aligned observations of %d nodes for %d nodes", len(views), len(nodes))
 	}
 	for i, o := range views {
