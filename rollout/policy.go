@@ -21,15 +21,17 @@ const defaultHoldDegradedAfter = 10 * time.Minute
 // +kubebuilder:object:generate=true
 type Policy struct {
 	// MaxUnavailable is how many nodes may be unavailable at once (0 means
-	// 1). A node is unavailable while it is unreachable, in transition, its
-	// operand is not ready, or its operand runs below its current revision,
-	// as a DaemonSet counts it. A node whose operand is ready is started only
-	// while fewer than MaxUnavailable nodes are unavailable; a reachable node
-	// that is already unavailable may be started while fewer than
-	// MaxUnavailable nodes are in transition, since starting it takes
-	// nothing more down. A node that stays unreachable therefore holds a
-	// rollout with MaxUnavailable 1: raise it, or drop the node from the
-	// observation once it is gone for good.
+	// 1). A node is unavailable while it is unreachable, an installer of it
+	// may run (ordered and not seen finished, or recorded for deletion and
+	// not confirmed gone), its operand is not ready or missing, or its
+	// operand runs below its current revision, as a DaemonSet counts it. A
+	// node whose operand is ready is taken down (started, or given its next
+	// installer in transition) only while fewer than MaxUnavailable other
+	// nodes are unavailable; a reachable node that is already down may be
+	// started while fewer than MaxUnavailable nodes are installing, since
+	// starting it takes nothing more down. A node that stays unreachable
+	// therefore holds a rollout with MaxUnavailable 1: raise it, or drop the
+	// node from the node list once it is gone for good.
 	// +optional
 	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
 	// InstallerBackoff spaces the retries of a failed revision on a node:
