@@ -39,7 +39,7 @@ import (
 
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
-	"github.com/converge-dev/converge/internal/testenv"
+	"github.com/converge-dev/converge/testenv"
 	"github.com/converge-dev/converge/payload"
 	"github.com/converge-dev/converge/rollout"
 )

@@ -27,7 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
-	"github.com/converge-dev/converge/internal/testenv"
+	"github.com/converge-dev/converge/testenv"
 	"github.com/converge-dev/converge/payload"
 )
 

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/converge-dev/converge/fake"
-	"github.com/converge-dev/converge/internal/testenv"
+	"github.com/converge-dev/converge/testenv"
 	"github.com/converge-dev/converge/rollout"
 )
 
