@@ -36,6 +36,6 @@
 // -timeout; so do etcd and kube-apiserver.
 //
 // controller-runtime's envtest can run on the same binaries: the
-// contrib/controller-runtime module's crtestenv package fills an
+// contrib/controller-runtime module's crtest package fills an
 // envtest.Environment from EnsureBinaries.
 package testenv
