@@ -3,6 +3,7 @@ package converge_test
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -15,32 +16,33 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// verbatimMarker precedes a README code block that must appear, line for
-// line, in the file it names (relative to the repository root).
+// verbatimMarker precedes a code block of the README or of a page of docs/
+// that must appear, line for line, in the file it names (relative to the
+// repository root).
 const verbatimMarker = "<!-- verbatim: "
 
-// snippet is a README code block held to a file.
+// snippet is a code block of a document held to a file.
 type snippet struct {
 	file  string
-	line  int // of the marker in the README
+	line  int // of the marker in the document
 	lines []string
 }
 
-// readmeSnippets returns the code blocks of readme that follow a verbatim
-// marker.
-func readmeSnippets(t *testing.T, readme string) []snippet {
+// docSnippets returns the code blocks of the document doc, named name, that
+// follow a verbatim marker.
+func docSnippets(t *testing.T, name, doc string) []snippet {
 	t.Helper()
 	var out []snippet
 	var cur *snippet
 	inBlock := false
-	sc := bufio.NewScanner(strings.NewReader(readme))
+	sc := bufio.NewScanner(strings.NewReader(doc))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		switch {
 		case cur == nil && strings.HasPrefix(line, verbatimMarker):
 			cur = &snippet{file: strings.TrimSuffix(strings.TrimPrefix(line, verbatimMarker), " -->"), line: n}
 		case cur != nil && !inBlock:
-			require.True(t, strings.HasPrefix(line, "```"), "README.md:%d: a verbatim marker is followed by a code block", cur.line)
+			require.True(t, strings.HasPrefix(line, "```"), "%s:%d: a verbatim marker is followed by a code block", name, cur.line)
 			inBlock = true
 		case cur != nil && line == "```":
 			out = append(out, *cur)
@@ -50,7 +52,7 @@ func readmeSnippets(t *testing.T, readme string) []snippet {
 		}
 	}
 	require.NoError(t, sc.Err())
-	require.Nil(t, cur, "README.md: a verbatim block is not closed")
+	require.Nil(t, cur, "%s: a verbatim block is not closed", name)
 	return out
 }
 
@@ -82,16 +84,37 @@ func containsVerbatim(lines, want []string) bool {
 // The README's adoption snippets are the tested code they say they are: each
 // block after a verbatim marker appears line for line in the file named.
 func TestREADMESnippetsAreTestedCode(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	snippets := readmeSnippets(t, string(readme))
+	snippets := requireSnippetsAreTestedCode(t, "README.md")
 	require.GreaterOrEqual(t, len(snippets), 6, "a client-go and a controller-runtime snippet per engine")
+}
+
+// So are the snippets of every page of docs/.
+func TestDocsSnippetsAreTestedCode(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	require.NoError(t, err)
+	require.NotEmpty(t, pages)
+	held := 0
+	for _, page := range pages {
+		held += len(requireSnippetsAreTestedCode(t, page))
+	}
+	require.Positive(t, held, "docs/testenv.md holds its test of an adopter's reconciler")
+}
+
+// requireSnippetsAreTestedCode checks that each verbatim block of the
+// document at path appears line for line in the file it names, and returns
+// the blocks.
+func requireSnippetsAreTestedCode(t *testing.T, path string) []snippet {
+	t.Helper()
+	doc, err := os.ReadFile(path)
+	require.NoError(t, err)
+	snippets := docSnippets(t, path, string(doc))
 	for _, s := range snippets {
 		src, err := os.ReadFile(s.file)
-		require.NoError(t, err, "README.md:%d names %s", s.line, s.file)
+		require.NoError(t, err, "%s:%d names %s", path, s.line, s.file)
 		assert.True(t, containsVerbatim(strings.Split(string(src), "\n"), s.lines),
-			"README.md:%d: the block is not in %s as it is", s.line, s.file)
+			"%s:%d: the block is not in %s as it is", path, s.line, s.file)
 	}
+	return snippets
 }
 
 func TestContainsVerbatim(t *testing.T) {
