@@ -27,8 +27,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
-	"github.com/converge-dev/converge/testenv"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/testenv"
 )
 
 // env is the etcd and kube-apiserver every integration test of the package shares.
