@@ -16,33 +16,32 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// verbatimMarker precedes a code block of the README or of a page of docs/
-// that must appear, line for line, in the file it names (relative to the
-// repository root).
+// verbatimMarker precedes a README code block that must appear, line for
+// line, in the file it names (relative to the repository root).
 const verbatimMarker = "<!-- verbatim: "
 
-// snippet is a code block of a document held to a file.
+// snippet is a README code block held to a file.
 type snippet struct {
 	file  string
-	line  int // of the marker in the document
+	line  int // of the marker in the README
 	lines []string
 }
 
-// docSnippets returns the code blocks of the document doc, named name, that
-// follow a verbatim marker.
-func docSnippets(t *testing.T, name, doc string) []snippet {
+// readmeSnippets returns the code blocks of the document doc, whose text is
+// readme, that follow a verbatim marker.
+func readmeSnippets(t *testing.T, doc, readme string) []snippet {
 	t.Helper()
 	var out []snippet
 	var cur *snippet
 	inBlock := false
-	sc := bufio.NewScanner(strings.NewReader(doc))
+	sc := bufio.NewScanner(strings.NewReader(readme))
 	for n := 1; sc.Scan(); n++ {
 		line := sc.Text()
 		switch {
 		case cur == nil && strings.HasPrefix(line, verbatimMarker):
 			cur = &snippet{file: strings.TrimSuffix(strings.TrimPrefix(line, verbatimMarker), " -->"), line: n}
 		case cur != nil && !inBlock:
-			require.True(t, strings.HasPrefix(line, "```"), "%s:%d: a verbatim marker is followed by a code block", name, cur.line)
+			require.True(t, strings.HasPrefix(line, "```"), "%s:%d: a verbatim marker is followed by a code block", doc, cur.line)
 			inBlock = true
 		case cur != nil && line == "```":
 			out = append(out, *cur)
@@ -52,7 +51,7 @@ func docSnippets(t *testing.T, name, doc string) []snippet {
 		}
 	}
 	require.NoError(t, sc.Err())
-	require.Nil(t, cur, "%s: a verbatim block is not closed", name)
+	require.Nil(t, cur, "%s: a verbatim block is not closed", doc)
 	return out
 }
 
@@ -81,40 +80,26 @@ func containsVerbatim(lines, want []string) bool {
 	return false
 }
 
-// The README's adoption snippets are the tested code they say they are: each
-// block after a verbatim marker appears line for line in the file named.
+// The README's adoption snippets, and the code blocks of docs/, are the
+// tested code they say they are: each block after a verbatim marker appears
+// line for line in the file named.
 func TestREADMESnippetsAreTestedCode(t *testing.T) {
-	snippets := requireSnippetsAreTestedCode(t, "README.md")
-	require.GreaterOrEqual(t, len(snippets), 6, "a client-go and a controller-runtime snippet per engine")
-}
-
-// So are the snippets of every page of docs/.
-func TestDocsSnippetsAreTestedCode(t *testing.T) {
-	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	docs, err := filepath.Glob("docs/*.md")
 	require.NoError(t, err)
-	require.NotEmpty(t, pages)
-	held := 0
-	for _, page := range pages {
-		held += len(requireSnippetsAreTestedCode(t, page))
+	for _, doc := range append([]string{"README.md"}, docs...) {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		snippets := readmeSnippets(t, doc, string(text))
+		if doc == "README.md" {
+			require.GreaterOrEqual(t, len(snippets), 6, "a client-go and a controller-runtime snippet per engine")
+		}
+		for _, s := range snippets {
+			src, err := os.ReadFile(s.file)
+			require.NoError(t, err, "%s:%d names %s", doc, s.line, s.file)
+			assert.True(t, containsVerbatim(strings.Split(string(src), "\n"), s.lines),
+				"%s:%d: the block is not in %s as it is", doc, s.line, s.file)
+		}
 	}
-	require.Positive(t, held, "docs/testenv.md holds its test of an adopter's reconciler")
-}
-
-// requireSnippetsAreTestedCode checks that each verbatim block of the
-// document at path appears line for line in the file it names, and returns
-// the blocks.
-func requireSnippetsAreTestedCode(t *testing.T, path string) []snippet {
-	t.Helper()
-	doc, err := os.ReadFile(path)
-	require.NoError(t, err)
-	snippets := docSnippets(t, path, string(doc))
-	for _, s := range snippets {
-		src, err := os.ReadFile(s.file)
-		require.NoError(t, err, "%s:%d names %s", path, s.line, s.file)
-		assert.True(t, containsVerbatim(strings.Split(string(src), "\n"), s.lines),
-			"%s:%d: the block is not in %s as it is", path, s.line, s.file)
-	}
-	return snippets
 }
 
 func TestContainsVerbatim(t *testing.T) {
