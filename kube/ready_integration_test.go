@@ -5,10 +5,12 @@ package kube
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -358,6 +360,13 @@ func TestObjectReadinessOnTheAPIServer(t *testing.T) {
 			ri := c.dynamic.Resource(mapping.Resource).Namespace(obj.GetNamespace())
 			created, err := ri.Create(ctx, obj, metav1.CreateOptions{})
 			require.NoError(t, err)
+			t.Cleanup(func() {
+				background := metav1.DeletePropagationBackground
+				err := ri.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &background})
+				if !apierrors.IsNotFound(err) {
+					require.NoError(t, err)
+				}
+			})
 			if tt.status != "" {
 				var status map[string]any
 				require.NoError(t, yaml.Unmarshal([]byte(tt.status), &status))
@@ -371,7 +380,7 @@ func TestObjectReadinessOnTheAPIServer(t *testing.T) {
 			}
 			if len(obj.GetFinalizers()) > 0 {
 				require.NoError(t, ri.Delete(ctx, obj.GetName(), metav1.DeleteOptions{}))
-				t.Cleanup(func() {
+				t.Cleanup(func() { // the deletion completes once the finalizer is gone
 					_, err := ri.Patch(ctx, obj.GetName(), types.MergePatchType, []byte(`{"metadata": {"finalizers": null}}`), metav1.PatchOptions{})
 					require.NoError(t, err)
 				})
@@ -382,11 +391,18 @@ func TestObjectReadinessOnTheAPIServer(t *testing.T) {
 	}
 }
 
+// crdRuns counts the runs of TestCRDReadinessOnTheAPIServer, whose CRDs
+// have a group of their own in each run (-count), since the API server
+// removes a deleted CRD only once it has cleaned up after it.
+var crdRuns int
+
 // A CustomResourceDefinition is judged on the conditions the API server
 // itself writes: established when its names are accepted, failed when its
 // kind is another's.
 func TestCRDReadinessOnTheAPIServer(t *testing.T) {
 	ctx := context.Background()
+	crdRuns++
+	group := fmt.Sprintf("ready%d.example.com", crdRuns)
 	c := connect(t)
 	a, err := NewApplier(ApplierConfig{Client: c.dynamic, Mapper: mapper(t), FieldManager: "kube-test"})
 	require.NoError(t, err)
@@ -394,9 +410,9 @@ func TestCRDReadinessOnTheAPIServer(t *testing.T) {
 		return fromYAML(t, `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: `+plural+`.ready.example.com}
+metadata: {name: `+plural+`.`+group+`}
 spec:
-  group: ready.example.com
+  group: `+group+`
   scope: Namespaced
   names: {plural: `+plural+`, kind: Lamp}
   versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]`)
@@ -404,12 +420,16 @@ spec:
 	tests := []readinessCase{
 		{name: "the first CRD of kind Lamp is established", want: ready},
 		{name: "a second CRD of kind Lamp failed", want: failed,
-			wantErr: `kube: CustomResourceDefinition lanterns.ready.example.com failed: KindConflict: "Lamp" is already in use`},
+			wantErr: "kube: CustomResourceDefinition lanterns." + group + ` failed: ListKindConflict: "LampList" is already in use`},
 	}
 	for i, plural := range []string{"lamps", "lanterns"} {
 		tt := tests[i]
+		obj := crd(plural)
+		// Deleted once both subtests are done: the second conflicts with the first.
+		t.Cleanup(func() {
+			require.NoError(t, c.dynamic.Resource(crds).Delete(ctx, obj.GetName(), metav1.DeleteOptions{}))
+		})
 		t.Run(tt.name, func(t *testing.T) {
-			obj := crd(plural)
 			_, err := c.dynamic.Resource(crds).Create(ctx, obj, metav1.CreateOptions{})
 			require.NoError(t, err)
 			// The API server's controllers accept the names and establish
