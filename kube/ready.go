@@ -34,8 +34,9 @@ var ErrObjectFailed = errors.New("kube: object failed")
 // built-in workloads are ready once rolled out (every replica updated,
 // available and ready, no old one left, a Deployment's Available and
 // Progressing conditions), a CustomResourceDefinition once Established (and
-// failed when its names are not accepted), a Service of type LoadBalancer
-// once it has a cluster IP; any other object is ready when its Ready
+// failed when its names are not accepted), a PersistentVolumeClaim once
+// Bound, a Service of type LoadBalancer once it has a cluster IP; any other
+// object is ready when its Ready
 // condition is True, not ready while it is False or Unknown, and ready once
 // it exists when it has none of these conditions (a ConfigMap, a Secret).
 //
