@@ -33,6 +33,13 @@
 //
 // Everything an engine needs to continue lives in the status the host
 // persists, so a restarted operator carries on where it stopped. Both layers
-// are public: an operator can adopt the pure decision functions alone, or the
-// whole shell.
+// are public: an operator can adopt the pure decision functions alone
+// (rollout.Decide, addon.Decide, payload.Decide: each Decide(Input)
+// (Decision, error)), or the whole shell.
+//
+// This package is the vocabulary the engines share, and imports none of
+// them: the Event a decision asks the host to emit, the Result a shell
+// returns, the Backoff every policy spaces its retries with, ErrConflict for
+// a status write that lost a race, and ErrInvalid for bad input anywhere in
+// converge.
 package converge

@@ -3,6 +3,7 @@ package converge_test
 import (
 	"bufio"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,9 +27,9 @@ type snippet struct {
 	lines []string
 }
 
-// readmeSnippets returns the code blocks of readme that follow a verbatim
-// marker.
-func readmeSnippets(t *testing.T, readme string) []snippet {
+// readmeSnippets returns the code blocks of the document doc, whose text is
+// readme, that follow a verbatim marker.
+func readmeSnippets(t *testing.T, doc, readme string) []snippet {
 	t.Helper()
 	var out []snippet
 	var cur *snippet
@@ -40,7 +41,7 @@ func readmeSnippets(t *testing.T, readme string) []snippet {
 		case cur == nil && strings.HasPrefix(line, verbatimMarker):
 			cur = &snippet{file: strings.TrimSuffix(strings.TrimPrefix(line, verbatimMarker), " -->"), line: n}
 		case cur != nil && !inBlock:
-			require.True(t, strings.HasPrefix(line, "```"), "README.md:%d: a verbatim marker is followed by a code block", cur.line)
+			require.True(t, strings.HasPrefix(line, "```"), "%s:%d: a verbatim marker is followed by a code block", doc, cur.line)
 			inBlock = true
 		case cur != nil && line == "```":
 			out = append(out, *cur)
@@ -50,7 +51,7 @@ func readmeSnippets(t *testing.T, readme string) []snippet {
 		}
 	}
 	require.NoError(t, sc.Err())
-	require.Nil(t, cur, "README.md: a verbatim block is not closed")
+	require.Nil(t, cur, "%s: a verbatim block is not closed", doc)
 	return out
 }
 
@@ -79,18 +80,25 @@ func containsVerbatim(lines, want []string) bool {
 	return false
 }
 
-// The README's adoption snippets are the tested code they say they are: each
-// block after a verbatim marker appears line for line in the file named.
+// The README's adoption snippets, and the code blocks of docs/, are the
+// tested code they say they are: each block after a verbatim marker appears
+// line for line in the file named.
 func TestREADMESnippetsAreTestedCode(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	docs, err := filepath.Glob("docs/*.md")
 	require.NoError(t, err)
-	snippets := readmeSnippets(t, string(readme))
-	require.GreaterOrEqual(t, len(snippets), 6, "a client-go and a controller-runtime snippet per engine")
-	for _, s := range snippets {
-		src, err := os.ReadFile(s.file)
-		require.NoError(t, err, "README.md:%d names %s", s.line, s.file)
-		assert.True(t, containsVerbatim(strings.Split(string(src), "\n"), s.lines),
-			"README.md:%d: the block is not in %s as it is", s.line, s.file)
+	for _, doc := range append([]string{"README.md"}, docs...) {
+		text, err := os.ReadFile(doc)
+		require.NoError(t, err)
+		snippets := readmeSnippets(t, doc, string(text))
+		if doc == "README.md" {
+			require.GreaterOrEqual(t, len(snippets), 6, "a client-go and a controller-runtime snippet per engine")
+		}
+		for _, s := range snippets {
+			src, err := os.ReadFile(s.file)
+			require.NoError(t, err, "%s:%d names %s", doc, s.line, s.file)
+			assert.True(t, containsVerbatim(strings.Split(string(src), "\n"), s.lines),
+				"%s:%d: the block is not in %s as it is", doc, s.line, s.file)
+		}
 	}
 }
 

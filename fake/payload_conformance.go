@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,7 +42,7 @@ const raceRounds = 4
 // returned nil. It finally writes the status read at the start back. The same
 // check runs against a host's real writer; run it on a scratch status.
 func TestPayloadStatusWriter(ctx context.Context, w, foreign payload.StatusWriter, read func(context.Context) (payload.Status, error)) error {
-	if isNil(w) || isNil(foreign) || read == nil {
+	if input.IsNil(w) || input.IsNil(foreign) || read == nil {
 		return fmt.Errorf("fake: TestPayloadStatusWriter needs a writer, a foreign writer and a read function: %w", payload.ErrInvalid)
 	}
 	orig, err := read(ctx)

@@ -9,7 +9,7 @@
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # The packages whose DeepCopy methods controller-gen generates.
-codegen_paths=(./rollout/... ./addon/... ./payload/... ./internal/crdcheck/...)
+codegen_paths=(. ./rollout/... ./addon/... ./payload/... ./internal/crdcheck/...)
 
 ensure_controller_gen() {
   local tools="$repo_root/internal/tools"
@@ -33,14 +33,18 @@ ensure_controller_gen() {
 }
 
 generate_deepcopy() {
-  local dirs=() p
-  for p in "${codegen_paths[@]}"; do
-    dirs+=("${p%/...}")
-  done
+  local p
   # Start from nothing, so that a file for a package that has no marked
   # type any more goes away, and methods written by hand in the file are
-  # not mistaken by controller-gen for methods it must not generate.
-  find "${dirs[@]}" -name zz_generated.deepcopy.go -delete
+  # not mistaken by controller-gen for methods it must not generate. A path
+  # without /... is one package: only its own directory.
+  for p in "${codegen_paths[@]}"; do
+    if [ "${p%/...}" != "$p" ]; then
+      find "${p%/...}" -name zz_generated.deepcopy.go -delete
+    else
+      find "$p" -maxdepth 1 -name zz_generated.deepcopy.go -delete
+    fi
+  done
   local args=()
   for p in "${codegen_paths[@]}"; do
     args+=("paths=$p")

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -96,7 +98,7 @@ var (
 
 // NewAddonObjects checks cfg and returns the store on the dynamic client.
 func NewAddonObjects(cfg AddonObjectsConfig) (*AddonObjects, error) {
-	if isNil(cfg.Client) || cfg.Resource.Resource == "" {
+	if input.IsNil(cfg.Client) || cfg.Resource.Resource == "" {
 		return nil, fmt.Errorf("kube: NewAddonObjects: nil Client or empty Resource: %w", ErrInvalid)
 	}
 	client := dynamicAddons{ri: cfg.Client.Resource(cfg.Resource)}
@@ -108,7 +110,7 @@ func NewAddonObjects(cfg AddonObjectsConfig) (*AddonObjects, error) {
 // Client and Resource, which belong to NewAddonObjects, must be unset.
 func NewAddonObjectsFor(client AddonClient, cfg AddonObjectsConfig) (*AddonObjects, error) {
 	switch {
-	case isNil(client):
+	case input.IsNil(client):
 		return nil, fmt.Errorf("kube: NewAddonObjectsFor: nil add-on client: %w", ErrInvalid)
 	case cfg.Client != nil || !cfg.Resource.Empty():
 		return nil, fmt.Errorf("kube: NewAddonObjectsFor: Client and Resource are NewAddonObjects' and must be unset: %w", ErrInvalid)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,7 +54,7 @@ type ConfigMapStatusStore[T any] struct {
 // NewConfigMapStatusStore returns a store for ConfigMap namespace/name with
 // the status under key (default "status.json").
 func NewConfigMapStatusStore[T any](client corev1client.ConfigMapsGetter, namespace, name, key string) (*ConfigMapStatusStore[T], error) {
-	if isNil(client) {
+	if input.IsNil(client) {
 		return nil, fmt.Errorf("kube: NewConfigMapStatusStore: nil client: %w", ErrInvalid)
 	}
 	if namespace == "" || name == "" {
@@ -65,7 +67,7 @@ func NewConfigMapStatusStore[T any](client corev1client.ConfigMapsGetter, namesp
 // ConfigMap namespace/name, with the status under key (default
 // "status.json").
 func NewConfigMapStatusStoreFor[T any](client ConfigMapClient, namespace, name, key string) (*ConfigMapStatusStore[T], error) {
-	if isNil(client) {
+	if input.IsNil(client) {
 		return nil, fmt.Errorf("kube: NewConfigMapStatusStoreFor: nil ConfigMap client: %w", ErrInvalid)
 	}
 	if namespace == "" || name == "" {

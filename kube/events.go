@@ -5,6 +5,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	"github.com/converge-dev/converge/conditions"
 )
 
@@ -44,7 +46,7 @@ type Event struct {
 //
 // RBAC: create and patch on events.k8s.io events in regarding's namespace.
 func RecordEvents[E EngineEvent](rec events.EventRecorder, regarding runtime.Object, action string, evs []E) {
-	if isNil(rec) {
+	if input.IsNil(rec) {
 		return
 	}
 	for _, e := range evs {
@@ -60,7 +62,7 @@ func RecordEvents[E EngineEvent](rec events.EventRecorder, regarding runtime.Obj
 //
 // RBAC: create and patch on core events in regarding's namespace.
 func RecordLegacyEvents[E EngineEvent](rec record.EventRecorder, regarding runtime.Object, evs []E) {
-	if isNil(rec) {
+	if input.IsNil(rec) {
 		return
 	}
 	for _, e := range evs {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,7 +81,7 @@ var (
 
 // NewApplier checks cfg and returns the applier on the dynamic client.
 func NewApplier(cfg ApplierConfig) (*Applier, error) {
-	if isNil(cfg.Client) || isNil(cfg.Mapper) {
+	if input.IsNil(cfg.Client) || input.IsNil(cfg.Mapper) {
 		return nil, fmt.Errorf("kube: NewApplier: nil Client or Mapper: %w", ErrInvalid)
 	}
 	client := dynamicApply{client: cfg.Client, mapper: cfg.Mapper}
@@ -91,7 +93,7 @@ func NewApplier(cfg ApplierConfig) (*Applier, error) {
 // and Mapper, which belong to NewApplier, must be nil.
 func NewApplierFor(client ApplyClient, cfg ApplierConfig) (*Applier, error) {
 	switch {
-	case isNil(client):
+	case input.IsNil(client):
 		return nil, fmt.Errorf("kube: NewApplierFor: nil apply client: %w", ErrInvalid)
 	case cfg.Client != nil || cfg.Mapper != nil:
 		return nil, fmt.Errorf("kube: NewApplierFor: Client and Mapper are NewApplier's and must be nil: %w", ErrInvalid)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,7 +107,7 @@ var (
 // NewRolloutPods checks cfg and returns the adapter on client-go: reads come
 // from cfg's listers, writes go through cfg's clientset.
 func NewRolloutPods(cfg RolloutPodsConfig) (*RolloutPods, error) {
-	if isNil(cfg.Client) || isNil(cfg.Pods) || isNil(cfg.Nodes) {
+	if input.IsNil(cfg.Client) || input.IsNil(cfg.Pods) || input.IsNil(cfg.Nodes) {
 		return nil, fmt.Errorf("kube: NewRolloutPods: nil Client, Pods or Nodes: %w", ErrInvalid)
 	}
 	client := listerPods{client: cfg.Client, pods: cfg.Pods, nodes: cfg.Nodes}
@@ -117,7 +119,7 @@ func NewRolloutPods(cfg RolloutPodsConfig) (*RolloutPods, error) {
 // Client, Pods and Nodes, which belong to NewRolloutPods, must be nil.
 func NewRolloutPodsFor(client PodClient, cfg RolloutPodsConfig) (*RolloutPods, error) {
 	switch {
-	case isNil(client):
+	case input.IsNil(client):
 		return nil, fmt.Errorf("kube: NewRolloutPodsFor: nil pod client: %w", ErrInvalid)
 	case cfg.Client != nil || cfg.Pods != nil || cfg.Nodes != nil:
 		return nil, fmt.Errorf("kube: NewRolloutPodsFor: Client, Pods and Nodes are NewRolloutPods' and must be nil: %w", ErrInvalid)
@@ -132,7 +134,7 @@ func NewRolloutPodsFor(client PodClient, cfg RolloutPodsConfig) (*RolloutPods, e
 		operand := cfg.Operand
 		cfg.OperandPodName = func(node string) string { return operand + "-" + node }
 	}
-	if isNil(cfg.NodeSelector) {
+	if input.IsNil(cfg.NodeSelector) {
 		cfg.NodeSelector = labels.Everything()
 	}
 	return &RolloutPods{cfg: cfg, client: client}, nil

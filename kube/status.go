@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -64,7 +66,7 @@ type ObjectStatusStore[T any] struct {
 // dynamic client, with the status at path (default "status"; "status",
 // "rollout" keeps it under status.rollout).
 func NewObjectStatusStore[T any](client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string, path ...string) (*ObjectStatusStore[T], error) {
-	if isNil(client) {
+	if input.IsNil(client) {
 		return nil, fmt.Errorf("kube: NewObjectStatusStore: nil dynamic client: %w", ErrInvalid)
 	}
 	if name == "" || gvr.Resource == "" {
@@ -84,7 +86,7 @@ func NewObjectStatusStore[T any](client dynamic.Interface, gvr schema.GroupVersi
 // NewObjectStatusStoreFor returns a store on any ObjectClient; what names the
 // object in errors ("widgets.example.com ns/w").
 func NewObjectStatusStoreFor[T any](client ObjectClient, what string, path ...string) (*ObjectStatusStore[T], error) {
-	if isNil(client) {
+	if input.IsNil(client) {
 		return nil, fmt.Errorf("kube: NewObjectStatusStoreFor: nil object client: %w", ErrInvalid)
 	}
 	if len(path) == 0 {

@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // StatusReadWriter is the shape of this package's status stores (and of
@@ -30,7 +32,7 @@ type LatestStatusWriter[T any] struct {
 
 // WriteStatus reads the current resource version and writes st over it.
 func (w LatestStatusWriter[T]) WriteStatus(ctx context.Context, st T) error {
-	if isNil(w.Store) {
+	if input.IsNil(w.Store) {
 		return fmt.Errorf("kube: LatestStatusWriter without a Store: %w", ErrInvalid)
 	}
 	_, rv, err := w.Store.GetStatus(ctx)

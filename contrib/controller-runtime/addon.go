@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,7 +34,7 @@ var _ kube.AddonClient = (*AddonClient)(nil)
 
 // NewAddonClient returns the AddonClient of kind gvk on c.
 func NewAddonClient(c client.Client, gvk schema.GroupVersionKind) (*AddonClient, error) {
-	if isNil(c) {
+	if input.IsNil(c) {
 		return nil, fmt.Errorf("crconverge: NewAddonClient: nil client: %w", kube.ErrInvalid)
 	}
 	if gvk.Kind == "" || gvk.Version == "" {
@@ -90,7 +92,7 @@ func (s *AddonObjects) FromObject(obj client.Object) (addon.Object, error) {
 	if s == nil || s.AddonObjects == nil {
 		return addon.Object{}, errUnmade("AddonObjects.FromObject")
 	}
-	if isNil(obj) {
+	if input.IsNil(obj) {
 		return addon.Object{}, fmt.Errorf("crconverge: AddonObjects.FromObject: nil object: %w", kube.ErrInvalid)
 	}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -34,7 +36,7 @@ var _ kube.ApplyClient = (*ApplyClient)(nil)
 
 // NewApplyClient returns the ApplyClient of c.
 func NewApplyClient(c client.Client) (*ApplyClient, error) {
-	if isNil(c) {
+	if input.IsNil(c) {
 		return nil, fmt.Errorf("crconverge: NewApplyClient: nil client: %w", kube.ErrInvalid)
 	}
 	return &ApplyClient{client: c}, nil

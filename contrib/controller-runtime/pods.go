@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,7 +32,7 @@ var _ kube.PodClient = (*PodClient)(nil)
 
 // NewPodClient returns the PodClient of c.
 func NewPodClient(c client.Client) (*PodClient, error) {
-	if isNil(c) {
+	if input.IsNil(c) {
 		return nil, fmt.Errorf("crconverge: NewPodClient: nil client: %w", kube.ErrInvalid)
 	}
 	return &PodClient{client: c}, nil

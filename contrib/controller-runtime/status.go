@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,7 +39,7 @@ var (
 // (an empty namespace for a cluster-scoped kind). The client's REST mapper
 // must know the kind.
 func NewObjectClient(c client.Client, gvk schema.GroupVersionKind, key client.ObjectKey) (*ObjectClient, error) {
-	if isNil(c) {
+	if input.IsNil(c) {
 		return nil, fmt.Errorf("crconverge: NewObjectClient: nil client: %w", kube.ErrInvalid)
 	}
 	if gvk.Kind == "" || gvk.Version == "" || key.Name == "" {
@@ -137,7 +139,7 @@ var _ kube.ConfigMapClient = (*ConfigMapClient)(nil)
 
 // NewConfigMapClient returns the ConfigMapClient of the ConfigMap at key.
 func NewConfigMapClient(c client.Client, key client.ObjectKey) (*ConfigMapClient, error) {
-	if isNil(c) {
+	if input.IsNil(c) {
 		return nil, fmt.Errorf("crconverge: NewConfigMapClient: nil client: %w", kube.ErrInvalid)
 	}
 	if key.Namespace == "" || key.Name == "" {

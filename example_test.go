@@ -1,0 +1,56 @@
+package converge_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/converge-dev/converge"
+)
+
+// An engine fills a Policy's Backoff with its own defaults, then spaces the
+// retries with Delay; JitterPercent 0 turns jitter off.
+func ExampleBackoff_Delay() {
+	engineDefaults := converge.Backoff{
+		Initial:       metav1.Duration{Duration: 15 * time.Second},
+		Max:           metav1.Duration{Duration: 10 * time.Minute},
+		FactorPercent: 150,
+		JitterPercent: ptr.To[int32](10),
+	}
+	fromCRD := converge.Backoff{Max: metav1.Duration{Duration: time.Minute}, JitterPercent: ptr.To[int32](0)}
+	b := fromCRD.WithDefaults(engineDefaults)
+	for failures := int32(1); failures <= 5; failures++ {
+		fmt.Println(failures, b.Delay(failures, 0.5))
+	}
+	// Output:
+	// 1 15s
+	// 2 22.5s
+	// 3 33.75s
+	// 4 50.625s
+	// 5 1m0s
+}
+
+// A store marks its own lost race with Conflict; every engine recognises it,
+// and the apiserver's 409, with IsConflict.
+func ExampleConflict() {
+	err := converge.Conflict(errors.New("etag mismatch"))
+	fmt.Println(converge.IsConflict(err), errors.Is(err, converge.ErrConflict))
+	fmt.Println(err)
+	// Output:
+	// true true
+	// converge: status conflict: etag mismatch
+}
+
+// Bad input from any converge package matches ErrInvalid and names the
+// package, the input and every problem.
+func ExampleBackoff_Validate() {
+	err := converge.Backoff{FactorPercent: 50, JitterPercent: ptr.To[int32](120)}.Validate()
+	fmt.Println(errors.Is(err, converge.ErrInvalid))
+	fmt.Println(err)
+	// Output:
+	// true
+	// converge: invalid backoff: factorPercent 50 is below 100; jitterPercent 120 is outside 0..100
+}
