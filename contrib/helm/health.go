@@ -125,4 +125,3 @@ func infoName(info *resource.Info) string {
 	}
 	return kind + info.Namespace + "/" + info.Name
 }
-
