@@ -32,7 +32,8 @@ const maxDriftObjects = 5
 // detail names the objects and the fields that differ, never a value. A
 // release that is not deployed has no drift to report: Health says it is
 // unhealthy.
-func (d *Driver) Drift(ctx context.Context, req addon.Request) (bool, string, error) {
+func (d *Driver) Drift(ctx context.Context, req addon.Request) (_ bool, _ string, err error) {
+	defer guard("Drift", &err)
 	c, err := d.begin(ctx, req)
 	if err != nil {
 		return false, "", err

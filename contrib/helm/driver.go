@@ -164,14 +164,16 @@ func (d *Driver) maxHistory() int {
 
 // Install installs req.To (or upgrades to it a release that exists) and
 // returns the Helm revision that carries it.
-func (d *Driver) Install(ctx context.Context, req addon.Request) (string, error) {
+func (d *Driver) Install(ctx context.Context, req addon.Request) (revision string, err error) {
+	defer guard("Install", &err)
 	return d.apply(ctx, req)
 }
 
 // Upgrade upgrades the release to req.To (installing a release that is
 // gone), or rolls it back when req.Rollback, and returns the Helm revision
 // that carries req.To.
-func (d *Driver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
+func (d *Driver) Upgrade(ctx context.Context, req addon.Request) (revision string, err error) {
+	defer guard("Upgrade", &err)
 	if req.Rollback {
 		return d.rollback(ctx, req)
 	}
@@ -260,7 +262,8 @@ func (d *Driver) rollback(ctx context.Context, req addon.Request) (string, error
 
 // Uninstall uninstalls the release; one already gone (or uninstalled with
 // its history kept) succeeds.
-func (d *Driver) Uninstall(ctx context.Context, req addon.Request) error {
+func (d *Driver) Uninstall(ctx context.Context, req addon.Request) (err error) {
+	defer guard("Uninstall", &err)
 	c, err := d.begin(ctx, req)
 	if err != nil {
 		return err
@@ -281,7 +284,8 @@ func (d *Driver) Uninstall(ctx context.Context, req addon.Request) error {
 
 // Test runs the chart's test hooks on the release (helm test) and waits
 // for them until ctx ends. A chart without tests passes.
-func (d *Driver) Test(ctx context.Context, req addon.Request) error {
+func (d *Driver) Test(ctx context.Context, req addon.Request) (err error) {
+	defer guard("Test", &err)
 	c, err := d.begin(ctx, req)
 	if err != nil {
 		return err
@@ -306,13 +310,8 @@ func (d *Driver) Test(ctx context.Context, req addon.Request) error {
 }
 
 // chart asks the host for the chart and values of req.
-func (d *Driver) chart(ctx context.Context, req addon.Request) (ch Chart, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("helm: the chart function panicked: %v", r)
-		}
-	}()
-	ch, err = d.cfg.Charts(ctx, req)
+func (d *Driver) chart(ctx context.Context, req addon.Request) (Chart, error) {
+	ch, err := d.cfg.Charts(ctx, req)
 	if err != nil {
 		return Chart{}, fmt.Errorf("helm: chart of %s at %s: %w", req.Spec.Name, req.To, err)
 	}
@@ -323,6 +322,15 @@ func (d *Driver) chart(ctx context.Context, req addon.Request) (ch Chart, err er
 		return Chart{}, invalidf("chart", "%s: %v", ch.Chart.Name(), err)
 	}
 	return ch, nil
+}
+
+// guard turns a panic below a driver call (in the host's chart function,
+// or in Helm on a chart it cannot handle) into the call's error: the driver
+// never panics on its input.
+func guard(method string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("helm: %s panicked: %v", method, r)
+	}
 }
 
 // description is a revision's description in helm history.

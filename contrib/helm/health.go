@@ -24,7 +24,13 @@ import (
 // and a missing or not yet ready object, is unhealthy; a revision left
 // pending and an object that cannot be read are health unknown (the error
 // says why; ErrReleasePending for the first).
-func (d *Driver) Health(ctx context.Context, req addon.Request) (addon.Health, error) {
+func (d *Driver) Health(ctx context.Context, req addon.Request) (h addon.Health, err error) {
+	defer func() {
+		if err != nil {
+			h = addon.HealthUnknown
+		}
+	}()
+	defer guard("Health", &err)
 	c, err := d.begin(ctx, req)
 	if err != nil {
 		return addon.HealthUnknown, err

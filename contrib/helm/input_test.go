@@ -72,7 +72,7 @@ func TestDriverAnswersBadInputWithTypedErrors(t *testing.T) {
 			want: "helm: invalid chart: the chart function gave no chart for tke/mesh at v1"},
 		{name: "a chart function that panics", req: req("", "v1"),
 			charts: func(context.Context, addon.Request) (helmconverge.Chart, error) { panic("boom") },
-			want:   "helm: the chart function panicked: boom"},
+			want:   "helm: Install panicked: boom"},
 		{name: "a name that is not namespace/name", req: addon.Request{Spec: addon.Spec{Name: "mesh"}, To: "v1"},
 			want: `helm: invalid request: add-on name "mesh" is not namespace/name`},
 		{name: "a name Helm refuses", req: addon.Request{Spec: addon.Spec{Name: "tke/Not_A_Release"}, To: "v1"},

@@ -17,6 +17,7 @@ import (
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -188,9 +189,12 @@ func (c *call) rollbackTarget(req addon.Request) (int, error) {
 	return 0, fmt.Errorf("helm: rollback of %s to %s (recorded revision %q): %w", c, req.To, req.Revision, ErrRollbackTargetMissing)
 }
 
-// replaceCRDs creates the chart's CRDs or replaces them (CRDsCreateReplace),
-// with a server-side apply that takes over their fields.
+// replaceCRDs creates the chart's CRDs or replaces them (CRDsCreateReplace)
+// with a server-side apply that takes over their fields, waits for them to
+// be established, and makes Helm's REST mapper forget what it knew, as
+// Helm's own CRD install does.
 func (c *call) replaceCRDs(ch *chart.Chart) error {
+	var all kube.ResourceList
 	for _, crd := range ch.CRDObjects() {
 		if crd.File == nil {
 			continue
@@ -199,8 +203,29 @@ func (c *call) replaceCRDs(ch *chart.Chart) error {
 		if err != nil {
 			return c.fail("read CRD "+crd.Filename, err)
 		}
-		if _, err := c.cfg.KubeClient.Create(res, kube.ClientCreateOptionServerSideApply(true, true)); err != nil {
-			return c.fail("apply CRD "+crd.Filename, err)
+		all = append(all, res...)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	if _, err := c.cfg.KubeClient.Update(nil, all, kube.ClientUpdateOptionServerSideApply(true, true)); err != nil {
+		return c.fail("apply the chart's CRDs", err)
+	}
+	waiter, err := c.cfg.KubeClient.GetWaiter(kube.StatusWatcherStrategy)
+	if w, ok := c.cfg.KubeClient.(kube.InterfaceWaitOptions); ok {
+		waiter, err = w.GetWaiterWithOptions(kube.StatusWatcherStrategy, c.waitOptions()...)
+	}
+	if err != nil {
+		return c.fail("wait for the chart's CRDs", err)
+	}
+	if err := waiter.Wait(all, c.timeout); err != nil {
+		return c.fail("wait for the chart's CRDs", err)
+	}
+	if g := c.cfg.RESTClientGetter; g != nil {
+		if m, err := g.ToRESTMapper(); err == nil {
+			if r, ok := m.(meta.ResettableRESTMapper); ok {
+				r.Reset()
+			}
 		}
 	}
 	return nil
