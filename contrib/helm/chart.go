@@ -1,7 +1,6 @@
 package helmconverge
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -116,11 +115,4 @@ func Version(c *chart.Chart, values map[string]any) (string, error) {
 func versionDigest(version string) string {
 	sum := sha256.Sum256([]byte(version))
 	return hex.EncodeToString(sum[:16])
-}
-
-// equalValues reports whether two values maps are the same JSON.
-func equalValues(a, b map[string]any) bool {
-	ra, errA := json.Marshal(a)
-	rb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && bytes.Equal(ra, rb)
 }

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
+
+	"github.com/converge-dev/converge/addon"
 )
 
 // omitted replaces a structured value (a map, a struct: possibly values)
@@ -46,9 +48,13 @@ func (h *logHandler) WithGroup(name string) slog.Handler {
 	return &logHandler{next: h.next.WithGroup(name), redact: h.redact}
 }
 
-// clean redacts a text or error, omits a structured value and keeps the
-// rest (numbers, booleans, times).
+// clean redacts the value of a credential's key, a text or an error, omits
+// a structured value and keeps the rest (numbers, booleans, times).
 func (h *logHandler) clean(a slog.Attr) slog.Attr {
+	if probe := a.Key + "=value"; h.redact(probe) != probe {
+		// A credential's key: whatever its value, it is one.
+		return slog.String(a.Key, addon.Redacted)
+	}
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:

@@ -63,7 +63,6 @@ func ReleaseOf(obj metav1.Object) (namespace, name string, ok bool) {
 
 // call is one driver call on one release.
 type call struct {
-	d               *Driver
 	ctx             context.Context
 	cfg             *action.Configuration
 	namespace, name string
@@ -94,7 +93,7 @@ func (d *Driver) begin(ctx context.Context, req addon.Request) (*call, error) {
 	if cfg == nil || cfg.Releases == nil || isNil(cfg.KubeClient) {
 		return nil, invalidf("cluster", "Helm(%q) gave no release storage or kube client", ns)
 	}
-	c := &call{d: d, ctx: ctx, cfg: cfg, namespace: ns, name: name, timeout: defaultTimeout}
+	c := &call{ctx: ctx, cfg: cfg, namespace: ns, name: name, timeout: defaultTimeout}
 	if dl, ok := ctx.Deadline(); ok {
 		c.timeout = max(time.Until(dl), time.Second)
 	}
