@@ -3,10 +3,9 @@ package helmconverge
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/go-logr/logr"
-
-	"github.com/converge-dev/converge/addon"
 )
 
 // omitted replaces a structured value (a map, a struct: possibly values)
@@ -52,8 +51,13 @@ func (h *logHandler) WithGroup(name string) slog.Handler {
 // a structured value and keeps the rest (numbers, booleans, times).
 func (h *logHandler) clean(a slog.Attr) slog.Attr {
 	if probe := a.Key + "=value"; h.redact(probe) != probe {
-		// A credential's key: whatever its value, it is one.
-		return slog.String(a.Key, addon.Redacted)
+		// A credential's key: whatever its value, it is one, replaced as
+		// the redactor replaces one.
+		marker, ok := strings.CutPrefix(h.redact(probe), a.Key+"=")
+		if !ok {
+			marker = omitted
+		}
+		return slog.String(a.Key, marker)
 	}
 	v := a.Value.Resolve()
 	switch v.Kind() {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	helmconverge "github.com/converge-dev/converge/contrib/helm"
 	"github.com/converge-dev/converge/fake"
@@ -48,7 +49,7 @@ type machine struct {
 	clock  *clocktesting.FakeClock
 	store  *fake.AddonStore
 	m      *addon.Machine
-	events []addon.Event
+	events []converge.Event
 	logs   logBuffer
 }
 
