@@ -166,7 +166,9 @@ func TestRolloutControllerWatches(t *testing.T) {
 	_, b, err := newRolloutReconciler(mgr, rolloutOptions())
 	require.NoError(t, err)
 	every := []reconcile.Request{{NamespacedName: client.ObjectKey{Name: "apiserver"}}, {NamespacedName: client.ObjectKey{Name: "etcd"}}}
-	pod := func(ns string) *corev1.Pod { return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-a"}} }
+	pod := func(ns string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-a"}}
+	}
 	tests := []struct {
 		name string
 		obj  client.Object
@@ -188,7 +190,9 @@ func TestRolloutControllerWatches(t *testing.T) {
 // strayRollout is a RolloutObject that no scheme knows.
 type strayRollout struct{ testapi.Rollout }
 
-func (s *strayRollout) DeepCopyObject() runtime.Object { return &strayRollout{*s.Rollout.DeepCopyObject().(*testapi.Rollout)} }
+func (s *strayRollout) DeepCopyObject() runtime.Object {
+	return &strayRollout{*s.Rollout.DeepCopyObject().(*testapi.Rollout)}
+}
 
 // nilStatusRollout is a Rollout whose status accessor returns nil.
 type nilStatusRollout struct{ testapi.Rollout }
