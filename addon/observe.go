@@ -34,10 +34,12 @@ type Request struct {
 	Revision string
 }
 
-// Observation is what the Machine saw since the last decision: the outcome of
-// the action it just ran, or nothing (a fresh look, Action == ActionNone).
+// Observation is what the host reported for this pass, as in every
+// converge engine: nothing for a look (Action == ActionNone), or what its
+// Driver returned for the action the previous decision chose: the action's
+// error, or the health (and drift) it read.
 type Observation struct {
-	// Action is the action just run.
+	// Action is the action the Driver ran.
 	Action Action
 	// Claim is the claim it ran under (Decision.Status.InFlight), for an
 	// action that mutates; the outcome is recorded only while the status

@@ -1,6 +1,8 @@
 package addon_test
 
 import (
+	"time"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -100,7 +102,7 @@ func TestRuleRevisionFollowsTheVersion(t *testing.T) {
 			}}},
 		{name: "an attempt whose claim expired has no revision",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, revisions("1", "1"), claimed(addon.ActionUpgrade, "v1", "v2")),
-			spec:   gen(1, "v2"), now: t0.Add(addon.DefaultUpgradeTimeout - addon.DefaultBackoffMax),
+			spec:   gen(1, "v2"), now: t0.Add(10*time.Minute - 5*time.Minute), // the default upgrade timeout less the default longest backoff
 			want: want{phase: addon.PhaseRemediating, action: addon.ActionRollback, pending: addon.ActionRollback, check: func(t *testing.T, d addon.Decision) {
 				installedRevision("1", "1")(t, d)
 				lastAttempt(t, d, addon.OutcomeLost, "")

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
@@ -113,9 +115,9 @@ type simulation struct {
 var simPolicies = []addon.Policy{
 	{},
 	{Drift: addon.DriftCorrect, Test: addon.TestPolicy{Enable: true}},
-	{MaxRetries: ptr[int32](0), UpgradeRemediation: addon.RemediationUninstall},
+	{MaxRetries: ptr.To[int32](0), UpgradeRemediation: addon.RemediationUninstall},
 	{InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone, Drift: addon.DriftWarn},
-	{MaxRetries: ptr[int32](-1), RemediateLastFailure: ptr(false), Test: addon.TestPolicy{Enable: true, IgnoreFailures: true}},
+	{MaxRetries: ptr.To[int32](-1), RemediateLastFailure: ptr.To(false), Test: addon.TestPolicy{Enable: true, IgnoreFailures: true}},
 }
 
 func newSimulation(seed uint64) *simulation {
@@ -264,7 +266,7 @@ func (s *simulation) reconcile(i int, obj addon.Object) {
 		}
 	}
 	s.logf("m%d reconciled: after %s, events %v, err %v", i+1, res.RequeueAfter, res.Events, err)
-	if err != nil && !errors.Is(err, addon.ErrConflict) && !errors.Is(err, context.Canceled) {
+	if err != nil && !errors.Is(err, converge.ErrConflict) && !errors.Is(err, context.Canceled) {
 		s.violate("reconcile failed: %v", err)
 	}
 }
@@ -405,7 +407,7 @@ func (d *simDriver) fault(ctx context.Context, a addon.Action) error {
 	case r < 25:
 		s.injected["hang past the action timeout"]++
 		s.logf("  %s hangs past the action timeout", a)
-		s.clock.Step(addon.DefaultActionTimeout)
+		s.clock.Step(defaultActionTimeout)
 		return context.DeadlineExceeded
 	case r < 45:
 		s.injected["action failed"]++

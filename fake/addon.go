@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 )
 
@@ -173,7 +174,7 @@ func (d *AddonDriver) Test(ctx context.Context, req addon.Request) error {
 
 // AddonStore is an addon.Store keeping add-ons in memory with a resource
 // version per object, refusing a write from a stale read with an error
-// wrapping addon.ErrConflict, as the apiserver does. Conflicts makes the
+// wrapping converge.ErrConflict, as the apiserver does. Conflicts makes the
 // next that many writes fail with a conflict as well, storing nothing.
 // Safe for concurrent use.
 type AddonStore struct {
@@ -247,9 +248,9 @@ func (s *AddonStore) UpdateStatus(_ context.Context, obj addon.Object, status ad
 		return addon.Object{}, fmt.Errorf("fake: add-on %s not found", obj.Spec.Name)
 	case s.Conflicts > 0:
 		s.Conflicts--
-		return addon.Object{}, fmt.Errorf("fake: %s: injected conflict: %w", obj.Spec.Name, addon.ErrConflict)
+		return addon.Object{}, fmt.Errorf("fake: %s: injected conflict: %w", obj.Spec.Name, converge.ErrConflict)
 	case cur.ResourceVersion != obj.ResourceVersion:
-		return addon.Object{}, fmt.Errorf("fake: %s changed since read (version %s, now %s): %w", obj.Spec.Name, obj.ResourceVersion, cur.ResourceVersion, addon.ErrConflict)
+		return addon.Object{}, fmt.Errorf("fake: %s changed since read (version %s, now %s): %w", obj.Spec.Name, obj.ResourceVersion, cur.ResourceVersion, converge.ErrConflict)
 	}
 	cur.Status = status
 	s.Writes++

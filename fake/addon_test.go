@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
@@ -102,7 +103,7 @@ func TestAddonStoreRefusesStaleWritesAndInjectedConflicts(t *testing.T) {
 	running := addon.Status{Phase: addon.PhaseRunning}
 
 	_, err := s.UpdateStatus(ctx, obj, running)
-	require.ErrorIs(t, err, addon.ErrConflict, "an injected conflict")
+	require.ErrorIs(t, err, converge.ErrConflict, "an injected conflict")
 	got, err := s.Get(ctx, "mesh")
 	require.NoError(t, err)
 	assert.Empty(t, got.Status.Phase, "a refused write stores nothing")
@@ -111,13 +112,13 @@ func TestAddonStoreRefusesStaleWritesAndInjectedConflicts(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, obj.ResourceVersion, written.ResourceVersion)
 	_, err = s.UpdateStatus(ctx, obj, addon.Status{Phase: addon.PhaseFailed})
-	require.ErrorIs(t, err, addon.ErrConflict, "a write from a stale read")
+	require.ErrorIs(t, err, converge.ErrConflict, "a write from a stale read")
 
 	updated, ok := s.Update("mesh", func(spec *addon.Spec) { spec.Generation, spec.Version = 2, "v2" })
 	require.True(t, ok)
 	assert.Equal(t, addon.PhaseRunning, updated.Status.Phase, "a spec update keeps the status")
 	_, err = s.UpdateStatus(ctx, written, running)
-	require.ErrorIs(t, err, addon.ErrConflict, "the spec changed since the read")
+	require.ErrorIs(t, err, converge.ErrConflict, "the spec changed since the read")
 	assert.Equal(t, 1, s.Writes)
 	_, err = s.Get(ctx, "other")
 	require.Error(t, err)

@@ -16,8 +16,8 @@ const (
 	maxEventReason = 128
 )
 
-// EngineEvent is the shape every engine's Event shares (rollout.Event,
-// addon.Event, payload.Event), so one adapter records them all.
+// EngineEvent is the shape every engine's Event shares (converge.Event,
+// rollout.Event, payload.Event), so one adapter records them all.
 type EngineEvent interface {
 	~struct {
 		Type    string `json:"type"`
