@@ -16,11 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/converge-dev/converge"
-	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/kube"
-	"github.com/converge-dev/converge/payload"
-	"github.com/converge-dev/converge/rollout"
 )
 
 // watch is one of a configured controller's watches beside its own kind:
@@ -119,6 +116,5 @@ func result(requeueAfter time.Duration, err error) (reconcile.Result, error) {
 
 // isInvalid reports whether err is bad input to an engine or an adapter.
 func isInvalid(err error) bool {
-	return errors.Is(err, converge.ErrInvalid) || errors.Is(err, kube.ErrInvalid) || errors.Is(err, rollout.ErrInvalid) ||
-		errors.Is(err, addon.ErrInvalid) || errors.Is(err, payload.ErrInvalid)
+	return errors.Is(err, converge.ErrInvalid) || errors.Is(err, kube.ErrInvalid)
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
@@ -346,7 +347,7 @@ func (w *payloadWorker) startNext(ctx context.Context) (*payload.Worker, context
 }
 
 // record records the events of a worker's result about the resource.
-func (w *payloadWorker) record(res payload.Result) {
+func (w *payloadWorker) record(res converge.Result) {
 	w.mu.Lock()
 	regarding := w.regarding
 	w.mu.Unlock()
