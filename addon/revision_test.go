@@ -1,11 +1,10 @@
 package addon_test
 
 import (
-	"time"
-
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

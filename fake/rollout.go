@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"k8s.io/utils/clock"
 
 	"github.com/converge-dev/converge"
