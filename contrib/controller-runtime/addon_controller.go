@@ -43,7 +43,10 @@ type AddonOptions struct {
 	// Watches lists the kinds of other objects of the add-ons, watched as
 	// metadata only (a Helm release's objects, which carry no owner
 	// reference but Helm's release annotations): MapWatched maps each
-	// event to the add-ons to reconcile. Default: none.
+	// event to the add-ons to reconcile. Default: none. (A manager that
+	// stops with such an event in flight leaves one goroutine of
+	// apimachinery's watch.Filter blocked; a test that checks for leaked
+	// goroutines ignores k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop.)
 	Watches []schema.GroupVersionKind
 	// MapWatched maps an object of a Watches kind (a
 	// *metav1.PartialObjectMetadata) to the requests of its add-ons'
