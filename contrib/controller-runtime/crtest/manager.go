@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -21,17 +23,19 @@ import (
 
 // NewManager returns a manager for tests on controller-runtime's fake
 // client c, such as crconverge's NewRolloutController, NewAddonController
-// and NewPayloadController build controllers on: it registers controllers,
-// watches and runnables as a manager does, with c's scheme and REST mapper
+// and NewPayloadController build controllers on: it registers controllers
+// and runnables as a manager does, with c's scheme and REST mapper
 // (controller names may repeat, so that every test builds its own), and
 // hands out c as its client and its API reader and rec (nil: one that
 // drops every event) as every event recorder.
 //
-// It never starts: there is no API server behind it (Start is an error),
-// so a test calls the Reconcile of the controllers built on it itself, and
-// the controller's watches and runnables never run. Give c the status
-// subresources of the kinds the controllers write (the fake client's
-// WithStatusSubresource) and a REST mapper that knows them (WithRESTMapper).
+// There is no API server behind it, so its controllers never start: a test
+// calls their Reconcile itself. Start runs the other runnables added to it
+// (the payload worker of NewPayloadController, say) until its context
+// ends, as the leader would, and returns once they all have. Give c the
+// status subresources of the kinds the controllers write (the fake
+// client's WithStatusSubresource) and a REST mapper that knows them
+// (WithRESTMapper).
 func NewManager(c client.WithWatch, rec recorder.EventRecorder) (manager.Manager, error) {
 	if input.IsNil(c) {
 		return nil, input.Invalidf("crtest", "NewManager", "nil client")
@@ -58,6 +62,10 @@ type fakeManager struct {
 	manager.Manager
 	client   client.WithWatch
 	recorder recorder.EventRecorder
+
+	mu        sync.Mutex
+	runnables []manager.Runnable // but the controllers
+	started   bool
 }
 
 // GetClient returns the fake client.
@@ -69,7 +77,55 @@ func (m *fakeManager) GetAPIReader() client.Reader { return m.client }
 // GetEventRecorder returns NewManager's recorder, whatever the name.
 func (m *fakeManager) GetEventRecorder(string) recorder.EventRecorder { return m.recorder }
 
-// Start refuses to start: no API server is behind the fake client.
-func (m *fakeManager) Start(context.Context) error {
-	return errors.New("crtest: a manager on the fake client does not start: call its controllers' Reconcile")
+// Add keeps r for Start, unless it is a controller, which is registered and
+// never started.
+func (m *fakeManager) Add(r manager.Runnable) error {
+	if _, ok := r.(controller.Controller); ok {
+		return m.Manager.Add(r)
+	}
+	if input.IsNil(r) {
+		return input.Invalidf("crtest", "runnable", "nil runnable")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.started {
+		return errors.New("crtest: a runnable added to a started manager")
+	}
+	m.runnables = append(m.runnables, r)
+	return nil
+}
+
+// Start runs every runnable Add kept until ctx ends or one of them fails,
+// which stops the others, as a manager does, and returns once all have
+// returned, with the first error. It runs once.
+func (m *fakeManager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started {
+		m.mu.Unlock()
+		return errors.New("crtest: the manager is already started")
+	}
+	m.started = true
+	runnables := m.runnables
+	m.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(runnables))
+	var wg sync.WaitGroup
+	for _, r := range runnables {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.Start(ctx); err != nil {
+				errs <- err
+				cancel()
+			}
+		}()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	close(errs)
+	if err, ok := <-errs; ok {
+		return fmt.Errorf("crtest: a runnable failed: %w", err)
+	}
+	return nil
 }
