@@ -124,8 +124,7 @@ type addonReconciler struct {
 // newAddonReconciler checks opts and returns the reconciler and what the
 // builder registers.
 func newAddonReconciler(mgr manager.Manager, opts AddonOptions) (*addonReconciler, blueprint, error) {
-	var problems []string
-	c := checkCommon(mgr, opts.For, opts.Name, opts.Recorder, opts.Options, &problems)
+	c, problems := checkCommon(mgr, opts.For, opts.Name, opts.Recorder, opts.Options)
 	e := opts.Engine
 	if e.Store != nil {
 		problems = append(problems, "Engine.Store is the controller's")

@@ -67,40 +67,39 @@ type common[O client.Object] struct {
 }
 
 // checkCommon checks a configured controller's manager, resource prototype,
-// recorder and controller options, appending what is wrong to problems, and
-// returns them with their defaults: the name is the lower-case kind, the
-// recorder the manager's, named "<name>-controller".
+// recorder and controller options, and returns them with their defaults
+// (the name is the lower-case kind, the recorder the manager's, named
+// "<name>-controller") and what is wrong with them.
 func checkCommon[O client.Object](mgr manager.Manager, prototype O, name string, rec events.EventRecorder,
-	opts controller.Options, problems *[]string) common[O] {
-	var c common[O]
+	opts controller.Options) (common[O], []string) {
+	var problems []string
 	if input.IsNil(mgr) {
-		*problems = append(*problems, "nil manager")
+		problems = append(problems, "nil manager")
 	}
 	if input.IsNil(prototype) {
-		*problems = append(*problems, "nil For")
+		problems = append(problems, "nil For")
 	}
 	if rec != nil && input.IsNil(rec) {
-		*problems = append(*problems, fmt.Sprintf("Recorder holds a nil %T", rec))
+		problems = append(problems, fmt.Sprintf("Recorder holds a nil %T", rec))
 	}
 	if opts.Reconciler != nil {
-		*problems = append(*problems, "Options.Reconciler is the controller's own")
+		problems = append(problems, "Options.Reconciler is the controller's own")
 	}
-	if len(*problems) > 0 {
-		return c
+	if len(problems) > 0 {
+		return common[O]{}, problems
 	}
 	k, err := kindOf(mgr.GetScheme(), prototype)
 	if err != nil {
-		*problems = append(*problems, "For: "+err.Error())
-		return c
+		return common[O]{}, []string{"For: " + err.Error()}
 	}
-	c.kind, c.name, c.recorder = k, name, rec
+	c := common[O]{kind: k, name: name, recorder: rec}
 	if c.name == "" {
 		c.name = k.defaultName()
 	}
 	if c.recorder == nil {
 		c.recorder = mgr.GetEventRecorder(c.name + "-controller")
 	}
-	return c
+	return c, nil
 }
 
 // result maps an engine's pass to what the reconciler returns: Result's

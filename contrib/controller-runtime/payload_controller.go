@@ -119,8 +119,7 @@ type payloadReconciler struct {
 // newPayloadReconciler checks opts and returns the reconciler and what the
 // builder registers.
 func newPayloadReconciler(mgr manager.Manager, opts PayloadOptions) (*payloadReconciler, blueprint, error) {
-	var problems []string
-	c := checkCommon(mgr, opts.For, opts.Name, opts.Recorder, opts.Options, &problems)
+	c, problems := checkCommon(mgr, opts.For, opts.Name, opts.Recorder, opts.Options)
 	e := opts.Engine
 	if !input.IsNil(opts.For) && opts.For.GetName() == "" {
 		problems = append(problems, "For has no name")

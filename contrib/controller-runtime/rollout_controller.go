@@ -69,7 +69,9 @@ type RolloutOptions struct {
 //
 // It watches its kind, nodes (a node's change reconciles every rollout
 // object) and the pods of opts.Pods.Namespace (a pod's change reconciles
-// every rollout object; pods elsewhere reconcile none).
+// every rollout object; pods elsewhere reconcile none). The manager's cache
+// then holds every node and pod: limit its pods to the namespace
+// (cache.Options.ByObject) where the cluster has many.
 //
 // A bad option is an error matching converge.ErrInvalid, before anything is
 // registered.
@@ -98,8 +100,7 @@ type rolloutReconciler struct {
 // newRolloutReconciler checks opts and returns the reconciler and what the
 // builder registers.
 func newRolloutReconciler(mgr manager.Manager, opts RolloutOptions) (*rolloutReconciler, blueprint, error) {
-	var problems []string
-	c := checkCommon(mgr, opts.For, opts.Name, opts.Recorder, opts.Options, &problems)
+	c, problems := checkCommon(mgr, opts.For, opts.Name, opts.Recorder, opts.Options)
 	e := opts.Engine
 	if e.Status != nil || e.Installers != nil || e.Operands != nil || e.Nodes != nil {
 		problems = append(problems, "Engine's Status, Installers, Operands and Nodes are the controller's")

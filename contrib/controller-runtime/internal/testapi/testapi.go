@@ -65,11 +65,8 @@ type RolloutList struct {
 
 // DeepCopyObject implements runtime.Object.
 func (l *RolloutList) DeepCopyObject() runtime.Object {
-	out := &RolloutList{TypeMeta: l.TypeMeta}
+	out := &RolloutList{TypeMeta: l.TypeMeta, Items: copyItems(l.Items)}
 	l.ListMeta.DeepCopyInto(&out.ListMeta)
-	for i := range l.Items {
-		out.Items = append(out.Items, *l.Items[i].DeepCopyObject().(*Rollout))
-	}
 	return out
 }
 
@@ -118,11 +115,8 @@ type AddonList struct {
 
 // DeepCopyObject implements runtime.Object.
 func (l *AddonList) DeepCopyObject() runtime.Object {
-	out := &AddonList{TypeMeta: l.TypeMeta}
+	out := &AddonList{TypeMeta: l.TypeMeta, Items: copyItems(l.Items)}
 	l.ListMeta.DeepCopyInto(&out.ListMeta)
-	for i := range l.Items {
-		out.Items = append(out.Items, *l.Items[i].DeepCopyObject().(*Addon))
-	}
 	return out
 }
 
@@ -167,10 +161,22 @@ type PayloadList struct {
 
 // DeepCopyObject implements runtime.Object.
 func (l *PayloadList) DeepCopyObject() runtime.Object {
-	out := &PayloadList{TypeMeta: l.TypeMeta}
+	out := &PayloadList{TypeMeta: l.TypeMeta, Items: copyItems(l.Items)}
 	l.ListMeta.DeepCopyInto(&out.ListMeta)
-	for i := range l.Items {
-		out.Items = append(out.Items, *l.Items[i].DeepCopyObject().(*Payload))
+	return out
+}
+
+// copyItems deep-copies a list's items.
+func copyItems[T any, P interface {
+	*T
+	runtime.Object
+}](items []T) []T {
+	if items == nil {
+		return nil
+	}
+	out := make([]T, len(items))
+	for i := range items {
+		out[i] = *P(&items[i]).DeepCopyObject().(P)
 	}
 	return out
 }
