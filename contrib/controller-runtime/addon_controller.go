@@ -86,8 +86,9 @@ type AddonOptions struct {
 // for a change.
 //
 // The controller adds opts.Finalizer to an object not being deleted before
-// the engine acts on it, and removes it only once the engine reports the
-// add-on uninstalled (addon.Result.Deleted). Both writes are merge patches
+// the engine acts on it (an object whose policy is invalid gets none), and
+// removes it only once the engine reports the add-on uninstalled
+// (addon.Result.Deleted). Both writes are merge patches
 // over the resource version read, so a finalizer another controller added
 // meanwhile is never dropped: the race is a conflict, and the object is
 // reconciled again.
@@ -120,6 +121,8 @@ type addonReconciler struct {
 	finalizer string
 	recorder  events.EventRecorder
 }
+
+var _ reconcile.Reconciler = (*addonReconciler)(nil)
 
 // newAddonReconciler checks opts and returns the reconciler and what the
 // builder registers.

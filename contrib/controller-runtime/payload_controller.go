@@ -116,6 +116,8 @@ type payloadReconciler struct {
 	worker *payloadWorker
 }
 
+var _ reconcile.Reconciler = (*payloadReconciler)(nil)
+
 // newPayloadReconciler checks opts and returns the reconciler and what the
 // builder registers.
 func newPayloadReconciler(mgr manager.Manager, opts PayloadOptions) (*payloadReconciler, blueprint, error) {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -97,6 +97,8 @@ type rolloutReconciler struct {
 	recorder events.EventRecorder
 }
 
+var _ reconcile.Reconciler = (*rolloutReconciler)(nil)
+
 // newRolloutReconciler checks opts and returns the reconciler and what the
 // builder registers.
 func newRolloutReconciler(mgr manager.Manager, opts RolloutOptions) (*rolloutReconciler, blueprint, error) {
@@ -166,7 +168,7 @@ func (r *rolloutReconciler) everyRollout(ctx context.Context, _ client.Object) [
 		err = r.client.List(ctx, list)
 	}
 	if err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the rollout objects a node or pod concerns", "kind", r.kind.gvk.Kind)
+		klog.FromContext(ctx).Error(err, "Listing the rollout objects a node or pod concerns", "kind", r.kind.gvk.Kind)
 		return nil
 	}
 	var reqs []reconcile.Request
