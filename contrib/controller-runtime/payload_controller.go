@@ -236,8 +236,10 @@ type payloadRun struct {
 }
 
 // want hands the worker obj's release, or asks for a worker to start with
-// obj's policy. A copy of the resource older than the generation handed
-// over (the same resource, a cache not caught up yet) is ignored.
+// obj's policy: the first, a running one's successor, or the one about to
+// start, whose policy becomes obj's. A copy of the resource older than the
+// generation handed over (the same resource, a cache not caught up yet) is
+// ignored.
 func (w *payloadWorker) want(ctx context.Context, obj PayloadObject) error {
 	policy := obj.PayloadPolicy()
 	w.mu.Lock()
@@ -246,7 +248,7 @@ func (w *payloadWorker) want(ctx context.Context, obj PayloadObject) error {
 		return nil
 	}
 	w.uid, w.generation, w.release, w.regarding = obj.GetUID(), obj.GetGeneration(), obj.PayloadRelease(), obj
-	if w.running != nil && reflect.DeepEqual(policy, w.policy) {
+	if w.next == nil && w.running != nil && reflect.DeepEqual(policy, w.policy) {
 		w.running.Update(w.generation, w.release)
 		w.mu.Unlock()
 		return nil

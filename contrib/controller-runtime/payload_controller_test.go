@@ -338,3 +338,24 @@ func TestNewPayloadControllerRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// A worker about to start starts with the latest policy, still carrying on
+// from the status read for it.
+func TestPayloadControllerStartsTheLatestPolicy(t *testing.T) {
+	p := testPayload("1.0", 1)
+	p.Status.Completed = 7
+	c := newTestClient(t, p)
+	mgr, _ := testManager(t, c, nil)
+	r, _, err := newPayloadReconciler(mgr, PayloadOptions{For: testPayload("", 0), Engine: payload.Config{Loader: releases()}})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, r.worker.want(ctx, p))
+	next := p.DeepCopyObject().(*testapi.Payload)
+	next.Generation, next.Spec.Policy.Workers = 2, 3
+	require.NoError(t, r.worker.want(ctx, next))
+	require.NotNil(t, r.worker.next, "no loop runs: the worker is still to start")
+	assert.Equal(t, int32(3), r.worker.next.policy.Workers)
+	require.NotNil(t, r.worker.next.status)
+	assert.Equal(t, int32(7), r.worker.next.status.Completed, "the persisted status")
+	assert.Equal(t, int64(2), r.worker.generation)
+}
