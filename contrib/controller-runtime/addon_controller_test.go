@@ -283,6 +283,7 @@ func TestNewAddonControllerRejectsBadOptions(t *testing.T) {
 		want   string
 	}{
 		{name: "a nil manager", change: func(*AddonOptions) {}, want: "nil manager"},
+		{name: "a typed nil manager", mgr: (*nilManager)(nil), change: func(*AddonOptions) {}, want: "nil manager"},
 		{name: "a typed nil For", mgr: mgr, change: func(o *AddonOptions) { o.For = (*testapi.Addon)(nil) }, want: "nil For"},
 		{name: "no driver", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Driver = nil }, want: "nil driver"},
 		{name: "a typed nil driver", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Driver = (*fake.AddonDriver)(nil) }, want: "nil driver"},

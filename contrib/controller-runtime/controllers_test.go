@@ -201,3 +201,6 @@ func interceptStatus(c client.WithWatch, lose func(obj client.Object) error) cli
 		},
 	})
 }
+
+// nilManager is a manager.Manager for a typed nil: (*nilManager)(nil).
+type nilManager struct{ manager.Manager }

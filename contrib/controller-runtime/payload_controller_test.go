@@ -315,6 +315,7 @@ func TestNewPayloadControllerRejectsBadOptions(t *testing.T) {
 		want   string
 	}{
 		{name: "a nil manager", change: func(*PayloadOptions) {}, want: "nil manager"},
+		{name: "a typed nil manager", mgr: (*nilManager)(nil), change: func(*PayloadOptions) {}, want: "nil manager"},
 		{name: "a typed nil For", mgr: mgr, change: func(o *PayloadOptions) { o.For = (*testapi.Payload)(nil) }, want: "nil For"},
 		{name: "a For without a name", mgr: mgr, change: func(o *PayloadOptions) { o.For = &testapi.Payload{} }, want: "For has no name"},
 		{name: "no loader", mgr: mgr, change: func(o *PayloadOptions) { o.Engine.Loader = nil }, want: "Engine: "},

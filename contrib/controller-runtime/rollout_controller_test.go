@@ -217,6 +217,7 @@ func TestNewRolloutControllerRejectsBadOptions(t *testing.T) {
 		want   string
 	}{
 		{name: "a nil manager", change: func(*RolloutOptions) {}, want: "nil manager"},
+		{name: "a typed nil manager", mgr: (*nilManager)(nil), change: func(*RolloutOptions) {}, want: "nil manager"},
 		{name: "a nil For", mgr: mgr, change: func(o *RolloutOptions) { o.For = nil }, want: "nil For"},
 		{name: "a typed nil For", mgr: mgr, change: func(o *RolloutOptions) { o.For = (*testapi.Rollout)(nil) }, want: "nil For"},
 		{name: "a kind the scheme does not know", mgr: mgr, change: func(o *RolloutOptions) { o.For = &strayRollout{} }, want: "does not know"},
