@@ -19,9 +19,9 @@ import (
 // the accessors of its spec's policy and revision and of its status field.
 // A kubebuilder type implements it in three one-line methods:
 //
-//	func (r *Rollout) RolloutPolicy() rollout.Policy    { return r.Spec.Policy }
-//	func (r *Rollout) RolloutRevision() int32           { return r.Spec.Revision }
-//	func (r *Rollout) RolloutStatus() *rollout.Status   { return &r.Status }
+//	func (r *Rollout) RolloutPolicy() rollout.Policy  { return r.Spec.Policy }
+//	func (r *Rollout) RolloutRevision() int32         { return r.Spec.Revision }
+//	func (r *Rollout) RolloutStatus() *rollout.Status { return &r.Status }
 //
 // The kind needs a status subresource.
 type RolloutObject interface {
@@ -40,9 +40,9 @@ type RolloutObject interface {
 // AddonObject is a custom resource that NewAddonController keeps installed:
 // the accessors of its spec's policy and version and of its status field.
 //
-//	func (a *Addon) AddonPolicy() addon.Policy   { return a.Spec.Policy }
-//	func (a *Addon) AddonVersion() string        { return a.Spec.Version }
-//	func (a *Addon) AddonStatus() *addon.Status  { return &a.Status }
+//	func (a *Addon) AddonPolicy() addon.Policy  { return a.Spec.Policy }
+//	func (a *Addon) AddonVersion() string       { return a.Spec.Version }
+//	func (a *Addon) AddonStatus() *addon.Status { return &a.Status }
 //
 // The rest of the engine's addon.Spec comes from the object's metadata: its
 // name ("namespace/name", or "name" when cluster-scoped), generation and
@@ -73,9 +73,9 @@ type AddonSuspender interface {
 // keeps applied: the accessors of its spec's release and policy and of its
 // status field.
 //
-//	func (p *Payload) PayloadRelease() payload.Release  { return payload.Release{Version: p.Spec.Release} }
-//	func (p *Payload) PayloadPolicy() payload.Policy    { return p.Spec.Policy }
-//	func (p *Payload) PayloadStatus() *payload.Status   { return &p.Status }
+//	func (p *Payload) PayloadRelease() payload.Release { return payload.Release{Version: p.Spec.Release} }
+//	func (p *Payload) PayloadPolicy() payload.Policy   { return p.Spec.Policy }
+//	func (p *Payload) PayloadStatus() *payload.Status  { return &p.Status }
 //
 // The kind needs a status subresource.
 type PayloadObject interface {
