@@ -68,7 +68,7 @@ type PayloadOptions struct {
 // resource opts.For names applied, and builds the controller that hands it
 // the resource's release; it registers both with mgr and returns the
 // controller. The worker runs on the leader only, as a manager.Runnable
-// (LeaderElected), in the manager's goroutine, and stops with the manager.
+// (LeaderElected) that the manager starts, and stops with the manager.
 //
 // The first time the controller sees the resource on the leader it reads it
 // from the API server (the manager's API reader): the worker carries on from
