@@ -57,10 +57,7 @@
 // Every option has a documented default, and a bad one (a nil manager, a
 // nil or typed-nil prototype or host interface, a kind the manager's scheme
 // does not know, a field that is the controller's own) is an error matching
-// converge.ErrInvalid, never a panic. On controller-runtime's fake client,
-// crtest.NewManager (package
-// github.com/converge-dev/converge/contrib/controller-runtime/crtest)
-// builds the controllers so that a test calls their Reconcile.
+// converge.ErrInvalid, never a panic.
 //
 // # Adapters
 //
@@ -90,4 +87,21 @@
 // kube.RecordEvents takes as it is:
 //
 //	kube.RecordEvents(r.Recorder, obj, "Reconcile", res.Events)
+//
+// # Tests
+//
+// Package crtest (github.com/converge-dev/converge/contrib/controller-runtime/crtest)
+// tests an operator on either client. On controller-runtime's fake client,
+// crtest.NewManager builds the configured controllers, so that a test calls
+// their Reconcile (and runs the payload worker with the manager's Start).
+// The add-on engine acts on generations: it upgrades, and leaves Failed for
+// a new spec, only when the add-on object's metadata.generation moves (and
+// the payload worker reports the generation Worker.Update gave it as its
+// status' observedGeneration). The API server moves a custom resource's
+// generation on every change of anything but metadata and status;
+// controller-runtime's fake client never does, so on it a changed spec is
+// ignored without a word: wrap it with crtest.WithGenerations, which moves
+// generations as the API server does. On a real apiserver,
+// crtest.WithEnvironment runs envtest on the etcd and kube-apiserver of
+// converge's testenv, so that the same tests run there.
 package crconverge
