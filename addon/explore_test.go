@@ -1,29 +1,50 @@
 package addon_test
 
 import (
+	"errors"
 	"flag"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 )
 
-// exploreDepth bounds TestExploreDefaultTable: 5 (15,608 states) runs in
-// seconds under -race on two cores; deeper runs are for a workstation
-// (depth 8: 324,832 states, about a minute without -race).
-var exploreDepth = flag.Int("explore-depth", 5, "TestExploreDefaultTable: how many steps from a new add-on to explore")
+var (
+	// exploreDepth bounds TestExploreDefaultTable; deeper runs are for a
+	// workstation (see docs/addon.md for the figures).
+	exploreDepth  = flag.Int("explore-depth", 5, "TestExploreDefaultTable: how many steps from a new add-on to explore")
+	exploreReplay = flag.String("explore-replay", "", "TestExploreDefaultTable: walk only this path (an ExploreError's Path)")
+)
+
+// explore runs addon.Explore and, when a rule breaks, fails with the
+// command that walks the failing path again.
+func explore(t *testing.T, test string, opts addon.ExploreOptions) addon.ExploreReport {
+	t.Helper()
+	start := time.Now()
+	report, err := addon.Explore(opts)
+	var ee *addon.ExploreError
+	if errors.As(err, &ee) {
+		t.Fatalf("%v\nreplay: go test ./addon -run '%s$' -args -explore-depth %d -explore-replay %s", err, test, opts.Depth, ee.Path)
+	}
+	require.NoError(t, err)
+	t.Logf("explored %d states, %d transitions, depth %d, in %s", report.States, report.Transitions, report.Depth, time.Since(start).Round(time.Millisecond))
+	return report
+}
 
 // TestExploreDefaultTable checks every state of the default table reachable
 // within exploreDepth steps, and the rules of addon.Explore in each.
 func TestExploreDefaultTable(t *testing.T) {
-	start := time.Now()
-	report, err := addon.Explore(addon.ExploreOptions{Depth: *exploreDepth})
-	require.NoError(t, err)
-	t.Logf("explored %d states, %d transitions, depth %d, in %s", report.States, report.Transitions, report.Depth, time.Since(start).Round(time.Millisecond))
-	require.Equal(t, *exploreDepth, report.Depth)
+	report := explore(t, "TestExploreDefaultTable", addon.ExploreOptions{Depth: *exploreDepth, Replay: *exploreReplay})
+	if *exploreReplay == "" {
+		require.Equal(t, *exploreDepth, report.Depth)
+	}
 }
 
 // TestExploreOtherPoliciesAndTables runs the same checks on the default
@@ -31,7 +52,7 @@ func TestExploreDefaultTable(t *testing.T) {
 func TestExploreOtherPoliciesAndTables(t *testing.T) {
 	minimalTable, err := addon.NewTable(minimal())
 	require.NoError(t, err)
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name   string
 		table  *addon.Table
 		policy addon.Policy
@@ -43,8 +64,29 @@ func TestExploreOtherPoliciesAndTables(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			report, err := addon.Explore(addon.ExploreOptions{Table: tc.table, Policy: tc.policy, Depth: 4})
-			require.NoError(t, err)
+			require.NoError(t, err, "case %d", i)
 			t.Logf("%d states", report.States)
 		})
+	}
+}
+
+// TestExploreReplaysItsPath: the Path of an ExploreError walks to the same
+// break, and a path that is no path of the exploration is bad input. A
+// liveness bound too short to reach Running breaks on the first state that
+// needs more steps.
+func TestExploreReplaysItsPath(t *testing.T) {
+	_, err := addon.Explore(addon.ExploreOptions{Depth: 4, Converge: 3})
+	var first *addon.ExploreError
+	require.ErrorAs(t, err, &first)
+	require.NotEmpty(t, first.Path)
+	_, err = addon.Explore(addon.ExploreOptions{Depth: 4, Converge: 3, Replay: first.Path})
+	var again *addon.ExploreError
+	require.ErrorAs(t, err, &again)
+	assert.Equal(t, first, again)
+	assert.Equal(t, fmt.Sprintf("addon: explore: %s\n  after: %s\n  path: %s", first.Rule, strings.Join(first.Steps, " → "), first.Path), first.Error())
+
+	for _, bad := range []string{"x", "0.99999"} {
+		_, err := addon.Explore(addon.ExploreOptions{Depth: 2, Replay: bad})
+		require.ErrorIs(t, err, converge.ErrInvalid, bad)
 	}
 }

@@ -2,6 +2,7 @@ package addon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -188,7 +189,7 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 			// A read claims nothing: its outcome is written with the look.
 			look := obj
 			look.Status = d.Status
-			return m.record(ctx, log, look, m.run(ctx, obj, d), res, d.Events)
+			return m.record(ctx, log, look, m.run(ctx, log, obj, d), res, d.Events)
 		}
 		written, err := m.cfg.Store.UpdateStatus(ctx, obj, d.Status)
 		if err != nil {
@@ -203,7 +204,7 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 		written.Host = obj.Host
 		res.Events = append(res.Events, d.Events...)
 		log.V(2).Info("Running action", "action", d.Action, "phase", d.Status.Phase)
-		obs := m.run(ctx, written, d)
+		obs := m.run(ctx, log, written, d)
 		if err := ctx.Err(); err != nil {
 			// Shutting down: the outcome says nothing about the add-on. The
 			// claim stays, expires, and the action runs again.
@@ -295,8 +296,9 @@ func (m *Machine) redact(s string) string {
 	return DefaultRedact(s)
 }
 
-// run performs the decided action with the policy's action timeout.
-func (m *Machine) run(ctx context.Context, obj Object, d Decision) Observation {
+// run performs the decided action with the policy's action timeout; a
+// panic of the host's code is the call's *PanicError, its stack logged.
+func (m *Machine) run(ctx context.Context, log klog.Logger, obj Object, d Decision) (obs Observation) {
 	ctx, cancel := context.WithTimeout(ctx, m.rules.actionTimeout)
 	defer cancel()
 	st := &d.Status
@@ -304,25 +306,36 @@ func (m *Machine) run(ctx context.Context, obj Object, d Decision) Observation {
 	if c := st.InFlight; c != nil {
 		req.From, req.To = c.From, c.To
 	}
-	obs := Observation{Action: d.Action, Claim: st.InFlight}
+	obs = Observation{Action: d.Action, Claim: st.InFlight}
+	defer func() {
+		if pe := (*PanicError)(nil); errors.As(obs.Err, &pe) {
+			log.Error(pe, "Driver panicked; the attempt failed", "method", pe.Method, "stack", string(pe.Stack))
+		}
+	}()
 	drv := m.cfg.Driver
 	switch d.Action {
 	case ActionInstall:
-		obs.Err = drv.Install(ctx, req)
+		obs.Err = recovered("Install", func() error { return drv.Install(ctx, req) })
 	case ActionUpgrade:
-		obs.Err = drv.Upgrade(ctx, req)
+		obs.Err = recovered("Upgrade", func() error { return drv.Upgrade(ctx, req) })
 	case ActionRollback:
 		req.Rollback = true
-		obs.Err = drv.Upgrade(ctx, req)
+		obs.Err = recovered("Upgrade", func() error { return drv.Upgrade(ctx, req) })
 	case ActionUninstall:
-		obs.Err = drv.Uninstall(ctx, req)
+		obs.Err = recovered("Uninstall", func() error { return drv.Uninstall(ctx, req) })
 	case ActionTest:
-		obs.Err = m.tester.Test(ctx, req)
+		obs.Err = recovered("Test", func() error { return m.tester.Test(ctx, req) })
 	case ActionCheckHealth:
-		obs.Health, obs.Err = drv.Health(ctx, req)
+		obs.Err = recovered("Health", func() (err error) {
+			obs.Health, err = drv.Health(ctx, req)
+			return err
+		})
 		if obs.Err == nil && m.drift != nil && m.rules.drift != DriftIgnore && st.Phase == PhaseRunning {
-			var err error
-			if obs.Drifted, obs.DriftDetail, err = m.drift.Drift(ctx, req); err != nil {
+			err := recovered("Drift", func() (err error) {
+				obs.Drifted, obs.DriftDetail, err = m.drift.Drift(ctx, req)
+				return err
+			})
+			if err != nil {
 				// Drift that cannot be read is health that cannot be read.
 				obs.Drifted, obs.DriftDetail = false, ""
 				obs.Err, obs.Health = fmt.Errorf("drift: %w", err), HealthUnknown

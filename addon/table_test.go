@@ -12,7 +12,7 @@ import (
 )
 
 // minimal is a small valid table: install (an upgrade once something is
-// installed), check, run, fail, delete.
+// installed), check, run, retry a failed re-apply, fail, delete.
 func minimal() []addon.Row {
 	return []addon.Row{
 		{From: addon.PhaseInitializing, Trigger: addon.TriggerInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
@@ -21,9 +21,11 @@ func minimal() []addon.Row {
 		{From: addon.PhaseInitializing, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
 		{From: addon.PhaseUpgrading, Trigger: addon.TriggerUpgradeSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
 		{From: addon.PhaseUpgrading, Trigger: addon.TriggerUpgradeFailed, To: addon.PhaseFailed},
+		{From: addon.PhaseUpgrading, Trigger: addon.TriggerReapplyFailed, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
 		{From: addon.PhaseUpgrading, Trigger: addon.TriggerRetriesExhausted, To: addon.PhaseFailed},
 		{From: addon.PhaseUpgrading, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
 		{From: addon.PhaseRunning, Trigger: addon.TriggerSpecChanged, To: addon.PhaseUpgrading, Action: addon.ActionUpgrade},
+		{From: addon.PhaseRunning, Trigger: addon.TriggerReapplyDue, To: addon.PhaseUpgrading, Action: addon.ActionUpgrade},
 		{From: addon.PhaseRunning, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
 		{From: addon.PhaseFailed, Trigger: addon.TriggerSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall},
 		{From: addon.PhaseFailed, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
@@ -206,10 +208,10 @@ func TestMermaid(t *testing.T) {
     Initializing --> Running: InstallSucceeded / CheckHealth
     Initializing --> Failed: InstallFailed, RetriesExhausted
     Initializing --> Deleting: DeletionRequested / Uninstall
-    Upgrading --> Running: UpgradeSucceeded / CheckHealth
+    Upgrading --> Running: UpgradeSucceeded / CheckHealth, ReapplyFailed / CheckHealth
     Upgrading --> Failed: UpgradeFailed, RetriesExhausted
     Upgrading --> Deleting: DeletionRequested / Uninstall
-    Running --> Upgrading: SpecChanged / Upgrade
+    Running --> Upgrading: SpecChanged / Upgrade, ReapplyDue / Upgrade
     Running --> Deleting: DeletionRequested / Uninstall
     Failed --> Initializing: SpecChanged / Install
     Failed --> Deleting: DeletionRequested / Uninstall

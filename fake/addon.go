@@ -30,6 +30,9 @@ type AddonOutcome struct {
 	// Hang blocks the call until its context ends, then returns ctx.Err():
 	// an action that never finishes before its deadline.
 	Hang bool
+	// Panic, when not nil, makes the call panic with it: host code that
+	// crashes.
+	Panic any
 	// Health is what a Health call reports; "" means addon.HealthHealthy.
 	Health addon.Health
 	// Drifted and Detail are what a Drift call reports.
@@ -109,6 +112,9 @@ func (d *AddonDriver) take(m AddonMethod, req addon.Request) AddonOutcome {
 }
 
 func (o AddonOutcome) result(ctx context.Context) error {
+	if o.Panic != nil {
+		panic(o.Panic)
+	}
 	if o.Hang {
 		<-ctx.Done()
 		return ctx.Err()
