@@ -555,6 +555,11 @@ func (d *decider) recordHealth() {
 		if d.fire(TriggerHealthy, st.InstalledVersion+" is healthy") {
 			return
 		}
+		if st.Phase == PhaseRunning {
+			// A table may enter Running without a Healthy row: the
+			// version serves, so it is the last good one.
+			st.LastGoodVersion = st.InstalledVersion
+		}
 		if was != HealthHealthy && st.Phase == PhaseRunning {
 			st.Reason, st.Message = string(TriggerHealthy), st.InstalledVersion+" is healthy"
 			d.event(converge.EventTypeNormal, string(TriggerHealthy), st.Message)

@@ -91,7 +91,8 @@ func (e *ExploreError) Error() string {
 //     uninstalled, except on deletion or as the uninstall the policy
 //     chooses for a failed install or upgrade of a different version, and
 //     never replaced by another version the spec does not ask for, whatever
-//     failed before;
+//     failed before; while it is the version the spec asks for, it stays
+//     watched (something is pending: a health check, a re-apply);
 //   - no Install is chosen while a version is installed;
 //   - a spec generation below the highest one a decision was given is
 //     acted on in no way;
@@ -416,7 +417,6 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 	}
 	for _, w := range e.worlds() {
 		moved := *s
-		moved.path = nil
 		if !w.move(&moved) {
 			continue
 		}
@@ -606,6 +606,10 @@ func (e *explorer) decide(in Input, s *exploreState, path *step, name string) (D
 		case (c.Action == ActionUpgrade || c.Action == ActionRollback) && c.To != w.cluster && c.To != s.spec.Version:
 			return d, fail("the healthy %s is replaced by %s, which the spec (%s) does not ask for", w.cluster, c.To, s.spec.Version)
 		}
+	}
+	if e.healthy(*w) && w.cluster == s.spec.Version && !s.spec.Deleting && !s.spec.Suspended &&
+		after.PendingAction == ActionNone && after.InFlight == nil {
+		return d, fail("the healthy %s, the version the spec asks for, is left unwatched in %s", w.cluster, after.Phase)
 	}
 	if d.Action == ActionInstall && before.InstalledVersion != "" {
 		return d, fail("Install chosen while %s is installed", before.InstalledVersion)
