@@ -217,7 +217,7 @@ const (
 type exploreWorld struct {
 	// cluster is the version the cluster runs ("" none); read is true when
 	// its last health read since it changed was healthy, tested when its
-	// tests passed since it changed.
+	// tests passed (or failed, ignored) since it changed.
 	cluster      string
 	read, tested bool
 	// failed is the version of the latest install or upgrade that failed
@@ -261,8 +261,10 @@ type exploreLimits struct {
 	wait, deadline, claim time.Duration
 	installUninstalls     bool
 	upgradeUninstalls     bool
-	testsRequired         bool
-	actionTimeout         time.Duration
+	// tests is true when the policy tests what it applies; ignored when
+	// their failures do not count.
+	tests, ignored bool
+	actionTimeout  time.Duration
 }
 
 func exploreLimitsOf(p Policy) exploreLimits {
@@ -282,7 +284,8 @@ func exploreLimitsOf(p Policy) exploreLimits {
 		actionTimeout:     or(p.ActionTimeout, 2*time.Minute),
 		installUninstalls: p.InstallRemediation == RemediationDefault || p.InstallRemediation == RemediationUninstall,
 		upgradeUninstalls: p.UpgradeRemediation == RemediationUninstall,
-		testsRequired:     p.Test.Enable && !p.Test.IgnoreFailures,
+		tests:             p.Test.Enable,
+		ignored:           p.Test.IgnoreFailures,
 	}
 	l.claim = l.actionTimeout + ClaimGrace
 	l.wait = max(backoff, or(p.RunningInterval, 5*time.Minute), or(p.CheckInterval, 5*time.Second), l.claim)
@@ -509,7 +512,7 @@ func (e *explorer) input(spec Spec, st Status, now time.Time, obs Observation) I
 // record decides what the Driver returned (obs) on s's status, with spec,
 // and returns the status and the world after it.
 func (e *explorer) record(spec Spec, s exploreState, obs Observation, name string) (Status, exploreWorld, error) {
-	world := observed(s.world, obs)
+	world := e.observed(s.world, obs)
 	n := s
 	n.world = world
 	d, err := e.decide(e.input(spec, s.status, s.now, obs), &n, s.path, name)
@@ -538,14 +541,14 @@ func (e *explorer) outcomes(c *Claim) []exploreOutcome {
 // whether the cluster serves, a test whether it passes, a failed install or
 // upgrade is the failure to remediate, and a successful action changed the
 // cluster (the engine may discard the outcome; the world changed anyway).
-func observed(w exploreWorld, obs Observation) exploreWorld {
+func (e *explorer) observed(w exploreWorld, obs Observation) exploreWorld {
 	switch a := obs.Action; {
 	case a == ActionCheckHealth:
 		if obs.Err == nil {
 			w.read = obs.Health == HealthHealthy
 		}
 	case a == ActionTest:
-		w.tested = obs.Err == nil
+		w.tested = obs.Err == nil || e.limits.ignored
 	case obs.Err != nil:
 		if a == ActionInstall || a == ActionUpgrade {
 			w.failed, w.failedBy = obs.Claim.To, a
@@ -581,9 +584,9 @@ func applied(w exploreWorld, c *Claim) exploreWorld {
 }
 
 // healthy reports whether the cluster runs a version that serves: read
-// healthy and, when the policy's tests count, tested since it changed.
+// healthy and, when the policy tests it, tested since it changed.
 func (e *explorer) healthy(w exploreWorld) bool {
-	return w.cluster != "" && w.read && (!e.limits.testsRequired || w.tested)
+	return w.cluster != "" && w.read && (!e.limits.tests || w.tested)
 }
 
 // decide runs Decide on in, s being the state it decides for (its spec
