@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,15 +24,21 @@ var (
 	exploreReplay = flag.String("explore-replay", "", "TestExploreDefaultTable: walk only this path (an ExploreError's Path)")
 )
 
-// explore runs addon.Explore and, when a rule breaks, fails with the
-// command that walks the failing path again.
-func explore(t *testing.T, test string, opts addon.ExploreOptions) addon.ExploreReport {
+// explore runs addon.Explore, walking only -explore-replay when it is set,
+// and, when a rule breaks, fails with the command that walks the failing
+// path again.
+func explore(t *testing.T, opts addon.ExploreOptions) addon.ExploreReport {
 	t.Helper()
+	opts.Replay = *exploreReplay
 	start := time.Now()
 	report, err := addon.Explore(opts)
 	var ee *addon.ExploreError
 	if errors.As(err, &ee) {
-		t.Fatalf("%v\nreplay: go test ./addon -run '%s$' -args -explore-depth %d -explore-replay %s", err, test, opts.Depth, ee.Path)
+		var run []string
+		for _, name := range strings.Split(t.Name(), "/") {
+			run = append(run, "^"+regexp.QuoteMeta(name)+"$")
+		}
+		t.Fatalf("%v\nreplay: go test ./addon -run '%s' -args -explore-replay %s", err, strings.Join(run, "/"), ee.Path)
 	}
 	require.NoError(t, err)
 	t.Logf("explored %d states, %d transitions, depth %d, in %s", report.States, report.Transitions, report.Depth, time.Since(start).Round(time.Millisecond))
@@ -41,7 +48,7 @@ func explore(t *testing.T, test string, opts addon.ExploreOptions) addon.Explore
 // TestExploreDefaultTable checks every state of the default table reachable
 // within exploreDepth steps, and the rules of addon.Explore in each.
 func TestExploreDefaultTable(t *testing.T) {
-	report := explore(t, "TestExploreDefaultTable", addon.ExploreOptions{Depth: *exploreDepth, Replay: *exploreReplay})
+	report := explore(t, addon.ExploreOptions{Depth: *exploreDepth})
 	if *exploreReplay == "" {
 		require.Equal(t, *exploreDepth, report.Depth)
 	}
@@ -52,7 +59,7 @@ func TestExploreDefaultTable(t *testing.T) {
 func TestExploreOtherPoliciesAndTables(t *testing.T) {
 	minimalTable, err := addon.NewTable(minimal())
 	require.NoError(t, err)
-	for i, tc := range []struct {
+	for _, tc := range []struct {
 		name   string
 		table  *addon.Table
 		policy addon.Policy
@@ -60,12 +67,10 @@ func TestExploreOtherPoliciesAndTables(t *testing.T) {
 		{"no retries, uninstall after a failed upgrade", nil, addon.Policy{MaxRetries: ptr.To[int32](0), UpgradeRemediation: addon.RemediationUninstall}},
 		{"no remediation, unlimited retries", nil, addon.Policy{MaxRetries: ptr.To[int32](-1), InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone}},
 		{"tests and drift correction, last failure kept", nil, addon.Policy{Test: addon.TestPolicy{Enable: true}, Drift: addon.DriftCorrect, RemediateLastFailure: ptr.To(false)}},
-		{"a table of one's own", minimalTable, addon.Policy{}},
+		{"a table of its own", minimalTable, addon.Policy{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			report, err := addon.Explore(addon.ExploreOptions{Table: tc.table, Policy: tc.policy, Depth: 4})
-			require.NoError(t, err, "case %d", i)
-			t.Logf("%d states", report.States)
+			explore(t, addon.ExploreOptions{Table: tc.table, Policy: tc.policy, Depth: 4})
 		})
 	}
 }
