@@ -220,7 +220,7 @@ func (d *decider) look() {
 			d.waitUntil = &c.Expires
 			return
 		}
-		d.outcome(c, fmt.Errorf("claim by %s expired at %s before its outcome was recorded", c.Owner, c.Expires.UTC().Format(time.RFC3339)), OutcomeLost)
+		d.outcome(c, fmt.Errorf("claim by %s expired at %s before its outcome was recorded", c.Owner, c.Expires.UTC().Format(time.RFC3339)), OutcomeLost, "")
 	}
 	force := spec.ForceToken != "" && spec.ForceToken != st.LastForceToken
 	reset := spec.ResetToken != "" && spec.ResetToken != st.LastResetToken
@@ -432,14 +432,19 @@ func (d *decider) record() {
 	if obs.Err != nil {
 		outcome = OutcomeFailed
 	}
-	d.outcome(st.InFlight, obs.Err, outcome)
+	revision := obs.Revision
+	if len(revision) > MaxRevisionLength {
+		revision = ""
+	}
+	d.outcome(st.InFlight, obs.Err, outcome, revision)
 }
 
-// outcome records how the claimed attempt c ended.
-func (d *decider) outcome(c *Claim, err error, o Outcome) {
+// outcome records how the claimed attempt c ended, with the driver's
+// revision it returned.
+func (d *decider) outcome(c *Claim, err error, o Outcome, revision string) {
 	st := &d.st
 	st.InFlight = nil
-	d.remember(c, o)
+	d.remember(c, o, revision)
 	if c.Action == ActionTest {
 		d.recordTest(err)
 		return
@@ -471,15 +476,15 @@ func (d *decider) outcome(c *Claim, err error, o Outcome) {
 	msg := what + " succeeded"
 	switch c.Action {
 	case ActionInstall, ActionUpgrade:
-		st.InstalledVersion = c.To
+		st.InstalledVersion, st.InstalledRevision = c.To, revision
 		d.setCond(TypeReleased, metav1.ConditionTrue, string(successTrigger(c.Action)), msg)
 		d.removeCond(TypeRemediated)
 		d.removeCond(TypeTestSuccess)
 	case ActionRollback:
-		st.InstalledVersion = c.To
+		st.InstalledVersion, st.InstalledRevision = c.To, revision
 		d.setCond(TypeRemediated, metav1.ConditionTrue, string(TriggerRollbackSucceeded), msg)
 	case ActionUninstall:
-		st.InstalledVersion = ""
+		st.InstalledVersion, st.InstalledRevision = "", ""
 		st.UninstallFailures = 0
 		if st.Phase != PhaseDeleting {
 			d.setCond(TypeRemediated, metav1.ConditionTrue, string(TriggerUninstallSucceeded), msg)
@@ -498,7 +503,7 @@ func (d *decider) redact(s string) string {
 }
 
 // remember appends the attempt to the bounded history.
-func (d *decider) remember(c *Claim, o Outcome) {
+func (d *decider) remember(c *Claim, o Outcome, revision string) {
 	limit := d.rules.historyLimit
 	h := d.st.History
 	if len(h) >= limit {
@@ -506,12 +511,16 @@ func (d *decider) remember(c *Claim, o Outcome) {
 	}
 	out := make([]Attempt, len(h), len(h)+1)
 	copy(out, h)
-	d.st.History = append(out, Attempt{Action: c.Action, Version: cut(c.To, maxHistoryVersion), Outcome: o, Started: c.Started, Finished: d.now})
+	d.st.History = append(out, Attempt{Action: c.Action, Version: cut(c.To, maxHistoryVersion), Revision: revision, Outcome: o, Started: c.Started, Finished: d.now})
 }
 
 // maxHistoryVersion bounds a version in Status.History, so a full history
 // stays within 2 KiB.
 const maxHistoryVersion = 63
+
+// MaxRevisionLength bounds a driver's revision the engine records: a longer
+// one is not recorded (a cut one would name another revision).
+const MaxRevisionLength = 63
 
 // describe names an action with its versions, for messages.
 func (d *decider) describe(a Action, from, to string) string {
@@ -558,7 +567,7 @@ func (d *decider) recordHealth() {
 		if st.Phase == PhaseRunning {
 			// A table may enter Running without a Healthy row: the
 			// version serves, so it is the last good one.
-			st.LastGoodVersion = st.InstalledVersion
+			st.LastGoodVersion, st.LastGoodRevision = st.InstalledVersion, st.InstalledRevision
 		}
 		if was != HealthHealthy && st.Phase == PhaseRunning {
 			st.Reason, st.Message = string(TriggerHealthy), st.InstalledVersion+" is healthy"
@@ -769,7 +778,7 @@ func (d *decider) fire(t Trigger, msg string) bool {
 			st.InstallFailures, st.UpgradeFailures, st.Failures = 0, 0, 0
 			st.LastFailedAction = ActionNone
 		}
-		st.LastGoodVersion = st.InstalledVersion
+		st.LastGoodVersion, st.LastGoodRevision = st.InstalledVersion, st.InstalledRevision
 		if st.FailedVersion == st.InstalledVersion {
 			st.FailedVersion = ""
 		}
@@ -791,8 +800,9 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	reason := string(t)
 	if next == ActionRollback {
 		if stop := d.rollbackProblem(); stop != "" && d.table.has(PhaseFailed) {
+			// The reason goes first: a long failure text is cut at the end.
 			reason = stop
-			msg += "; not rolling back: " + d.rollbackProblemMessage(stop)
+			msg = "not rolling back: " + d.rollbackProblemMessage(stop) + "; " + msg
 			to, next = PhaseFailed, ActionNone
 		}
 	}

@@ -18,12 +18,19 @@ import (
 // idempotent (an action whose outcome a crash lost runs again) and must
 // return when ctx ends. Request carries the host's object (Object.Host), so
 // one Driver serves every add-on.
+//
+// Install and Upgrade return the driver's revision: its own name for what the
+// call applied, such as a Helm release revision ("" for a driver that has
+// none). The engine records it with the attempt (Attempt.Revision) and, on
+// success, as the installed version's revision; a rollback to a verified
+// version hands that version's revision back in Request.Revision. A revision
+// longer than MaxRevisionLength bytes is not recorded.
 type Driver interface {
 	// Install applies req.To onto a cluster where nothing is installed.
-	Install(ctx context.Context, req Request) error
+	Install(ctx context.Context, req Request) (revision string, err error)
 	// Upgrade applies req.To onto the installed req.From (the same version
-	// for a re-apply; the last good one when req.Rollback).
-	Upgrade(ctx context.Context, req Request) error
+	// for a re-apply; the last good one, at req.Revision, when req.Rollback).
+	Upgrade(ctx context.Context, req Request) (revision string, err error)
 	// Uninstall removes the add-on; removing what is already gone succeeds.
 	Uninstall(ctx context.Context, req Request) error
 	// Health reports the add-on's health; an error means it could not be read.
@@ -315,12 +322,21 @@ func (m *Machine) run(ctx context.Context, log klog.Logger, obj Object, d Decisi
 	drv := m.cfg.Driver
 	switch d.Action {
 	case ActionInstall:
-		obs.Err = recovered("Install", func() error { return drv.Install(ctx, req) })
+		obs.Err = recovered("Install", func() (err error) {
+			obs.Revision, err = drv.Install(ctx, req)
+			return err
+		})
 	case ActionUpgrade:
-		obs.Err = recovered("Upgrade", func() error { return drv.Upgrade(ctx, req) })
+		obs.Err = recovered("Upgrade", func() (err error) {
+			obs.Revision, err = drv.Upgrade(ctx, req)
+			return err
+		})
 	case ActionRollback:
-		req.Rollback = true
-		obs.Err = recovered("Upgrade", func() error { return drv.Upgrade(ctx, req) })
+		req.Rollback, req.Revision = true, st.LastGoodRevision
+		obs.Err = recovered("Upgrade", func() (err error) {
+			obs.Revision, err = drv.Upgrade(ctx, req)
+			return err
+		})
 	case ActionUninstall:
 		obs.Err = recovered("Uninstall", func() error { return drv.Uninstall(ctx, req) })
 	case ActionTest:

@@ -20,9 +20,9 @@ import (
 // healthOnly is a Driver that is neither a DriftDetector nor a Tester.
 type healthOnly struct{}
 
-func (healthOnly) Install(context.Context, addon.Request) error   { return nil }
-func (healthOnly) Upgrade(context.Context, addon.Request) error   { return nil }
-func (healthOnly) Uninstall(context.Context, addon.Request) error { return nil }
+func (healthOnly) Install(context.Context, addon.Request) (string, error) { return "", nil }
+func (healthOnly) Upgrade(context.Context, addon.Request) (string, error) { return "", nil }
+func (healthOnly) Uninstall(context.Context, addon.Request) error         { return nil }
 func (healthOnly) Health(context.Context, addon.Request) (addon.Health, error) {
 	return addon.HealthHealthy, nil
 }
@@ -33,12 +33,12 @@ type hookDriver struct {
 	before func(addon.Request)
 }
 
-func (d hookDriver) Install(ctx context.Context, req addon.Request) error {
+func (d hookDriver) Install(ctx context.Context, req addon.Request) (string, error) {
 	d.before(req)
 	return d.AddonDriver.Install(ctx, req)
 }
 
-func (d hookDriver) Upgrade(ctx context.Context, req addon.Request) error {
+func (d hookDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
 	d.before(req)
 	return d.AddonDriver.Upgrade(ctx, req)
 }
@@ -149,7 +149,7 @@ type blockingDriver struct {
 	release chan struct{}
 }
 
-func (d blockingDriver) Install(ctx context.Context, req addon.Request) error {
+func (d blockingDriver) Install(ctx context.Context, req addon.Request) (string, error) {
 	close(d.started)
 	<-d.release
 	return d.AddonDriver.Install(ctx, req)

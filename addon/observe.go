@@ -28,6 +28,10 @@ type Request struct {
 	To string
 	// Rollback is true when an Upgrade call rolls back.
 	Rollback bool
+	// Revision is, for a rollback, the driver's revision that carried To
+	// when it was last seen healthy (Status.LastGoodRevision); "" when none
+	// was recorded.
+	Revision string
 }
 
 // Observation is what the host reported for this pass, as in every
@@ -44,6 +48,9 @@ type Observation struct {
 	// Err is the action's error; for ActionCheckHealth, a failure to read the
 	// health, which counts as HealthUnknown.
 	Err error
+	// Revision is what an install, upgrade or rollback returned: the
+	// driver's revision that carries what it applied.
+	Revision string
 	// Health is the result of ActionCheckHealth.
 	Health Health
 	// Drifted and DriftDetail are the drift a DriftDetector reported with

@@ -117,10 +117,14 @@ type simulation struct {
 	read, tested bool
 	failed       string
 	failedBy     addon.Action
-	violation    error
-	prev         addon.Status
-	tokens       int
-	clockBack    int
+	// carried names the version each revision the driver returned applied,
+	// as Helm numbers a release's revisions: one per install, upgrade or
+	// rollback.
+	carried   []string
+	violation error
+	prev      addon.Status
+	tokens    int
+	clockBack int
 }
 
 var simPolicies = []addon.Policy{
@@ -502,7 +506,7 @@ type simDriver struct{ s *simulation }
 
 // mutate checks the invariants of an action about to change the world,
 // runs it with the outcome the schedule draws, and changes the world.
-func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Request) error {
+func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Request) (revision string, err error) {
 	s := d.s
 	cur := s.store.current()
 	st, spec := cur.Status, cur.Spec
@@ -522,6 +526,9 @@ func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Reques
 			s.violate("the healthy %s is replaced by %s, which the spec (%s) does not ask for", s.cluster, req.To, spec.Version)
 		}
 	}
+	if a == addon.ActionRollback && !s.carries(req.Revision, req.To) {
+		s.violate("rollback to %s at revision %q, which carried %v", req.To, req.Revision, s.carried)
+	}
 	failed := func() {
 		s.uninstalled = false
 		switch a {
@@ -539,11 +546,13 @@ func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Reques
 	}()
 	if err := d.fault(ctx, a); err != nil {
 		failed()
-		return err
+		return "", err
 	}
 	switch a {
 	case addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback:
 		s.cluster, s.read, s.tested = req.To, false, false
+		s.carried = append(s.carried, req.To)
+		revision = strconv.Itoa(len(s.carried))
 	case addon.ActionUninstall:
 		s.cluster, s.read, s.tested = "", false, false
 	case addon.ActionTest:
@@ -553,7 +562,13 @@ func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Reques
 		s.failed, s.failedBy = "", ""
 	}
 	s.uninstalled = a == addon.ActionUninstall
-	return nil
+	return revision, nil
+}
+
+// carries reports whether the driver's revision carried version.
+func (s *simulation) carries(revision, version string) bool {
+	n, err := strconv.Atoi(revision)
+	return err == nil && n >= 1 && n <= len(s.carried) && s.carried[n-1] == version
 }
 
 func (s *simulation) uninstallsFor(a addon.Action) bool {
@@ -607,11 +622,11 @@ func (d *simDriver) fault(ctx context.Context, a addon.Action) error {
 	return nil
 }
 
-func (d *simDriver) Install(ctx context.Context, req addon.Request) error {
+func (d *simDriver) Install(ctx context.Context, req addon.Request) (string, error) {
 	return d.mutate(ctx, addon.ActionInstall, req)
 }
 
-func (d *simDriver) Upgrade(ctx context.Context, req addon.Request) error {
+func (d *simDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
 	if req.Rollback {
 		return d.mutate(ctx, addon.ActionRollback, req)
 	}
@@ -619,11 +634,13 @@ func (d *simDriver) Upgrade(ctx context.Context, req addon.Request) error {
 }
 
 func (d *simDriver) Uninstall(ctx context.Context, req addon.Request) error {
-	return d.mutate(ctx, addon.ActionUninstall, req)
+	_, err := d.mutate(ctx, addon.ActionUninstall, req)
+	return err
 }
 
 func (d *simDriver) Test(ctx context.Context, req addon.Request) error {
-	return d.mutate(ctx, addon.ActionTest, req)
+	_, err := d.mutate(ctx, addon.ActionTest, req)
+	return err
 }
 
 // Health reads the world: nothing installed is unhealthy; with faults on a

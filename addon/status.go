@@ -71,9 +71,18 @@ type Status struct {
 	// or rollback applied ("" after an uninstall, and before any install).
 	// +optional
 	InstalledVersion string `json:"installedVersion,omitempty"`
+	// InstalledRevision is the driver's revision that carries
+	// InstalledVersion (Driver.Install and Upgrade return it; "" when the
+	// driver has none).
+	// +optional
+	InstalledRevision string `json:"installedRevision,omitempty"`
 	// LastGoodVersion is the last version seen healthy: the rollback target.
 	// +optional
 	LastGoodVersion string `json:"lastGoodVersion,omitempty"`
+	// LastGoodRevision is the driver's revision that carried LastGoodVersion
+	// when it was seen healthy: what a rollback rolls back to.
+	// +optional
+	LastGoodRevision string `json:"lastGoodRevision,omitempty"`
 	// FailedVersion is a desired version whose install or upgrade failed, or
 	// the installed version once the retries of its re-apply ran out; it is
 	// not tried again until the spec changes or a request arrives.
@@ -160,6 +169,10 @@ type Attempt struct {
 	// 63 bytes.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// Revision is the driver's revision the attempt returned (a failed one
+	// too, when the driver named what it left).
+	// +optional
+	Revision string `json:"revision,omitempty"`
 	// Outcome is how it ended.
 	Outcome Outcome `json:"outcome"`
 	// Started and Finished bound the attempt.

@@ -33,6 +33,10 @@ type AddonOutcome struct {
 	// Panic, when not nil, makes the call panic with it: host code that
 	// crashes.
 	Panic any
+	// Revision is what an Install or Upgrade call returns; "" means the
+	// driver's next own revision ("1", "2", …: one per Install or Upgrade
+	// call, failed ones too, as Helm numbers a release's revisions).
+	Revision string
 	// Health is what a Health call reports; "" means addon.HealthHealthy.
 	Health addon.Health
 	// Drifted and Detail are what a Drift call reports.
@@ -45,9 +49,11 @@ type AddonCall struct {
 	Method AddonMethod
 	// Name is the spec's name.
 	Name string
-	// From and To are the request's versions; Rollback marks a rollback.
+	// From and To are the request's versions; Rollback marks a rollback,
+	// and Revision is the request's revision (what a rollback goes back to).
 	From, To string
 	Rollback bool
+	Revision string
 }
 
 // AddonDriver is a scripted addon.Driver that is also an addon.DriftDetector
@@ -61,6 +67,8 @@ type AddonDriver struct {
 	Script map[AddonMethod][]AddonOutcome
 	// Calls records every call in order.
 	Calls []AddonCall
+	// revisions counts the Install and Upgrade calls.
+	revisions int
 }
 
 var (
@@ -102,13 +110,16 @@ func (d *AddonDriver) Count(m AddonMethod) int {
 func (d *AddonDriver) take(m AddonMethod, req addon.Request) AddonOutcome {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.Calls = append(d.Calls, AddonCall{Method: m, Name: req.Spec.Name, From: req.From, To: req.To, Rollback: req.Rollback})
-	q := d.Script[m]
-	if len(q) == 0 {
-		return AddonOutcome{}
+	d.Calls = append(d.Calls, AddonCall{Method: m, Name: req.Spec.Name, From: req.From, To: req.To, Rollback: req.Rollback, Revision: req.Revision})
+	var o AddonOutcome
+	if q := d.Script[m]; len(q) > 0 {
+		o, d.Script[m] = q[0], q[1:]
 	}
-	d.Script[m] = q[1:]
-	return q[0]
+	if (m == AddonInstall || m == AddonUpgrade) && o.Revision == "" {
+		d.revisions++
+		o.Revision = strconv.Itoa(d.revisions)
+	}
+	return o
 }
 
 func (o AddonOutcome) result(ctx context.Context) error {
@@ -122,14 +133,18 @@ func (o AddonOutcome) result(ctx context.Context) error {
 	return o.Err
 }
 
-// Install records the call and returns the next scripted outcome.
-func (d *AddonDriver) Install(ctx context.Context, req addon.Request) error {
-	return d.take(AddonInstall, req).result(ctx)
+// Install records the call and returns the next scripted outcome with its
+// revision.
+func (d *AddonDriver) Install(ctx context.Context, req addon.Request) (string, error) {
+	o := d.take(AddonInstall, req)
+	return o.Revision, o.result(ctx)
 }
 
-// Upgrade records the call (a rollback too) and returns the next scripted outcome.
-func (d *AddonDriver) Upgrade(ctx context.Context, req addon.Request) error {
-	return d.take(AddonUpgrade, req).result(ctx)
+// Upgrade records the call (a rollback too) and returns the next scripted
+// outcome with its revision.
+func (d *AddonDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
+	o := d.take(AddonUpgrade, req)
+	return o.Revision, o.result(ctx)
 }
 
 // Uninstall records the call and returns the next scripted outcome.

@@ -8,7 +8,9 @@ import (
 	"github.com/converge-dev/converge/payload"
 )
 
-// PayloadOutcome scripts calls of PayloadApplier.Apply for one manifest.
+// PayloadOutcome scripts calls of PayloadApplier.Apply and Delete for one manifest
+// (PayloadApplier.Push): an error some number of times or for good, a call that
+// blocks until its context ends, a panic.
 type PayloadOutcome struct {
 	// Err is returned by the call.
 	Err error
@@ -64,28 +66,6 @@ func (a *PayloadApplier) Push(ref string, outcomes ...PayloadOutcome) {
 		a.Script = map[string][]PayloadOutcome{}
 	}
 	a.Script[ref] = append(a.Script[ref], outcomes...)
-}
-
-// FailTimes makes the next n calls for ref fail with err.
-func (a *PayloadApplier) FailTimes(ref string, n int, err error) {
-	if n > 0 {
-		a.Push(ref, PayloadOutcome{Err: err, Times: n})
-	}
-}
-
-// FailForever makes every call for ref fail with err.
-func (a *PayloadApplier) FailForever(ref string, err error) {
-	a.Push(ref, PayloadOutcome{Err: err})
-}
-
-// BlockUntilCancelled makes every call for ref wait until its context ends.
-func (a *PayloadApplier) BlockUntilCancelled(ref string) {
-	a.Push(ref, PayloadOutcome{Block: true})
-}
-
-// PanicWith makes the next call for ref panic with v.
-func (a *PayloadApplier) PanicWith(ref string, v any) {
-	a.Push(ref, PayloadOutcome{Panic: v, Times: 1})
 }
 
 // Apply records the call and plays the scripted outcome.

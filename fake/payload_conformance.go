@@ -2,19 +2,17 @@ package fake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/converge-dev/converge/internal/input"
-
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -36,14 +34,14 @@ const raceRounds = 4
 // before, nothing of it merged in; the latest write wins; a write after
 // foreign, another writer of the same status, has written still lands
 // (nothing stale is remembered); and a write that races foreign either lands
-// or fails with a conflict (payload.ErrConflict wrapped, or the API server's
+// or fails with a conflict (converge.ErrConflict wrapped, or the API server's
 // 409), which the worker answers by writing again at once, never with
 // another error, and leaves a whole status of one of the writes that
 // returned nil. It finally writes the status read at the start back. The same
 // check runs against a host's real writer; run it on a scratch status.
 func TestPayloadStatusWriter(ctx context.Context, w, foreign payload.StatusWriter, read func(context.Context) (payload.Status, error)) error {
 	if input.IsNil(w) || input.IsNil(foreign) || read == nil {
-		return fmt.Errorf("fake: TestPayloadStatusWriter needs a writer, a foreign writer and a read function: %w", payload.ErrInvalid)
+		return input.Invalidf("fake", "TestPayloadStatusWriter arguments", "it needs a writer, a foreign writer and a read function")
 	}
 	orig, err := read(ctx)
 	if err != nil {
@@ -109,8 +107,8 @@ func racePayloadStatusWriters(ctx context.Context, round int, w, foreign payload
 		switch {
 		case err == nil:
 			landed = append(landed, statuses[i])
-		case !errors.Is(err, payload.ErrConflict) && !apierrors.IsConflict(err):
-			return payload.Status{}, fmt.Errorf("a write racing another writer returned %v, want nil or a conflict (payload.ErrConflict or the API server's 409)", err)
+		case !converge.IsConflict(err):
+			return payload.Status{}, fmt.Errorf("a write racing another writer returned %v, want nil or a conflict (converge.ErrConflict or the API server's 409)", err)
 		}
 	}
 	if len(landed) == 0 {

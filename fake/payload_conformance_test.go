@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -33,7 +34,7 @@ func (v *payloadStatusVersions) put(s payload.Status, version int) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.version != version {
-		return fmt.Errorf("at version %d, not %d: %w", v.version, version, payload.ErrConflict)
+		return fmt.Errorf("at version %d, not %d: %w", v.version, version, converge.ErrConflict)
 	}
 	v.status, v.version = *s.DeepCopy(), v.version+1
 	return nil
@@ -112,7 +113,7 @@ func TestTestPayloadStatusWriter(t *testing.T) {
 			writer: func(v *payloadStatusVersions) payload.StatusWriter { return latestWriter{v} }},
 		{name: "a write that loses a race with a conflict keeps the contract",
 			writer: func(v *payloadStatusVersions) payload.StatusWriter {
-				return raceLoser{latestWriter: latestWriter{v}, err: fmt.Errorf("lost: %w", payload.ErrConflict), once: &sync.Once{}}
+				return raceLoser{latestWriter: latestWriter{v}, err: fmt.Errorf("lost: %w", converge.ErrConflict), once: &sync.Once{}}
 			}},
 		{name: "a write that loses a race with another error fails",
 			writer: func(v *payloadStatusVersions) payload.StatusWriter {
@@ -160,7 +161,7 @@ func TestTestPayloadStatusWriterRejectsMissingArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := TestPayloadStatusWriter(context.Background(), tt.w, tt.foreign, tt.read)
-			assert.True(t, errors.Is(err, payload.ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }

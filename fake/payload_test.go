@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -32,13 +33,13 @@ func TestPayloadApplierScripts(t *testing.T) {
 		{name: "unscripted calls succeed", script: func(*PayloadApplier, string) {}, calls: 2, want: []error{nil, nil}},
 		{
 			name:   "fail twice then succeed",
-			script: func(a *PayloadApplier, ref string) { a.FailTimes(ref, 2, boom) },
+			script: func(a *PayloadApplier, ref string) { a.Push(ref, PayloadOutcome{Err: boom, Times: 2}) },
 			calls:  4,
 			want:   []error{boom, boom, nil, nil},
 		},
 		{
 			name:   "fail forever",
-			script: func(a *PayloadApplier, ref string) { a.FailForever(ref, boom) },
+			script: func(a *PayloadApplier, ref string) { a.Push(ref, PayloadOutcome{Err: boom}) },
 			calls:  3,
 			want:   []error{boom, boom, boom},
 		},
@@ -72,7 +73,7 @@ func TestPayloadApplierScripts(t *testing.T) {
 func TestPayloadApplierBlockAndPanic(t *testing.T) {
 	a := &PayloadApplier{}
 	m := configMap("a")
-	a.BlockUntilCancelled(m.Ref())
+	a.Push(m.Ref(), PayloadOutcome{Block: true})
 	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
 	a.OnApply = func(PayloadApply) { close(started) }
@@ -83,7 +84,7 @@ func TestPayloadApplierBlockAndPanic(t *testing.T) {
 	require.ErrorIs(t, <-done, context.Canceled)
 
 	p := &PayloadApplier{}
-	p.PanicWith(m.Ref(), "kaboom")
+	p.Push(m.Ref(), PayloadOutcome{Panic: "kaboom", Times: 1})
 	assert.PanicsWithValue(t, "kaboom", func() { _ = p.Apply(context.Background(), m, payload.StateUpdating) })
 	assert.NoError(t, p.Apply(context.Background(), m, payload.StateUpdating), "a panic is scripted once")
 	assert.Equal(t, 0, p.running, "a panicking call is no longer counted as running")
@@ -134,7 +135,7 @@ func TestPayloadLoader(t *testing.T) {
 func TestPayloadApplierDeletes(t *testing.T) {
 	a := &PayloadApplier{}
 	m := configMap("old")
-	a.FailTimes(m.Ref(), 1, errors.New("busy"))
+	a.Push(m.Ref(), PayloadOutcome{Err: errors.New("busy"), Times: 1})
 	require.Error(t, a.Delete(context.Background(), m))
 	require.NoError(t, a.Delete(context.Background(), m))
 	assert.Equal(t, []PayloadApply{{Ref: "ConfigMap/ns/old", File: "old.yaml", Delete: true}, {Ref: "ConfigMap/ns/old", File: "old.yaml", Delete: true}}, a.Recorded())
@@ -151,9 +152,9 @@ func TestPayloadReadiness(t *testing.T) {
 }
 
 func TestPayloadStatusStore(t *testing.T) {
-	s := &PayloadStatusStore{Errs: []error{payload.ErrConflict}}
+	s := &PayloadStatusStore{Errs: []error{converge.ErrConflict}}
 	status := payload.Status{Done: 3, Total: 5}
-	require.ErrorIs(t, s.WriteStatus(context.Background(), status), payload.ErrConflict)
+	require.ErrorIs(t, s.WriteStatus(context.Background(), status), converge.ErrConflict)
 	require.NoError(t, s.WriteStatus(context.Background(), status))
 	assert.Equal(t, status, s.Current())
 	assert.Equal(t, 1, s.Writes)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
 )
@@ -98,6 +99,6 @@ func adoptPayload(ctx context.Context, client kubernetes.Interface, dynamicClien
 		Applier: applier, Deleter: applier, Readiness: applier,
 		Status:       persisted,
 		StatusWriter: kube.LatestStatusWriter[payload.Status]{Store: store},
-		OnResult:     func(r payload.Result) { kube.RecordEvents(recorder, regarding, "Apply", r.Events) },
+		OnResult:     func(r converge.Result) { kube.RecordEvents(recorder, regarding, "Apply", r.Events) },
 	})
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	"k8s.io/klog/v2"
 )
 
@@ -19,16 +21,16 @@ const reconcileStride = 8
 
 // apply applies d.Status.Release once in d.Status.State and says what it did. An apply
 // stopped by ctx or by a new desired release is Interrupted, whatever it met.
-func (w *Worker) apply(ctx context.Context, d Decision) *Outcome {
+func (w *Worker) apply(ctx context.Context, d Decision) Observation {
 	release, state := d.Status.Release, d.Status.State
-	out := &Outcome{Release: release, State: state}
+	out := &Observation{Release: release, State: state}
 	applyCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	w.mu.Lock()
 	if !w.desired.Same(release) {
 		w.mu.Unlock()
 		out.Interrupted = true
-		return out
+		return *out
 	}
 	w.cancel, w.applying = cancel, release
 	w.mu.Unlock()
@@ -45,17 +47,17 @@ func (w *Worker) apply(ctx context.Context, d Decision) *Outcome {
 	err := w.run(klog.NewContext(applyCtx, logger), d, out)
 	if ctx.Err() != nil || errors.Is(context.Cause(applyCtx), errSuperseded) {
 		out.Interrupted, out.Err = true, nil
-		return out
+		return *out
 	}
 	if errors.Is(context.Cause(applyCtx), errApplyTimeout) {
 		err = timedOut(out, timeout, err)
 	}
 	out.Err = err
-	return out
+	return *out
 }
 
 // run loads, filters, checks and applies the payload, filling out's counts.
-func (w *Worker) run(ctx context.Context, d Decision, out *Outcome) error {
+func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 	release, state := d.Status.Release, d.Status.State
 	p, err := w.load(ctx, release)
 	if err != nil {
@@ -136,7 +138,7 @@ func (w *Worker) applyTask(ctx context.Context, t *Task, state State) error {
 	m := t.Manifest
 	if m.Delete {
 		gone := false
-		err := t.retry(ctx, w.clock, w.policy, "delete", func() error {
+		err := t.retry(ctx, w.clock, w.policy, w.jitter, "delete", func() error {
 			err := w.cfg.Deleter.Delete(ctx, m)
 			if isGone(err) {
 				gone = true
@@ -149,7 +151,7 @@ func (w *Worker) applyTask(ctx context.Context, t *Task, state State) error {
 		}
 		return err
 	}
-	err := t.retry(ctx, w.clock, w.policy, "update", func() error { return w.cfg.Applier.Apply(ctx, m, state) })
+	err := t.retry(ctx, w.clock, w.policy, w.jitter, "update", func() error { return w.cfg.Applier.Apply(ctx, m, state) })
 	if err != nil && effectOf(err) != EffectReport {
 		return err
 	}
@@ -223,7 +225,7 @@ func (w *Worker) load(ctx context.Context, release Release) (*Payload, error) {
 func checkManifests(manifests []Manifest) error {
 	for i := range manifests {
 		if manifests[i].Object == nil {
-			return fmt.Errorf("manifest %d has no object: %w", i+1, ErrInvalid)
+			return input.Invalidf("payload", "manifest", "manifest %d has no object", i+1)
 		}
 	}
 	return nil
@@ -251,7 +253,7 @@ func (w *Worker) include(manifests []Manifest) ([]Manifest, error) {
 
 // timedOut describes an apply stopped by the apply timeout, with the summary of the
 // errors it met, if any.
-func timedOut(out *Outcome, timeout time.Duration, summary error) error {
+func timedOut(out *Observation, timeout time.Duration, summary error) error {
 	msg := fmt.Sprintf("Applying %s timed out after %s with %d of %d manifests applied", out.Release, timeout, out.Done, out.Total)
 	effect := EffectFail
 	if summary != nil {

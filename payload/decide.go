@@ -7,6 +7,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Decision is what the worker does next.
@@ -20,53 +23,78 @@ type Decision struct {
 	CheckPreconditions bool
 	// Result holds the events to emit and, when nothing is applied now, when to
 	// decide again (0 while no release is desired).
-	Result Result
+	Result converge.Result
 }
 
-// Decide is the worker's loop as a pure function: it folds the outcome of the apply
-// that just ended into the status, then decides what to apply next, in which state,
-// after which delay, with which events.
+// Decide is the worker's loop as a pure function: it folds what the host reported of
+// the apply that just ended into the status, then decides what to apply next, in which
+// state, after which delay, with which events.
 //
-//   - An outcome of an interrupted apply (a stop, a replaced release) is not a failure:
-//     the status says Interrupted and the next apply starts at once, in the same state.
-//   - A failed apply counts a failure and is retried after p.Backoff's delay; a
-//     completed one makes the worker Reconciling and reconciles every p.Interval. Both
-//     times are kept in Status.NextApplyTime, so a worker restarted from the status
-//     keeps them.
+//   - An interrupted apply (a stop, a replaced release) is not a failure: the status
+//     says Interrupted and the next apply starts at once, in the same state.
+//   - A failed apply counts a failure and is retried after Policy.Backoff's delay; a
+//     completed one makes the worker Reconciling and reconciles every Policy.Interval.
+//     Both times are kept in Status.NextApplyTime, so a worker restarted from the
+//     status keeps them.
 //   - A desired release that is not the status's (Release.Same) starts anew:
 //     Initializing while no release has completed, Updating after, with an entry in
 //     the history. The same release through a mirror starts nothing.
 //   - Done never goes backwards within a release, unless the payload shrinks below it.
-func Decide(o Observation, p Policy) Decision {
-	p = p.withDefaults()
-	at := metav1.NewTime(o.Now.Truncate(time.Second))
-	s := *o.Status.DeepCopy()
+//
+// An invalid Policy, Status or Observation is an error matching ErrInvalid, and no
+// decision.
+func Decide(in Input) (Decision, error) {
+	if err := in.validate(); err != nil {
+		return Decision{}, err
+	}
+	p := in.Policy.withDefaults()
+	at := metav1.NewTime(in.Now.Truncate(time.Second))
+	s := *in.Status.DeepCopy()
 	var d Decision
-	if o.Outcome != nil && !s.Release.IsZero() && o.Outcome.Release.Same(s.Release) {
-		d.Result.Events = fold(&s, o.Outcome, p, at, o.Jitter)
+	if obs := &in.Observation; !obs.Release.IsZero() && !s.Release.IsZero() && obs.Release.Same(s.Release) {
+		d.Result.Events = fold(&s, obs, p, at, in.Jitter)
 	}
-	if !o.Desired.IsZero() {
-		s.ObservedGeneration = o.Generation
-		if s.State == "" || s.Release.IsZero() || !s.Release.Same(o.Desired) {
-			d.Result.Events = append(d.Result.Events, start(&s, o.Desired, p, at))
+	if !in.Desired.IsZero() {
+		s.ObservedGeneration = in.Generation
+		if s.State == "" || s.Release.IsZero() || !s.Release.Same(in.Desired) {
+			d.Result.Events = append(d.Result.Events, start(&s, in.Desired, p, at))
 		} else {
-			s.Release = carry(s.Release, o.Desired)
+			s.Release = carry(s.Release, in.Desired)
 		}
-		if s.Interrupted || s.NextApplyTime == nil || !o.Now.Before(s.NextApplyTime.Time) {
+		if s.Interrupted || s.NextApplyTime == nil || !in.Now.Before(s.NextApplyTime.Time) {
 			d.Apply = true
-			d.CheckPreconditions = s.State == StateUpdating && s.Done == 0 && !o.Desired.Force
+			d.CheckPreconditions = s.State == StateUpdating && s.Done == 0 && !in.Desired.Force
 		} else {
-			d.Result.RequeueAfter = s.NextApplyTime.Sub(o.Now)
+			d.Result.RequeueAfter = s.NextApplyTime.Sub(in.Now)
 		}
 	}
-	setConditions(&s, p, o.Now)
+	setConditions(&s, p, in.Now)
 	d.Status = s
-	return d
+	return d, nil
+}
+
+// validate reports a bad Policy, Status or Observation.
+func (in *Input) validate() error {
+	if err := in.Policy.validate(); err != nil {
+		return err
+	}
+	if err := in.Status.validate(); err != nil {
+		return err
+	}
+	o := &in.Observation
+	var problems []string
+	if o.Done < 0 || o.Total < 0 {
+		problems = append(problems, fmt.Sprintf("done %d or total %d is negative", o.Done, o.Total))
+	}
+	if !o.State.known() {
+		problems = append(problems, fmt.Sprintf("state %q is unknown", o.State))
+	}
+	return input.Invalid("payload", "observation", problems...)
 }
 
 // fold records what an apply of s.Release did.
-func fold(s *Status, out *Outcome, p Policy, at metav1.Time, jitter float64) []Event {
-	var events []Event
+func fold(s *Status, out *Observation, p Policy, at metav1.Time, jitter float64) []converge.Event {
+	var events []converge.Event
 	if s.Release.Version == "" && out.Release.Version != "" {
 		s.Release.Version = out.Release.Version
 		if len(s.History) > 0 && s.History[0].Version == "" {
@@ -82,7 +110,7 @@ func fold(s *Status, out *Outcome, p Policy, at metav1.Time, jitter float64) []E
 		s.LastProgressTime = &at
 	}
 	if len(out.Removed) > 0 {
-		events = append(events, Event{Type: EventTypeNormal, Reason: "ManifestsDeleted",
+		events = append(events, converge.Event{Type: converge.EventTypeNormal, Reason: "ManifestsDeleted",
 			Message: boundMessage(fmt.Sprintf("Deleted %d objects of %s: %s", len(out.Removed), s.Release, strings.Join(out.Removed, ", ")))})
 	}
 	switch {
@@ -97,11 +125,11 @@ func fold(s *Status, out *Outcome, p Policy, at metav1.Time, jitter float64) []E
 		s.Failure = failureOf(out.Err)
 		next := metav1.NewTime(at.Add(p.Backoff.Delay(s.Failures, jitter)).Truncate(time.Second))
 		s.NextApplyTime = &next
-		events = append(events, Event{Type: EventTypeWarning, Reason: sanitizeReason(s.Failure.Reason), Message: s.Failure.Message})
+		events = append(events, converge.Event{Type: converge.EventTypeWarning, Reason: sanitizeReason(s.Failure.Reason), Message: s.Failure.Message})
 	default:
 		s.Interrupted = false
 		if s.State != StateReconciling {
-			events = append(events, Event{Type: EventTypeNormal, Reason: "PayloadApplied",
+			events = append(events, converge.Event{Type: converge.EventTypeNormal, Reason: "PayloadApplied",
 				Message: fmt.Sprintf("Applied %d manifests of %s", s.Total, s.Release)})
 			if len(s.History) > 0 && s.History[0].State == UpdatePartial {
 				s.History[0].State, s.History[0].CompletionTime = UpdateCompleted, &at
@@ -123,7 +151,7 @@ func fold(s *Status, out *Outcome, p Policy, at metav1.Time, jitter float64) []E
 
 // start moves s to the desired release: Initializing while no release has completed,
 // Updating after. The release left behind ends its history entry.
-func start(s *Status, desired Release, p Policy, at metav1.Time) Event {
+func start(s *Status, desired Release, p Policy, at metav1.Time) converge.Event {
 	from := s.Release
 	state := StateUpdating
 	if s.State == "" || s.State == StateInitializing {
@@ -146,9 +174,9 @@ func start(s *Status, desired Release, p Policy, at metav1.Time) Event {
 		Conditions:         s.Conditions,
 	}
 	if state == StateInitializing {
-		return Event{Type: EventTypeNormal, Reason: "InitializingStarted", Message: "Initializing " + desired.String()}
+		return converge.Event{Type: converge.EventTypeNormal, Reason: "InitializingStarted", Message: "Initializing " + desired.String()}
 	}
-	return Event{Type: EventTypeNormal, Reason: "UpdateStarted", Message: fmt.Sprintf("Updating from %s to %s", from, desired)}
+	return converge.Event{Type: converge.EventTypeNormal, Reason: "UpdateStarted", Message: fmt.Sprintf("Updating from %s to %s", from, desired)}
 }
 
 // carry takes what may change of a release that stays the same: where it is pulled

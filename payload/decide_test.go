@@ -5,7 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-dev/converge"
+
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/converge-dev/converge/conditions"
@@ -33,7 +36,7 @@ func TestDecide(t *testing.T) {
 	reconcilingByDigest.Release = byDigest
 	tests := []struct {
 		name         string
-		obs          payload.Observation
+		in           payload.Input
 		wantApply    bool
 		wantChecks   bool
 		wantRequeue  time.Duration
@@ -44,11 +47,11 @@ func TestDecide(t *testing.T) {
 	}{
 		{
 			name: "nothing desired: wait for Update",
-			obs:  payload.Observation{},
+			in:   payload.Input{},
 		},
 		{
 			name:      "the first release initializes at once",
-			obs:       payload.Observation{Desired: v1, Generation: 1},
+			in:        payload.Input{Desired: v1, Generation: 1},
 			wantApply: true, wantState: payload.StateInitializing, wantEvents: []string{"InitializingStarted"},
 			check: func(t *testing.T, s payload.Status) {
 				assert.Equal(t, int64(1), s.ObservedGeneration)
@@ -57,17 +60,17 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:        "reconciling waits for its interval",
-			obs:         payload.Observation{Desired: v1, Status: reconciling},
+			in:          payload.Input{Desired: v1, Status: reconciling},
 			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling,
 		},
 		{
 			name:      "reconciling is due",
-			obs:       payload.Observation{Desired: v1, Status: reconciling, Now: t0.Add(3 * time.Minute)},
+			in:        payload.Input{Desired: v1, Status: reconciling, Now: t0.Add(3 * time.Minute)},
 			wantApply: true, wantState: payload.StateReconciling,
 		},
 		{
 			name:        "the same digest through a mirror starts no update",
-			obs:         payload.Observation{Desired: mirror, Status: reconcilingByDigest},
+			in:          payload.Input{Desired: mirror, Status: reconcilingByDigest},
 			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling,
 			check: func(t *testing.T, s payload.Status) {
 				assert.Len(t, s.History, 1)
@@ -76,7 +79,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:      "a new release after a completed one is an update, checked by the preconditions",
-			obs:       payload.Observation{Desired: v2, Status: reconciling},
+			in:        payload.Input{Desired: v2, Status: reconciling},
 			wantApply: true, wantChecks: true, wantState: payload.StateUpdating, wantEvents: []string{"UpdateStarted"},
 			check: func(t *testing.T, s payload.Status) {
 				assert.Equal(t, int32(0), s.Done, "a new release starts at zero")
@@ -85,23 +88,23 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:      "a forced update skips the preconditions",
-			obs:       payload.Observation{Desired: forced, Status: reconciling},
+			in:        payload.Input{Desired: forced, Status: reconciling},
 			wantApply: true, wantState: payload.StateUpdating, wantEvents: []string{"UpdateStarted"},
 		},
 		{
 			name:      "an update under way is not checked again",
-			obs:       payload.Observation{Desired: v2, Status: updating},
+			in:        payload.Input{Desired: v2, Status: updating},
 			wantApply: true, wantState: payload.StateUpdating,
 		},
 		{
 			name:      "a new release while initializing still initializes",
-			obs:       payload.Observation{Desired: v2, Status: payload.Status{Release: v1, State: payload.StateInitializing}},
+			in:        payload.Input{Desired: v2, Status: payload.Status{Release: v1, State: payload.StateInitializing}},
 			wantApply: true, wantState: payload.StateInitializing, wantEvents: []string{"InitializingStarted"},
 		},
 		{
 			name: "a failed apply backs off and says why",
-			obs: payload.Observation{Desired: v2, Status: updating, Jitter: 0.5,
-				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 1, Total: 6, Err: boom}},
+			in: payload.Input{Desired: v2, Status: updating, Jitter: 0.5,
+				Observation: payload.Observation{Release: v2, State: payload.StateUpdating, Done: 1, Total: 6, Err: boom}},
 			wantRequeue: 24 * time.Second, wantState: payload.StateUpdating, // 22.5s plus half of 20%, to the second
 			wantEvents: []string{"UpdatePayloadFailed"}, wantFailures: 1,
 			check: func(t *testing.T, s payload.Status) {
@@ -111,8 +114,8 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "an interrupted apply is no failure and resumes at once",
-			obs: payload.Observation{Desired: v2, Status: updating,
-				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 4, Total: 6, Interrupted: true}},
+			in: payload.Input{Desired: v2, Status: updating,
+				Observation: payload.Observation{Release: v2, State: payload.StateUpdating, Done: 4, Total: 6, Interrupted: true}},
 			wantApply: true, wantState: payload.StateUpdating,
 			check: func(t *testing.T, s payload.Status) {
 				assert.True(t, s.Interrupted)
@@ -122,8 +125,8 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "a completed update reconciles after the interval",
-			obs: payload.Observation{Desired: v2, Status: updating,
-				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 6, Total: 6}},
+			in: payload.Input{Desired: v2, Status: updating,
+				Observation: payload.Observation{Release: v2, State: payload.StateUpdating, Done: 6, Total: 6}},
 			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling, wantEvents: []string{"PayloadApplied"},
 			check: func(t *testing.T, s payload.Status) {
 				assert.Equal(t, payload.UpdateCompleted, s.History[0].State)
@@ -132,14 +135,14 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "removed objects are reported",
-			obs: payload.Observation{Desired: v2, Status: updating,
-				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 6, Total: 6, Removed: []string{`configmap "a/old"`}}},
+			in: payload.Input{Desired: v2, Status: updating,
+				Observation: payload.Observation{Release: v2, State: payload.StateUpdating, Done: 6, Total: 6, Removed: []string{`configmap "a/old"`}}},
 			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling, wantEvents: []string{"ManifestsDeleted", "PayloadApplied"},
 		},
 		{
 			name: "a reported error completes the apply",
-			obs: payload.Observation{Desired: v1, Status: reconciling, Now: t0.Add(3 * time.Minute),
-				Outcome: &payload.Outcome{Release: v1, State: payload.StateReconciling, Done: 6, Total: 6,
+			in: payload.Input{Desired: v1, Status: reconciling, Now: t0.Add(3 * time.Minute),
+				Observation: payload.Observation{Release: v1, State: payload.StateReconciling, Done: 6, Total: 6,
 					Err: &payload.UpdateError{Message: "slow", Effect: payload.EffectReport}}},
 			wantRequeue: 3 * time.Minute, wantState: payload.StateReconciling,
 			check: func(t *testing.T, s payload.Status) {
@@ -149,8 +152,8 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "a payload that shrank keeps done within its total (found by FuzzDecide)",
-			obs: payload.Observation{Desired: v2, Status: updating,
-				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Done: 1, Total: 2, Err: boom}},
+			in: payload.Input{Desired: v2, Status: updating,
+				Observation: payload.Observation{Release: v2, State: payload.StateUpdating, Done: 1, Total: 2, Err: boom}},
 			wantRequeue: 22 * time.Second, wantState: payload.StateUpdating, wantEvents: []string{"UpdatePayloadFailed"}, wantFailures: 1,
 			check: func(t *testing.T, s payload.Status) {
 				assert.Equal(t, int32(2), s.Total)
@@ -159,19 +162,20 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "the outcome of a release left behind is ignored",
-			obs: payload.Observation{Desired: v2, Status: reconciling,
-				Outcome: &payload.Outcome{Release: v2, State: payload.StateUpdating, Err: boom}},
+			in: payload.Input{Desired: v2, Status: reconciling,
+				Observation: payload.Observation{Release: v2, State: payload.StateUpdating, Err: boom}},
 			wantApply: true, wantChecks: true, wantState: payload.StateUpdating, wantEvents: []string{"UpdateStarted"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.obs.Now.IsZero() {
-				tt.obs.Now = t0
+			if tt.in.Now.IsZero() {
+				tt.in.Now = t0
 			}
-			before := *tt.obs.Status.DeepCopy()
-			d := payload.Decide(tt.obs, payload.Policy{})
-			assert.Equal(t, before, tt.obs.Status, "Decide changes nothing it is given")
+			before := *tt.in.Status.DeepCopy()
+			d, err := payload.Decide(tt.in)
+			require.NoError(t, err)
+			assert.Equal(t, before, tt.in.Status, "Decide changes nothing it is given")
 			assert.Equal(t, tt.wantApply, d.Apply, "apply")
 			assert.Equal(t, tt.wantChecks, d.CheckPreconditions, "preconditions")
 			assert.Equal(t, tt.wantRequeue, d.Result.RequeueAfter, "requeue")
@@ -181,8 +185,39 @@ func TestDecide(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, d.Status)
 			}
-			again := payload.Decide(tt.obs, payload.Policy{})
+			again, err := payload.Decide(tt.in)
+			require.NoError(t, err)
 			assert.Equal(t, d, again, "Decide is deterministic")
+		})
+	}
+}
+
+// TestDecideRejectsBadInput: a policy, status or observation no worker makes is an error
+// matching ErrInvalid that names the problem, and no decision.
+func TestDecideRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		in   payload.Input
+		want string
+	}{
+		{"a bad policy", payload.Input{Desired: v1, Policy: payload.Policy{Workers: -1}}, "payload: invalid policy: workers -1 is negative"},
+		{"an unknown state", payload.Input{Desired: v1, Status: payload.Status{Release: v1, State: "Paused"}}, `payload: invalid status: state "Paused" is unknown`},
+		{"more done than there is", payload.Input{Desired: v1, Status: payload.Status{Release: v1, State: payload.StateUpdating, Done: 7, Total: 6}},
+			"payload: invalid status: done 7 is above total 6"},
+		{"negative counts", payload.Input{Desired: v1, Status: payload.Status{Release: v1, State: payload.StateUpdating, Failures: -1, Completed: -2}},
+			"payload: invalid status: completed -2 is negative; failures -1 is negative"},
+		{"a negative observation", payload.Input{Desired: v1, Observation: payload.Observation{Release: v1, Done: -1}},
+			"payload: invalid observation: done -1 or total 0 is negative"},
+		{"an observation in an unknown state", payload.Input{Desired: v1, Observation: payload.Observation{Release: v1, State: "Paused"}},
+			`payload: invalid observation: state "Paused" is unknown`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.in.Now = t0
+			d, err := payload.Decide(tt.in)
+			require.ErrorIs(t, err, converge.ErrInvalid)
+			assert.EqualError(t, err, tt.want)
+			assert.Equal(t, payload.Decision{}, d)
 		})
 	}
 }
@@ -190,10 +225,12 @@ func TestDecide(t *testing.T) {
 // TestDecideRetryTimeSurvivesARestart: a worker restarted while it waits for a retry
 // waits for what is left of it, neither more nor less.
 func TestDecideRetryTimeSurvivesARestart(t *testing.T) {
-	failed := payload.Decide(payload.Observation{Desired: v1, Now: t0, Status: payload.Status{Release: v1, State: payload.StateInitializing},
-		Outcome: &payload.Outcome{Release: v1, Err: errors.New("boom")}}, payload.Policy{})
+	failed, err := payload.Decide(payload.Input{Desired: v1, Now: t0, Status: payload.Status{Release: v1, State: payload.StateInitializing},
+		Observation: payload.Observation{Release: v1, Err: errors.New("boom")}})
+	require.NoError(t, err)
 	assert.Equal(t, 22*time.Second, failed.Result.RequeueAfter)
-	restarted := payload.Decide(payload.Observation{Desired: v1, Now: t0.Add(20 * time.Second), Status: failed.Status, Jitter: 0.9}, payload.Policy{})
+	restarted, err := payload.Decide(payload.Input{Desired: v1, Now: t0.Add(20 * time.Second), Status: failed.Status, Jitter: 0.9})
+	require.NoError(t, err)
 	assert.False(t, restarted.Apply)
 	assert.Equal(t, 2*time.Second, restarted.Result.RequeueAfter)
 }
@@ -216,15 +253,18 @@ func FuzzDecide(f *testing.F) {
 		if !st.Release.IsZero() {
 			st.History = []payload.UpdateHistory{{State: payload.UpdatePartial, Version: st.Release.Version}}
 		}
-		obs := payload.Observation{Desired: releases[int(desired)%3], Status: st, Now: t0.Add(time.Duration(seconds%7200) * time.Second)}
+		obs := payload.Input{Desired: releases[int(desired)%3], Status: st, Now: t0.Add(time.Duration(seconds%7200) * time.Second)}
 		if outcome%4 != 0 {
-			obs.Outcome = &payload.Outcome{Release: st.Release, Done: max(outDone, 0), Total: max(outTotal, 0),
+			obs.Observation = payload.Observation{Release: st.Release, Done: max(outDone, 0), Total: max(outTotal, 0),
 				Interrupted: outcome%4 == 3}
 			if outcome%4 == 2 {
-				obs.Outcome.Err = errors.New("boom")
+				obs.Observation.Err = errors.New("boom")
 			}
 		}
-		d := payload.Decide(obs, payload.Policy{})
+		d, err := payload.Decide(obs)
+		if err != nil {
+			t.Fatalf("Decide: %v", err)
+		}
 		s := d.Status
 		switch {
 		case obs.Desired.IsZero() && d.Apply:

@@ -12,21 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// ErrInvalid is wrapped by every error about bad input: a malformed manifest, a payload
-// whose dependencies form a cycle or name an unknown manifest, a bad Config or Policy, a
-// nil host interface.
-var ErrInvalid = errors.New("payload: invalid input")
-
-// ErrConflict is what a StatusWriter returns, wrapped, when the status changed since the
-// worker last wrote it; the apiserver's own 409 (apierrors.IsConflict) is recognised
-// too. The worker owns its status, so it writes its latest status again.
-var ErrConflict = errors.New("payload: status conflict")
-
-// isConflict reports whether err is ErrConflict or an apiserver conflict.
-func isConflict(err error) bool {
-	return errors.Is(err, ErrConflict) || apierrors.IsConflict(err)
-}
-
 // Effect is how much an UpdateError weighs on the update; effects are ordered
 // Report < None < FailAfterInterval < Fail.
 type Effect string

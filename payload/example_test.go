@@ -8,6 +8,8 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/converge-dev/converge"
+
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -99,17 +101,25 @@ func ExampleDecide() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	from := payload.Release{Version: "1.0.0", Image: "example.com/release@sha256:aaa"}
 	to := payload.Release{Version: "1.1.0", Image: "example.com/release@sha256:bbb"}
-	d := payload.Decide(payload.Observation{
+	d, err := payload.Decide(payload.Input{
 		Desired: to, Generation: 2, Now: now,
 		Status: payload.Status{Release: from, State: payload.StateReconciling, Done: 862, Total: 862,
 			History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "1.0.0"}}},
-	}, payload.Policy{})
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println(d.Apply, d.Status.State, d.CheckPreconditions, d.Result.Events)
 
-	d = payload.Decide(payload.Observation{
+	d, err = payload.Decide(payload.Input{
 		Desired: to, Generation: 2, Now: now.Add(time.Minute), Status: d.Status,
-		Outcome: &payload.Outcome{Release: to, State: payload.StateUpdating, Done: 512, Total: 862, Interrupted: true},
-	}, payload.Policy{})
+		Observation: payload.Observation{Release: to, State: payload.StateUpdating, Done: 512, Total: 862, Interrupted: true},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	for _, c := range d.Status.Conditions {
 		fmt.Println(strings.TrimSpace(fmt.Sprintf("%s=%s %s", c.Type, c.Status, c.Message)))
 	}
@@ -173,10 +183,10 @@ metadata:
 // that follows an apply until n applies have ended, stepping the clock in between.
 func runExample(cfg payload.Config, n int, releases ...payload.Release) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
-	results := make(chan payload.Result, 100)
+	results := make(chan converge.Result, 100)
 	cfg.Clock = clk
 	cfg.Jitter = func() float64 { return 0 }
-	cfg.OnResult = func(r payload.Result) {
+	cfg.OnResult = func(r converge.Result) {
 		for _, e := range r.Events { // OnResult runs before the worker acts again
 			fmt.Printf("event %s %s: %s\n", e.Type, e.Reason, e.Message)
 		}
@@ -217,7 +227,7 @@ func ExampleWorker() {
 	loader := &fake.PayloadLoader{}
 	loader.Add(&payload.Payload{Release: release, Manifests: manifests})
 	applier := &fake.PayloadApplier{}
-	applier.FailTimes("ConfigMap/config/web", 1, errors.New("webhook not ready"))
+	applier.Push("ConfigMap/config/web", fake.PayloadOutcome{Err: errors.New("webhook not ready"), Times: 1})
 	runExample(payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{ManifestAttempts: 1}}, 3, release)
 	// Output:
 	// event Normal InitializingStarted: Initializing 1.0.0

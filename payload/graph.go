@@ -7,6 +7,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -48,14 +51,6 @@ type Graph struct {
 	criticalRoots []int32
 }
 
-// Len returns the number of groups (nodes) of the graph, task-less joins included.
-func (g *Graph) Len() int {
-	if g == nil {
-		return 0
-	}
-	return len(g.nodes)
-}
-
 // newGraph returns a graph with one node that runs tasks in order.
 func newGraph(tasks []*Task) *Graph {
 	return &Graph{nodes: []*taskNode{{tasks: tasks, runLevel: -1}}}
@@ -77,19 +72,6 @@ const (
 	OrderSerial
 )
 
-// String returns the order's name.
-func (o Order) String() string {
-	switch o {
-	case OrderRunLevels:
-		return "RunLevels"
-	case OrderParallel:
-		return "Parallel"
-	case OrderSerial:
-		return "Serial"
-	}
-	return fmt.Sprintf("Order(%d)", int(o))
-}
-
 func (o Order) breakFunc() (breakFunc, error) {
 	switch o {
 	case OrderRunLevels:
@@ -99,7 +81,7 @@ func (o Order) breakFunc() (breakFunc, error) {
 	case OrderSerial:
 		return nil, nil
 	}
-	return nil, fmt.Errorf("payload: unknown order %d: %w", int(o), ErrInvalid)
+	return nil, input.Invalidf("payload", "order", "%d is unknown", int(o))
 }
 
 // BuildGraph arranges tasks in order: a Job (batch/v1) is a barrier that nothing before
@@ -171,7 +153,7 @@ func (g *Graph) checkShape() error {
 	for i, n := range g.nodes {
 		for p, t := range n.tasks {
 			if t == nil || t.Manifest == nil {
-				return fmt.Errorf("payload: graph node %d: task %d has no manifest: %w", i, p, ErrInvalid)
+				return input.Invalidf("payload", "graph", "node %d: task %d has no manifest", i, p)
 			}
 		}
 	}
@@ -193,7 +175,7 @@ func splitOnJobs(t *Task) bool {
 // ErrInvalid, and the graph is left as it was.
 func (g *Graph) split(onFn func(*Task) bool) error {
 	if onFn == nil {
-		return fmt.Errorf("payload: split needs a function: %w", ErrInvalid)
+		return input.Invalidf("payload", "graph split", "no function")
 	}
 	if err := g.checkShape(); err != nil {
 		return err
@@ -247,7 +229,7 @@ func replaceAll(s []int, old, new int) {
 // error wrapping ErrInvalid, and the graph is left as it was.
 func (g *Graph) parallelize(breakFn breakFunc) error {
 	if breakFn == nil {
-		return fmt.Errorf("payload: parallelize needs a breakFunc: %w", ErrInvalid)
+		return input.Invalidf("payload", "graph parallelization", "no breakFunc")
 	}
 	if err := g.checkShape(); err != nil {
 		return err
@@ -257,7 +239,7 @@ func (g *Graph) parallelize(breakFn breakFunc) error {
 		broken[i] = breakFn(node.tasks)
 		for s, step := range broken[i] {
 			if slices.Contains(step, nil) {
-				return fmt.Errorf("payload: parallelize: the breakFunc returned a nil node in step %d of node %d: %w", s, i, ErrInvalid)
+				return input.Invalidf("payload", "graph parallelization", "the breakFunc returned a nil node in step %d of node %d", s, i)
 			}
 		}
 	}
@@ -326,8 +308,8 @@ func (e *CycleError) Error() string {
 	return "payload: dependency cycle: " + strings.Join(e.Tasks, " -> ")
 }
 
-// Is reports ErrInvalid.
-func (e *CycleError) Is(target error) bool { return target == ErrInvalid }
+// Is reports converge.ErrInvalid.
+func (e *CycleError) Is(target error) bool { return target == converge.ErrInvalid }
 
 // UnknownDependencyError reports an explicit dependency on a manifest the payload lacks.
 type UnknownDependencyError struct {
@@ -342,8 +324,8 @@ func (e *UnknownDependencyError) Error() string {
 	return fmt.Sprintf("payload: %s depends on unknown manifest %q", e.Task, e.Dependency)
 }
 
-// Is reports ErrInvalid.
-func (e *UnknownDependencyError) Is(target error) bool { return target == ErrInvalid }
+// Is reports converge.ErrInvalid.
+func (e *UnknownDependencyError) Is(target error) bool { return target == converge.ErrInvalid }
 
 type taskPos struct{ node, pos int }
 
@@ -450,7 +432,7 @@ func (g *Graph) reaches(from, to int) bool {
 // and a cycle. Errors wrap ErrInvalid.
 func (g *Graph) check() error {
 	if g == nil {
-		return fmt.Errorf("payload: nil graph: %w", ErrInvalid)
+		return input.Invalidf("payload", "graph", "nil")
 	}
 	indegree := make([]int32, len(g.nodes))
 	return validate(g, indegree, make([]int32, 0, len(g.nodes)), nil)
@@ -464,11 +446,11 @@ func validate(g *Graph, indegree, queue []int32, order *[]int32) error {
 	edges := 0
 	for i, node := range g.nodes {
 		if node == nil {
-			return fmt.Errorf("payload: graph node %d is nil: %w", i, ErrInvalid)
+			return input.Invalidf("payload", "graph", "node %d is nil", i)
 		}
 		for _, o := range node.out {
 			if o < 0 || o >= n {
-				return fmt.Errorf("payload: graph node %d has an edge to missing node %d: %w", i, o, ErrInvalid)
+				return input.Invalidf("payload", "graph", "node %d has an edge to missing node %d", i, o)
 			}
 			indegree[o]++
 		}
@@ -477,7 +459,7 @@ func validate(g *Graph, indegree, queue []int32, order *[]int32) error {
 	for i, node := range g.nodes {
 		for _, from := range node.in {
 			if from < 0 || from >= n {
-				return fmt.Errorf("payload: graph node %d has an edge from missing node %d: %w", i, from, ErrInvalid)
+				return input.Invalidf("payload", "graph", "node %d has an edge from missing node %d", i, from)
 			}
 		}
 	}
@@ -551,7 +533,7 @@ func matchEdges(g *Graph, indegree []int32, edges int) error {
 			}
 		}
 		if !ok {
-			return fmt.Errorf("payload: graph node %d: In %v does not match the nodes whose Out point at it %v: %w", i, node.in, want, ErrInvalid)
+			return input.Invalidf("payload", "graph", "node %d: In %v does not match the nodes whose Out point at it %v", i, node.in, want)
 		}
 	}
 	return nil

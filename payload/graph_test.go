@@ -3,6 +3,8 @@ package payload
 import (
 	"testing"
 
+	"github.com/converge-dev/converge"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -216,7 +218,7 @@ func TestAddDependencies(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			g, err := buildGraph(tt.tasks, tt.breakFn)
 			if tt.wantErr != nil {
-				require.ErrorIs(t, err, ErrInvalid)
+				require.ErrorIs(t, err, converge.ErrInvalid)
 				require.ErrorAs(t, err, tt.wantErr)
 				return
 			}
@@ -254,19 +256,19 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.ErrorIs(t, (&Graph{nodes: tt.nodes}).check(), ErrInvalid)
+			require.ErrorIs(t, (&Graph{nodes: tt.nodes}).check(), converge.ErrInvalid)
 		})
 	}
 	var cycle *CycleError
 	require.ErrorAs(t, (&Graph{nodes: []*taskNode{{out: []int{1}}, {in: []int{0, 2}, out: []int{2}}, {in: []int{1}, out: []int{1}}}}).check(), &cycle)
 	assert.Len(t, cycle.Tasks, 2, "the cycle names its two nodes")
-	require.ErrorIs(t, (*Graph)(nil).check(), ErrInvalid)
+	require.ErrorIs(t, (*Graph)(nil).check(), converge.ErrInvalid)
 }
 
 func TestValidateMismatchNamesTheRealPredecessors(t *testing.T) {
 	err := (&Graph{nodes: []*taskNode{{out: []int{2}}, {}, {in: []int{1, 3}}, {}, {out: []int{2}}}}).check()
-	require.ErrorIs(t, err, ErrInvalid)
-	assert.EqualError(t, err, "payload: graph node 2: In [1 3] does not match the nodes whose Out point at it [0 4]: payload: invalid input")
+	require.ErrorIs(t, err, converge.ErrInvalid)
+	assert.EqualError(t, err, "payload: invalid graph: node 2: In [1 3] does not match the nodes whose Out point at it [0 4]")
 }
 
 func TestValidateAcceptsMatchingEdges(t *testing.T) {
@@ -312,7 +314,7 @@ func TestSplitAndParallelizeRejectBadGraphs(t *testing.T) {
 			t.Run(tt.name+"/"+op.name, func(t *testing.T) {
 				g := &Graph{nodes: tt.nodes}
 				before := len(g.nodes)
-				require.NotPanics(t, func() { require.ErrorIs(t, op.run(g), ErrInvalid) })
+				require.NotPanics(t, func() { require.ErrorIs(t, op.run(g), converge.ErrInvalid) })
 				assert.Len(t, g.nodes, before, "the graph is left as it was")
 			})
 		}
@@ -321,18 +323,18 @@ func TestSplitAndParallelizeRejectBadGraphs(t *testing.T) {
 
 func TestSplitAndParallelizeRejectBadFunctions(t *testing.T) {
 	g := newGraph(pods("0000_10_a_0", "0000_10_b_0"))
-	require.ErrorIs(t, g.split(nil), ErrInvalid)
-	require.ErrorIs(t, g.parallelize(nil), ErrInvalid)
+	require.ErrorIs(t, g.split(nil), converge.ErrInvalid)
+	require.ErrorIs(t, g.parallelize(nil), converge.ErrInvalid)
 	withNil := func(tasks []*Task) [][]*taskNode {
 		return [][]*taskNode{{{tasks: tasks[:1]}, nil}, {{tasks: tasks[1:]}}}
 	}
-	require.ErrorIs(t, g.parallelize(withNil), ErrInvalid)
+	require.ErrorIs(t, g.parallelize(withNil), converge.ErrInvalid)
 	assert.Equal(t, []nodeView{{Files: []string{"0000_10_a_0", "0000_10_b_0"}}}, view(g.nodes), "the graph is left as it was")
 }
 
 func TestBuildGraphRejectsTasksWithoutManifest(t *testing.T) {
 	_, err := buildGraph([]*Task{pod("a"), {}}, byNumberAndComponent)
-	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorIs(t, err, converge.ErrInvalid)
 }
 
 func TestPrinting(t *testing.T) {
@@ -376,5 +378,5 @@ node 3: 20-a, 1 manifests, after 1, 2
   2 -> 3;
 }
 `, g.DOT())
-	assert.Equal(t, 4, g.Len())
+	assert.Len(t, g.nodes, 4)
 }

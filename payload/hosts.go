@@ -1,9 +1,6 @@
 package payload
 
-import (
-	"context"
-	"reflect"
-)
+import "context"
 
 // Payload is a loaded payload: its release and its manifests in apply order.
 type Payload struct {
@@ -85,7 +82,7 @@ func (f PreconditionsFunc) Check(ctx context.Context, from, to Release) error {
 }
 
 // StatusWriter persists the worker's status, e.g. in the status of the host's custom
-// resource. A conflict (ErrConflict, or the apiserver's 409) makes the worker write its
+// resource. A conflict (converge.ErrConflict, or the apiserver's 409) makes the worker write its
 // latest status again at once, up to 3 times in a row; another error, or a fourth
 // conflict, after the notify interval.
 type StatusWriter interface {
@@ -106,16 +103,3 @@ var (
 	_ Preconditions = PreconditionsFunc(nil)
 	_ StatusWriter  = StatusWriterFunc(nil)
 )
-
-// isNil reports whether v is nil or holds a nil pointer, function, map, channel, slice
-// or interface: a typed nil that would crash on its first call.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // The annotations Inclusion reads, as the cluster-version operator names them.
@@ -57,7 +59,7 @@ type Inclusion struct {
 // a rule is set.
 func (in Inclusion) Include(m *Manifest) error {
 	if m == nil || m.Object == nil {
-		return fmt.Errorf("payload: Include: no manifest: %w", ErrInvalid)
+		return input.Invalidf("payload", "manifest", "nil, or without an object")
 	}
 	if in.ExcludeIdentifier == "" && in.Profile == "" && !in.CheckFeatureSet && in.KnownCapabilities == nil {
 		return nil

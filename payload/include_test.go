@@ -3,6 +3,8 @@ package payload
 import (
 	"testing"
 
+	"github.com/converge-dev/converge"
+
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -50,5 +52,5 @@ func TestInclusion(t *testing.T) {
 			assert.ErrorContains(t, err, tt.want)
 		})
 	}
-	assert.ErrorIs(t, Inclusion{}.Include(nil), ErrInvalid)
+	assert.ErrorIs(t, Inclusion{}.Include(nil), converge.ErrInvalid)
 }

@@ -10,12 +10,13 @@ import (
 
 // loop decides, acts on the decision and waits, until ctx ends. The decision that
 // follows an apply stopped by ctx is still made and published, so that the status says
-// the apply was interrupted.
-func (w *Worker) loop(ctx context.Context) {
+// the apply was interrupted. It returns Decide's error, which a validated Config and
+// the statuses Decide itself made never give.
+func (w *Worker) loop(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	var (
-		outcome *Outcome
-		timer   clock.Timer
+		observed Observation
+		timer    clock.Timer
 	)
 	defer func() {
 		if timer != nil {
@@ -28,27 +29,31 @@ func (w *Worker) loop(ctx context.Context) {
 	}
 	for {
 		w.mu.Lock()
-		obs := Observation{Desired: w.desired, Generation: w.generation, Status: w.status, Outcome: outcome, Now: w.clock.Now(), Jitter: w.jitter()}
+		in := Input{Desired: w.desired, Generation: w.generation, Status: w.status, Observation: observed,
+			Policy: w.policy, Now: w.clock.Now(), Jitter: w.jitter()}
 		w.mu.Unlock()
-		d := Decide(obs, w.policy)
+		d, err := Decide(in)
+		if err != nil {
+			return err
+		}
 		w.publish(d.Status)
-		if outcome != nil || len(d.Result.Events) > 0 {
+		if !observed.Release.IsZero() || len(d.Result.Events) > 0 {
 			w.report(ctx, d.Result)
 		}
-		outcome = nil
+		observed = Observation{}
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 		if d.Apply {
 			logger.V(2).Info("Applying payload", "release", d.Status.Release.String(), "state", d.Status.State)
-			outcome = w.apply(ctx, d)
+			observed = w.apply(ctx, d)
 			continue
 		}
 		// The wait ends at a time, not after a duration: the clock may have moved while
 		// the host handled the result.
 		var due <-chan time.Time
 		if d.Result.RequeueAfter > 0 {
-			at := obs.Now.Add(d.Result.RequeueAfter)
+			at := in.Now.Add(d.Result.RequeueAfter)
 			wait := at.Sub(w.clock.Now())
 			if wait <= 0 {
 				continue
@@ -71,7 +76,7 @@ func (w *Worker) loop(ctx context.Context) {
 			timer = nil
 		}
 		if ctx.Err() != nil {
-			return
+			return nil
 		}
 	}
 }

@@ -13,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -180,8 +183,8 @@ func (e *ManifestError) Error() string {
 // Unwrap returns the cause.
 func (e *ManifestError) Unwrap() error { return e.Err }
 
-// Is reports ErrInvalid: a manifest error is bad input.
-func (e *ManifestError) Is(target error) bool { return target == ErrInvalid }
+// Is reports converge.ErrInvalid: a manifest error is bad input.
+func (e *ManifestError) Is(target error) bool { return target == converge.ErrInvalid }
 
 // Load reads every .yaml, .yml and .json file at the root of fsys, in CompareFiles order,
 // and returns one Manifest per non-empty document. A document that is not valid YAML,
@@ -190,10 +193,10 @@ func (e *ManifestError) Is(target error) bool { return target == ErrInvalid }
 // document. Files are streamed: no document larger than the limit is held in memory.
 func Load(fsys fs.FS, opts LoadOptions) ([]Manifest, error) {
 	if fsys == nil {
-		return nil, fmt.Errorf("payload: Load: nil fs.FS: %w", ErrInvalid)
+		return nil, input.Invalidf("payload", "payload directory", "nil fs.FS")
 	}
 	if opts.MaxManifestBytes < 0 {
-		return nil, fmt.Errorf("payload: Load: negative MaxManifestBytes %d: %w", opts.MaxManifestBytes, ErrInvalid)
+		return nil, input.Invalidf("payload", "load options", "maxManifestBytes %d is negative", opts.MaxManifestBytes)
 	}
 	limit := opts.MaxManifestBytes
 	if limit == 0 {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/converge-dev/converge"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -104,7 +106,7 @@ func TestLoadErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(fstest.MapFS{"0000_10_a_x.yaml": {Data: []byte(tt.data)}}, LoadOptions{})
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 			var mErr *ManifestError
 			require.ErrorAs(t, err, &mErr)
 			assert.Equal(t, "0000_10_a_x.yaml", mErr.File)
@@ -114,9 +116,9 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 	_, err := Load(nil, LoadOptions{})
-	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorIs(t, err, converge.ErrInvalid)
 	_, err = Load(fstest.MapFS{}, LoadOptions{MaxManifestBytes: -1})
-	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorIs(t, err, converge.ErrInvalid)
 }
 
 func TestLoadMarksManifestsForDeletion(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/converge-dev/converge"
+
 	"golang.org/x/time/rate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -97,7 +99,7 @@ func (n *notifier) deliver(ctx context.Context) bool {
 			n.pending, n.has = s, true
 		}
 		s = n.pending
-		retryNow := isConflict(err) && ctx.Err() == nil && attempt <= conflictRetries
+		retryNow := converge.IsConflict(err) && ctx.Err() == nil && attempt <= conflictRetries
 		if retryNow {
 			n.has = false
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-dev/converge"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -129,13 +131,13 @@ func TestNotifierWritesAgainAfterAConflict(t *testing.T) {
 			if conflicts == 0 {
 				return apierrors.NewConflict(schema.GroupResource{Resource: "things"}, "x", errors.New("changed"))
 			}
-			return fmt.Errorf("wrapped: %w", ErrConflict)
+			return fmt.Errorf("wrapped: %w", converge.ErrConflict)
 		}
 		return nil
 	})
 	n.offer(Status{Done: 7})
 	require.True(t, n.deliver(context.Background()), "written after two conflicts")
-	assert.Equal(t, []int32{7, 7, 7}, writes, "ErrConflict and the apiserver's 409 both make it write again at once")
+	assert.Equal(t, []int32{7, 7, 7}, writes, "converge.ErrConflict and the apiserver's 409 both make it write again at once")
 }
 
 func TestNotifierWaitsAfterConflictsInARow(t *testing.T) {
@@ -143,7 +145,7 @@ func TestNotifierWaitsAfterConflictsInARow(t *testing.T) {
 	writes := 0
 	n := newNotifier(time.Second, clk, func(context.Context, Status) error {
 		writes++
-		return ErrConflict
+		return converge.ErrConflict
 	})
 	n.offer(Status{Done: 7})
 	assert.False(t, n.deliver(context.Background()), "a writer that always conflicts is not retried forever")

@@ -2,26 +2,31 @@ package payload
 
 import "time"
 
-// Observation is everything Decide needs: what the host wants, what the worker has
-// done, and what the apply that just ended did.
-type Observation struct {
+// Input is everything Decide needs: what the host wants, what the worker has done, what
+// the host reported of the apply that just ended, and how to pace the work.
+type Input struct {
 	// Desired is the release the host wants (Worker.Update); zero before it says.
 	Desired Release
 	// Generation is the generation of Desired.
 	Generation int64
 	// Status is the worker's status: persisted, or the last one Decide returned.
 	Status Status
-	// Outcome is what the apply that just ended did, nil when none ended.
-	Outcome *Outcome
+	// Observation is what the host reported of the apply that just ended; zero when
+	// none ended.
+	Observation Observation
+	// Policy paces the worker; the zero value is every default.
+	Policy Policy
 	// Now is the time of the decision.
 	Now time.Time
 	// Jitter is a random number in [0, 1) that spreads retries (Config.Jitter).
 	Jitter float64
 }
 
-// Outcome is what one apply did.
-type Outcome struct {
-	// Release and State are what the apply applied (Decision.Status).
+// Observation is what the host reported of one apply: what its loader, appliers,
+// deleter and readiness checks returned, counted and summarized.
+type Observation struct {
+	// Release and State are what the apply applied (Decision.Status); a zero Release
+	// is no apply.
 	Release Release
 	State   State
 	// Done and Total count the manifests applied and those that belong to the cluster.

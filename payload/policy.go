@@ -5,6 +5,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Defaults of Policy.
@@ -36,11 +40,13 @@ type Policy struct {
 	// Interval is the time between two reconciles (default 3m).
 	// +optional
 	Interval metav1.Duration `json:"interval,omitempty"`
-	// Backoff spaces the attempts of a failing apply (default Initial Interval/8, Max
-	// Interval, FactorPercent 200, JitterPercent 20: Interval/8, /4, /2, then Interval,
-	// as the cluster-version operator waits).
+	// Backoff spaces the attempts of a failing apply. Each unset field has its
+	// default: Initial Interval/8, Max Interval (or Initial when that is
+	// longer), FactorPercent 200 and JitterPercent 20, so that a failing apply
+	// waits Interval/8, /4, /2 and then Interval, plus up to 20 %, as the
+	// cluster-version operator waits. JitterPercent 0 turns the jitter off.
 	// +optional
-	Backoff Backoff `json:"backoff,omitempty"`
+	Backoff converge.Backoff `json:"backoff,omitempty"`
 	// ApplyTimeout bounds one apply (default 2×Interval).
 	// +optional
 	ApplyTimeout metav1.Duration `json:"applyTimeout,omitempty"`
@@ -48,10 +54,12 @@ type Policy struct {
 	// on it (default 3).
 	// +optional
 	ManifestAttempts int32 `json:"manifestAttempts,omitempty"`
-	// ManifestBackoff spaces those attempts (default Initial 10s, Max 30s,
-	// FactorPercent 130, no jitter, the cluster-version operator's).
+	// ManifestBackoff spaces those attempts. Each unset field has its default:
+	// Initial 10s, Max 30s (or Initial when that is longer), FactorPercent 130
+	// and JitterPercent 0, so that a manifest waits 10s, 13s, 16.9s, … up to
+	// 30s with no jitter, as the cluster-version operator's task backoff does.
 	// +optional
-	ManifestBackoff Backoff `json:"manifestBackoff,omitempty"`
+	ManifestBackoff converge.Backoff `json:"manifestBackoff,omitempty"`
 	// Workers is the pool that updates (default 8).
 	// +optional
 	Workers int32 `json:"workers,omitempty"`
@@ -78,8 +86,10 @@ type Policy struct {
 	MaxHistory int32 `json:"maxHistory,omitempty"`
 }
 
-// validate reports negative or out-of-range fields.
+// validate reports negative or out-of-range fields, all of them, as one error matching
+// ErrInvalid.
 func (p Policy) validate() error {
+	var problems []string
 	for _, d := range []struct {
 		name string
 		d    time.Duration
@@ -88,7 +98,7 @@ func (p Policy) validate() error {
 		{"readinessTimeout", p.ReadinessTimeout.Duration}, {"readinessPoll", p.ReadinessPoll.Duration},
 	} {
 		if d.d < 0 {
-			return invalidf("policy: negative %s %s", d.name, d.d)
+			problems = append(problems, fmt.Sprintf("%s %s is negative", d.name, d.d))
 		}
 	}
 	for _, n := range []struct {
@@ -99,31 +109,30 @@ func (p Policy) validate() error {
 		{"reconcileWorkers", p.ReconcileWorkers}, {"maxHistory", p.MaxHistory},
 	} {
 		if n.n < 0 {
-			return invalidf("policy: negative %s %d", n.name, n.n)
+			problems = append(problems, fmt.Sprintf("%s %d is negative", n.name, n.n))
 		}
 	}
 	if p.ReadinessEffect != "" && p.ReadinessEffect.rank() == EffectFail.rank() && p.ReadinessEffect != EffectFail {
-		return invalidf("policy: unknown readinessEffect %q", p.ReadinessEffect)
+		problems = append(problems, fmt.Sprintf("readinessEffect %q is unknown", p.ReadinessEffect))
 	}
-	if err := p.Backoff.validate("policy: backoff"); err != nil {
-		return err
-	}
-	return p.ManifestBackoff.validate("policy: manifestBackoff")
+	problems = append(problems, input.Problems(p.Backoff.Validate(), "backoff: ")...)
+	problems = append(problems, input.Problems(p.ManifestBackoff.Validate(), "manifestBackoff: ")...)
+	return input.Invalid("payload", "policy", problems...)
 }
 
 // withDefaults returns p with every zero field set to its default.
 func (p Policy) withDefaults() Policy {
 	p.Interval.Duration = orDefault(p.Interval.Duration, defaultInterval)
 	interval := p.Interval.Duration
-	p.Backoff = p.Backoff.withDefaults(Backoff{
+	p.Backoff = backoffWithDefaults(p.Backoff, converge.Backoff{
 		Initial: metav1.Duration{Duration: interval / 8}, Max: metav1.Duration{Duration: interval},
-		FactorPercent: 200, JitterPercent: 20,
+		FactorPercent: 200, JitterPercent: ptr.To[int32](20),
 	})
 	p.ApplyTimeout.Duration = orDefault(p.ApplyTimeout.Duration, 2*interval)
 	p.ManifestAttempts = orDefault(p.ManifestAttempts, defaultManifestAttempts)
-	p.ManifestBackoff = p.ManifestBackoff.withDefaults(Backoff{
+	p.ManifestBackoff = backoffWithDefaults(p.ManifestBackoff, converge.Backoff{
 		Initial: metav1.Duration{Duration: 10 * time.Second}, Max: metav1.Duration{Duration: 30 * time.Second},
-		FactorPercent: 130,
+		FactorPercent: 130, JitterPercent: ptr.To[int32](0),
 	})
 	p.Workers = orDefault(p.Workers, defaultWorkers)
 	p.InitializingWorkers = orDefault(p.InitializingWorkers, defaultInitializingWorkers)
@@ -133,6 +142,17 @@ func (p Policy) withDefaults() Policy {
 	p.ReadinessEffect = orDefault(p.ReadinessEffect, EffectFailAfterInterval)
 	p.MaxHistory = orDefault(p.MaxHistory, defaultMaxHistory)
 	return p
+}
+
+// backoffWithDefaults fills the unset fields of b from defaults; a Max left unset is at
+// least Initial, so that a long Initial alone is not cut short by the default Max.
+func backoffWithDefaults(b, defaults converge.Backoff) converge.Backoff {
+	maxUnset := b.Max.Duration == 0
+	b = b.WithDefaults(defaults)
+	if maxUnset {
+		b.Max.Duration = max(b.Max.Duration, b.Initial.Duration)
+	}
+	return b
 }
 
 func orDefault[T comparable](v, def T) T {
@@ -152,8 +172,4 @@ func (p Policy) workersFor(state State) int {
 		return int(p.ReconcileWorkers)
 	}
 	return int(p.Workers)
-}
-
-func invalidf(format string, args ...any) error {
-	return fmt.Errorf("payload: "+format+": %w", append(args, ErrInvalid)...)
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/converge-dev/converge/internal/input"
+
 	"k8s.io/klog/v2"
 )
 
@@ -85,7 +87,7 @@ type RunOptions struct {
 // operation per group plus its edges, with a constant number of allocations per run.
 func RunGraph(ctx context.Context, graph *Graph, opts RunOptions, fn func(ctx context.Context, tasks []*Task) error) []error {
 	if ctx == nil || graph == nil || fn == nil {
-		return []error{fmt.Errorf("payload: RunGraph needs a context, a graph and a function: %w", ErrInvalid)}
+		return []error{input.Invalidf("payload", "RunGraph arguments", "it needs a context, a graph and a function")}
 	}
 	n := len(graph.nodes)
 	if n == 0 {

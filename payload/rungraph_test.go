@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-dev/converge"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -393,7 +395,7 @@ func TestRunGraphRejectsBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := RunGraph(tt.ctx, tt.graph, RunOptions{Workers: 2}, tt.fn)
 			require.Len(t, errs, 1)
-			assert.ErrorIs(t, errs[0], ErrInvalid)
+			assert.ErrorIs(t, errs[0], converge.ErrInvalid)
 			assert.False(t, called)
 		})
 	}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-dev/converge"
+
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -76,7 +78,7 @@ type simEvent struct {
 	state   payload.State
 	file    string
 	ref     string
-	result  payload.Result
+	result  converge.Result
 	timer   *simTimer
 	reply   chan simVerdict
 }
@@ -248,7 +250,7 @@ func (s *sim) hooks() payload.Config {
 			}
 			return nil
 		}),
-		OnResult: func(r payload.Result) { call(&simEvent{kind: "result", result: r}) },
+		OnResult: func(r converge.Result) { call(&simEvent{kind: "result", result: r}) },
 		Clock:    s.clk,
 		Policy:   simPolicy,
 		Jitter:   jitter.Float64,
@@ -468,7 +470,7 @@ func (s *sim) stop() {
 		case e := <-s.events:
 			s.logf("  while stopping: %s %s %v", e.kind, e.ref, e.result.Events)
 			for _, ev := range e.result.Events {
-				if ev.Type == payload.EventTypeWarning {
+				if ev.Type == converge.EventTypeWarning {
 					s.fail("a stop emitted a warning: %v", ev)
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Release identifies a payload: the version it carries and where it comes from.
@@ -169,6 +170,27 @@ type Status struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// validate reports what no worker writes: an unknown state, a negative count, more
+// manifests done than there are.
+func (s *Status) validate() error {
+	var problems []string
+	if !s.State.known() {
+		problems = append(problems, fmt.Sprintf("state %q is unknown", s.State))
+	}
+	for _, n := range []struct {
+		name string
+		n    int32
+	}{{"done", s.Done}, {"total", s.Total}, {"completed", s.Completed}, {"failures", s.Failures}} {
+		if n.n < 0 {
+			problems = append(problems, fmt.Sprintf("%s %d is negative", n.name, n.n))
+		}
+	}
+	if s.Done > s.Total {
+		problems = append(problems, fmt.Sprintf("done %d is above total %d", s.Done, s.Total))
+	}
+	return input.Invalid("payload", "status", problems...)
 }
 
 // percent is Done/Total in whole percent, rounded down; 0 when Total is 0.

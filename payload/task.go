@@ -23,6 +23,15 @@ const (
 	StateReconciling State = "Reconciling"
 )
 
+// known reports whether s is one of the states, or empty.
+func (s State) known() bool {
+	switch s {
+	case "", StateInitializing, StateUpdating, StateReconciling:
+		return true
+	}
+	return false
+}
+
 // Task is one manifest to apply, with its place in the payload.
 type Task struct {
 	// Index is the 1-based position of the manifest in the payload.
@@ -64,12 +73,12 @@ func (t *Task) file() string {
 }
 
 // retry calls attempt up to p.ManifestAttempts times, spaced by p.ManifestBackoff on
-// clk, until it succeeds. It stops at once when attempt returns an *UpdateError (its
+// clk with jitter's draws, until it succeeds. It stops at once when attempt returns an *UpdateError (its
 // Task is filled in when empty) or when ctx ends. When the attempts run out, or ctx ends
 // after a failed attempt, the last error is returned as an *UpdateError
 // "Could not <verb> <kind> "ns/name" (i of n): <cause>" whose Reason classifies it; when
 // ctx ended before any attempt, ctx's error.
-func (t *Task) retry(ctx context.Context, clk clock.WithDelayedExecution, p Policy, verb string, attempt func() error) error {
+func (t *Task) retry(ctx context.Context, clk clock.WithDelayedExecution, p Policy, jitter func() float64, verb string, attempt func() error) error {
 	var lastErr error
 	for n := int32(1); ; n++ {
 		if err := ctx.Err(); err != nil {
@@ -90,7 +99,7 @@ func (t *Task) retry(ctx context.Context, clk clock.WithDelayedExecution, p Poli
 		if n >= p.ManifestAttempts {
 			return t.failure(verb, lastErr, nil)
 		}
-		if !sleep(ctx, clk, p.ManifestBackoff.Delay(n, 0)) {
+		if !sleep(ctx, clk, p.ManifestBackoff.Delay(n, jitter())) {
 			return t.failure(verb, lastErr, ctx.Err())
 		}
 	}

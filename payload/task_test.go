@@ -13,13 +13,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// attempts is a policy of n attempts one, two, four… seconds apart.
+// draw is a jitter draw that would show in every wait a backoff with jitter computes.
+func draw() float64 { return 0.9 }
+
+// attempts is a policy of n attempts one, two, four… seconds apart: ManifestBackoff's
+// default is no jitter, whatever the draw.
 func attempts(n int32) Policy {
-	return Policy{ManifestAttempts: n, ManifestBackoff: Backoff{
+	return Policy{ManifestAttempts: n, ManifestBackoff: converge.Backoff{
 		Initial: metav1.Duration{Duration: time.Second}, Max: metav1.Duration{Duration: time.Hour}, FactorPercent: 200,
 	}}.withDefaults()
 }
@@ -38,7 +44,7 @@ func runWithClock(t *testing.T, ctx context.Context, task *Task, p Policy, resul
 		return results[len(calls)-1]
 	}
 	done := make(chan error, 1)
-	go func() { done <- task.retry(ctx, clk, p, "update", attempt) }()
+	go func() { done <- task.retry(ctx, clk, p, draw, "update", attempt) }()
 	for {
 		select {
 		case err := <-done:
@@ -158,7 +164,7 @@ func TestTaskRunCancelled(t *testing.T) {
 		clk := clocktesting.NewFakeClock(t0)
 		task := deployment(1, 1)
 		done := make(chan error, 1)
-		go func() { done <- task.retry(ctx, clk, attempts(3), "update", func() error { return boom }) }()
+		go func() { done <- task.retry(ctx, clk, attempts(3), draw, "update", func() error { return boom }) }()
 		for !clk.HasWaiters() {
 			runtime.Gosched()
 		}

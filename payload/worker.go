@@ -3,6 +3,7 @@ package payload
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -10,6 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // defaultNotifyInterval is the least time between two status writes that are not edges
@@ -50,11 +54,11 @@ type Config struct {
 	// OnResult, when set, is called on the worker's goroutine with the Result of every
 	// decision that follows an apply or emits events; Status then returns the status
 	// that decision made. The host emits the events with its recorder.
-	OnResult func(Result)
+	OnResult func(converge.Result)
 	// Clock times retries, intervals, timeouts and status writes; nil is the real clock.
 	Clock clock.WithDelayedExecution
 	// Jitter returns a random number in [0, 1) that spreads retries; nil is
-	// math/rand/v2's Float64.
+	// math/rand/v2's Float64. The worker calls it from one goroutine at a time.
 	Jitter func() float64
 }
 
@@ -75,9 +79,11 @@ type Worker struct {
 	cfg      Config
 	policy   Policy
 	clock    clock.WithDelayedExecution
-	jitter   func() float64
 	wake     chan struct{}
 	notifier *notifier
+
+	// jitterMu serializes the calls of Config.Jitter, which the pool's goroutines share.
+	jitterMu sync.Mutex
 
 	mu         sync.Mutex
 	running    bool
@@ -94,38 +100,24 @@ type Worker struct {
 }
 
 // NewWorker validates cfg and returns a worker. A nil or typed-nil Loader or Applier,
-// a typed-nil optional interface, or a bad Policy is an error wrapping ErrInvalid.
+// a typed-nil optional interface, a bad Policy or Status, or a negative NotifyInterval
+// is an error matching ErrInvalid that names every problem.
 func NewWorker(cfg Config) (*Worker, error) {
-	if isNil(cfg.Loader) || isNil(cfg.Applier) {
-		return nil, invalidf("NewWorker needs a Loader and an Applier")
-	}
-	for _, hook := range []struct {
-		name string
-		v    any
-	}{{"Deleter", cfg.Deleter}, {"Readiness", cfg.Readiness}, {"Preconditions", cfg.Preconditions}, {"StatusWriter", cfg.StatusWriter}} {
-		if hook.v != nil && isNil(hook.v) {
-			return nil, invalidf("NewWorker: the %s is a typed nil", hook.name)
-		}
-	}
-	if err := cfg.Policy.validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
-	}
-	if cfg.NotifyInterval < 0 {
-		return nil, invalidf("NewWorker: negative NotifyInterval %s", cfg.NotifyInterval)
 	}
 	w := &Worker{
 		cfg:    cfg,
 		policy: cfg.Policy.withDefaults(),
 		clock:  cfg.Clock,
-		jitter: cfg.Jitter,
 		wake:   make(chan struct{}, 1),
 		status: *cfg.Status.DeepCopy(),
 	}
 	if w.clock == nil {
 		w.clock = clock.RealClock{}
 	}
-	if w.jitter == nil {
-		w.jitter = rand.Float64
+	if w.cfg.Jitter == nil {
+		w.cfg.Jitter = rand.Float64
 	}
 	if cfg.StatusWriter != nil {
 		interval := cfg.NotifyInterval
@@ -177,6 +169,38 @@ func (w *Worker) Update(generation int64, desired Release) Status {
 	return *w.status.DeepCopy()
 }
 
+// validate reports every problem of cfg.
+func (cfg *Config) validate() error {
+	var problems []string
+	if input.IsNil(cfg.Loader) {
+		problems = append(problems, "no Loader")
+	}
+	if input.IsNil(cfg.Applier) {
+		problems = append(problems, "no Applier")
+	}
+	for _, hook := range []struct {
+		name string
+		v    any
+	}{{"Deleter", cfg.Deleter}, {"Readiness", cfg.Readiness}, {"Preconditions", cfg.Preconditions}, {"StatusWriter", cfg.StatusWriter}} {
+		if hook.v != nil && input.IsNil(hook.v) {
+			problems = append(problems, "the "+hook.name+" is a typed nil")
+		}
+	}
+	if cfg.NotifyInterval < 0 {
+		problems = append(problems, fmt.Sprintf("notifyInterval %s is negative", cfg.NotifyInterval))
+	}
+	problems = append(problems, input.Problems(cfg.Policy.validate(), "policy: ")...)
+	problems = append(problems, input.Problems(cfg.Status.validate(), "status: ")...)
+	return input.Invalid("payload", "config", problems...)
+}
+
+// jitter draws a number in [0, 1) from Config.Jitter.
+func (w *Worker) jitter() float64 {
+	w.jitterMu.Lock()
+	defer w.jitterMu.Unlock()
+	return w.cfg.Jitter()
+}
+
 // errSuperseded cancels an apply whose release was replaced by Update.
 var errSuperseded = errors.New("payload: apply superseded by a new desired release")
 
@@ -188,10 +212,10 @@ var errApplyTimeout = errors.New("payload: apply timed out")
 // it runs, with a nil context, or on a Worker not made by NewWorker is an error.
 func (w *Worker) Start(ctx context.Context) error {
 	if w == nil || w.wake == nil {
-		return invalidf("Start on a Worker not made by NewWorker")
+		return input.Invalidf("payload", "worker", "not made by NewWorker")
 	}
 	if ctx == nil {
-		return invalidf("Start needs a context")
+		return input.Invalidf("payload", "context", "nil")
 	}
 	w.mu.Lock()
 	if w.running {
@@ -214,7 +238,7 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.notifier.run(ctx)
 		}()
 	}
-	w.loop(ctx)
+	err := w.loop(ctx)
 	wg.Wait()
 	if w.notifier != nil {
 		// The last status, often the interrupted one, is written even though ctx ended.
@@ -222,7 +246,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		defer cancel()
 		w.notifier.deliver(flushCtx)
 	}
-	return nil
+	return err
 }
 
 // flushTimeout bounds the last status write of a stopping worker.
@@ -262,7 +286,7 @@ func (w *Worker) progress(release Release, done, total int32) {
 }
 
 // report hands a result to the host.
-func (w *Worker) report(ctx context.Context, r Result) {
+func (w *Worker) report(ctx context.Context, r converge.Result) {
 	if w.cfg.OnResult == nil {
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/converge-dev/converge"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
@@ -59,7 +62,7 @@ var runLevelOrder = []string{
 
 // decided is one decision the worker reported, with the status it made.
 type decided struct {
-	payload.Result
+	converge.Result
 	Status payload.Status
 }
 
@@ -113,7 +116,7 @@ func newHarness(t *testing.T, configure func(*payload.Config)) *harness {
 func (h *harness) newWorker(cfg payload.Config) *payload.Worker {
 	h.t.Helper()
 	var w *payload.Worker
-	cfg.OnResult = func(r payload.Result) { h.results <- decided{Result: r, Status: w.Status()} }
+	cfg.OnResult = func(r converge.Result) { h.results <- decided{Result: r, Status: w.Status()} }
 	w, err := payload.NewWorker(cfg)
 	require.NoError(h.t, err)
 	return w
@@ -167,7 +170,7 @@ func (h *harness) waiters(n int) {
 
 // blockOn makes every apply of ref wait until its context ends, and tells when one starts.
 func (h *harness) blockOn(ref string) <-chan struct{} {
-	h.applier.BlockUntilCancelled(ref)
+	h.applier.Push(ref, fake.PayloadOutcome{Block: true})
 	started := make(chan struct{}, 100)
 	h.applier.OnApply = func(c fake.PayloadApply) {
 		if c.Ref == ref {
@@ -195,7 +198,7 @@ func statesOf(calls []fake.PayloadApply) []payload.State {
 	return states
 }
 
-func reasons(events []payload.Event) []string {
+func reasons(events []converge.Event) []string {
 	var out []string
 	for _, e := range events {
 		out = append(out, e.Reason)
@@ -237,7 +240,7 @@ func TestWorkerUpdateCancelsTheApplyInFlight(t *testing.T) {
 	blocked := samplePayload(v1)
 	blocked.Manifests = append(blocked.Manifests, manifest("0000_40_d_00_cm.yaml", "ConfigMap", "d", "stuck"))
 	h.loader.Add(blocked)
-	h.applier.BlockUntilCancelled("ConfigMap/d/stuck")
+	h.applier.Push("ConfigMap/d/stuck", fake.PayloadOutcome{Block: true})
 	started := make(chan struct{})
 	var once sync.Once
 	h.applier.OnApply = func(c fake.PayloadApply) {
@@ -267,7 +270,7 @@ func TestWorkerUpdateCancelsTheApplyInFlight(t *testing.T) {
 func TestWorkerBackoffGrowsThenResetsAfterSuccess(t *testing.T) {
 	h := newHarness(t, nil)
 	boom := errors.New("boom")
-	h.applier.FailTimes("ConfigMap/b/two", 3, boom)
+	h.applier.Push("ConfigMap/b/two", fake.PayloadOutcome{Err: boom, Times: 3})
 	h.worker.Update(1, v1)
 
 	steps := []struct {
@@ -293,7 +296,7 @@ func TestWorkerBackoffGrowsThenResetsAfterSuccess(t *testing.T) {
 			assert.Equal(t, `Could not update configmap "b/two" (5 of 6): boom`, d.Status.Failure.Message)
 		}
 		if i == 3 {
-			h.applier.FailTimes("ConfigMap/b/two", 1, boom) // before the clock moves
+			h.applier.Push("ConfigMap/b/two", fake.PayloadOutcome{Err: boom, Times: 1}) // before the clock moves
 		}
 		h.clk.Step(d.RequeueAfter)
 	}
@@ -323,7 +326,7 @@ func TestWorkerLoadFailureBacksOff(t *testing.T) {
 	require.NotNil(t, d.Status.Failure)
 	assert.Equal(t, "UpdatePayloadRetrievalFailed", d.Status.Failure.Reason)
 	assert.Contains(t, d.Status.Failure.Message, "registry unavailable")
-	assert.Equal(t, []payload.Event{{Type: payload.EventTypeWarning, Reason: "UpdatePayloadRetrievalFailed", Message: d.Status.Failure.Message}}, d.Events[len(d.Events)-1:])
+	assert.Equal(t, []converge.Event{{Type: converge.EventTypeWarning, Reason: "UpdatePayloadRetrievalFailed", Message: d.Status.Failure.Message}}, d.Events[len(d.Events)-1:])
 	assert.Empty(t, h.applier.Recorded())
 
 	h.clk.Step(d.RequeueAfter)
@@ -399,7 +402,7 @@ func TestWorkerCleanStopIsNotAFailure(t *testing.T) {
 	for len(h.results) > 0 {
 		d := <-h.results
 		for _, e := range d.Events {
-			assert.NotEqual(t, payload.EventTypeWarning, e.Type, "a stop emits no warning: %v", e)
+			assert.NotEqual(t, converge.EventTypeWarning, e.Type, "a stop emits no warning: %v", e)
 		}
 		assert.Nil(t, d.Status.Failure)
 	}
@@ -491,7 +494,7 @@ func TestWorkerInitializingIsBounded(t *testing.T) {
 func TestWorkerFailureSaysWhy(t *testing.T) {
 	h := newHarness(t, nil)
 	h.loader.Add(&payload.Payload{Release: v1, Manifests: []payload.Manifest{manifest("a.yaml", "ConfigMap", "ns", "a")}})
-	h.applier.FailForever("ConfigMap/ns/a", errors.New("admission webhook denied the request"))
+	h.applier.Push("ConfigMap/ns/a", fake.PayloadOutcome{Err: errors.New("admission webhook denied the request")})
 	h.worker.Update(1, v1)
 	d := h.next()
 	require.NotNil(t, d.Status.Failure)
@@ -587,23 +590,30 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 		{"typed-nil deleter", payload.Config{Loader: loader, Applier: applier, Deleter: nilDeleter}},
 		{"negative interval", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{Interval: metav1.Duration{Duration: -1}}}},
 		{"negative workers", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{InitializingWorkers: -1}}},
-		{"factor below 100", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{Backoff: payload.Backoff{FactorPercent: 50}}}},
-		{"jitter over 100", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{ManifestBackoff: payload.Backoff{JitterPercent: 101}}}},
+		{"factor below 100", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{Backoff: converge.Backoff{FactorPercent: 50}}}},
+		{"jitter over 100", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{ManifestBackoff: converge.Backoff{JitterPercent: ptr.To[int32](101)}}}},
 		{"unknown readiness effect", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{ReadinessEffect: "Sometimes"}}},
+		{"a persisted status no worker writes", payload.Config{Loader: loader, Applier: applier, Status: payload.Status{Release: v1, State: "Paused"}}},
+		{"negative notify interval", payload.Config{Loader: loader, Applier: applier, NotifyInterval: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := payload.NewWorker(tt.cfg)
-			require.ErrorIs(t, err, payload.ErrInvalid)
-			assert.Regexp(t, "^payload: ", err.Error())
+			require.ErrorIs(t, err, converge.ErrInvalid)
+			assert.Regexp(t, "^payload: invalid config: ", err.Error())
 		})
 	}
+	t.Run("every problem is named", func(t *testing.T) {
+		_, err := payload.NewWorker(payload.Config{Deleter: nilDeleter, Policy: payload.Policy{Workers: -1}, Status: payload.Status{Done: 1}})
+		assert.EqualError(t, err, "payload: invalid config: no Loader; no Applier; the Deleter is a typed nil; "+
+			"policy: workers -1 is negative; status: done 1 is above total 0")
+	})
 }
 
 func TestWorkerStartRejectsANilContextAndASecondStart(t *testing.T) {
 	h := newHarness(t, nil)
 	//nolint:staticcheck // a nil context is what the test is about
-	require.ErrorIs(t, h.worker.Start(nil), payload.ErrInvalid)
+	require.ErrorIs(t, h.worker.Start(nil), converge.ErrInvalid)
 	h.worker.Update(1, v1)
 	h.next()
 	require.Error(t, h.worker.Start(context.Background()), "a second Start while the first runs")
@@ -624,7 +634,7 @@ func TestWorkerRemovesManifestsMarkedForDeletion(t *testing.T) {
 	p.Manifests = slices.Insert(p.Manifests, 4, old)
 	p.Manifests = slices.Insert(p.Manifests, 6, gone)
 	h.loader.Add(p)
-	h.applier.FailForever("ConfigMap/b/gone", apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "gone"))
+	h.applier.Push("ConfigMap/b/gone", fake.PayloadOutcome{Err: apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, "gone")})
 
 	h.worker.Update(2, v2)
 	d := h.next()
@@ -636,7 +646,7 @@ func TestWorkerRemovesManifestsMarkedForDeletion(t *testing.T) {
 	}, filesOf(calls), "deletions run in graph order")
 	assert.True(t, calls[4].Delete)
 	assert.True(t, calls[6].Delete)
-	assert.Contains(t, d.Events, payload.Event{Type: payload.EventTypeNormal, Reason: "ManifestsDeleted", Message: `Deleted 1 objects of 2.0.0: configmap "a/old"`},
+	assert.Contains(t, d.Events, converge.Event{Type: converge.EventTypeNormal, Reason: "ManifestsDeleted", Message: `Deleted 1 objects of 2.0.0: configmap "a/old"`},
 		"the object already gone is success and not reported as deleted")
 	assert.Equal(t, int32(8), d.Status.Done)
 }
@@ -762,7 +772,7 @@ func TestWorkerSameDigestThroughAMirrorStartsNoUpdate(t *testing.T) {
 // their state and times, and the conditions say what the cluster-version operator says.
 func TestWorkerHistoryAndConditions(t *testing.T) {
 	h := newHarness(t, func(c *payload.Config) { c.Policy.MaxHistory = 2 })
-	h.applier.FailTimes("ConfigMap/default/three", 1, errors.New("boom"))
+	h.applier.Push("ConfigMap/default/three", fake.PayloadOutcome{Err: errors.New("boom"), Times: 1})
 	h.worker.Update(1, v1)
 	d := h.next()
 	progressing, _ := conditionOf(d.Status, payload.ConditionProgressing)
@@ -797,7 +807,7 @@ func TestWorkerHistoryAndConditions(t *testing.T) {
 }
 
 func TestWorkerWritesStatusThroughConflicts(t *testing.T) {
-	store := &fake.PayloadStatusStore{Errs: []error{payload.ErrConflict}}
+	store := &fake.PayloadStatusStore{Errs: []error{converge.ErrConflict}}
 	h := newHarness(t, func(c *payload.Config) { c.StatusWriter = store })
 	h.worker.Update(1, v1)
 	h.next()
@@ -812,8 +822,8 @@ func TestWorkerReportEffectDoesNotFail(t *testing.T) {
 	slow := func(name string) error {
 		return &payload.UpdateError{Reason: "SlowOperator", Message: "operator " + name + " is slow", Effect: payload.EffectReport}
 	}
-	h.applier.FailForever("Namespace/a", slow("a"))
-	h.applier.FailForever("Namespace/b", slow("b"))
+	h.applier.Push("Namespace/a", fake.PayloadOutcome{Err: slow("a")})
+	h.applier.Push("Namespace/b", fake.PayloadOutcome{Err: slow("b")})
 	h.worker.Update(1, v1)
 	d := h.next()
 	s := d.Status
@@ -881,8 +891,8 @@ func TestWorkerAwaitsReadinessAfterAReportedError(t *testing.T) {
 
 func TestAWorkerNotMadeByNewWorkerIsAnErrorNotAPanic(t *testing.T) {
 	var nilWorker *payload.Worker
-	require.ErrorIs(t, nilWorker.Start(context.Background()), payload.ErrInvalid)
+	require.ErrorIs(t, nilWorker.Start(context.Background()), converge.ErrInvalid)
 	assert.Zero(t, nilWorker.Update(1, v1))
 	assert.Zero(t, nilWorker.Status())
-	require.ErrorIs(t, new(payload.Worker).Start(context.Background()), payload.ErrInvalid)
+	require.ErrorIs(t, new(payload.Worker).Start(context.Background()), converge.ErrInvalid)
 }

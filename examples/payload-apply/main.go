@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/internal/cli"
 	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/kube"
@@ -130,7 +131,7 @@ func runWorker(ctx context.Context, c *e2e.Cluster, o options, manifests, remova
 			progress.Show(s, applier.Level())
 			return statusWriter.WriteStatus(ctx, s)
 		}),
-		OnResult: func(r payload.Result) {
+		OnResult: func(r converge.Result) {
 			kube.RecordEvents(recorder, regarding, "Apply", r.Events)
 			progress.Events(r.Events)
 			select {

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
 )
 
 // Decided is a result of the worker with the status it made.
 type Decided struct {
-	payload.Result
+	converge.Result
 	Status payload.Status
 }
 

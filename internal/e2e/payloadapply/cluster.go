@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
 )
@@ -242,7 +243,7 @@ func (c *Cluster) Policy(interval time.Duration) (payload.Policy, time.Duration)
 		Interval:         metav1.Duration{Duration: 30 * time.Second},
 		ApplyTimeout:     metav1.Duration{Duration: 5 * time.Minute},
 		ManifestAttempts: 12,
-		ManifestBackoff:  payload.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: 20 * time.Second}, FactorPercent: 150},
+		ManifestBackoff:  converge.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: 20 * time.Second}, FactorPercent: 150},
 		Workers:          4, ReconcileWorkers: 2,
 		ReadinessPoll:    metav1.Duration{Duration: time.Second},
 		ReadinessTimeout: metav1.Duration{Duration: 5 * time.Minute},

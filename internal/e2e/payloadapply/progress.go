@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -60,7 +61,7 @@ func (p *Progress) Println(format string, args ...any) {
 }
 
 // Events prints the worker's events, one line each.
-func (p *Progress) Events(events []payload.Event) {
+func (p *Progress) Events(events []converge.Event) {
 	for _, e := range events {
 		p.Println("event: %s %s: %s", e.Type, e.Reason, e.Message)
 	}

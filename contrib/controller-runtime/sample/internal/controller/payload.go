@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/converge-dev/converge"
 	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 	"github.com/converge-dev/converge/kube"
@@ -56,7 +57,7 @@ func SetupPayloadWorker(ctx context.Context, mgr ctrl.Manager, key types.Namespa
 		Loader:       releaseLoader{releases: releases},
 		Status:       p.Status,
 		StatusWriter: kube.LatestStatusWriter[payload.Status]{Store: store},
-		OnResult:     func(r payload.Result) { kube.RecordEvents(rec, p, "Apply", r.Events) },
+		OnResult:     func(r converge.Result) { kube.RecordEvents(rec, p, "Apply", r.Events) },
 	})
 	if err != nil {
 		return err
