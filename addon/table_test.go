@@ -228,3 +228,21 @@ func TestMermaid(t *testing.T) {
 	assert.Contains(t, def, "    Deleting --> Deleting: UninstallFailed / Uninstall, DeadlinePassed, ResetRequested / Uninstall, ForceRequested / Uninstall\n",
 		"a deletion stops at its deadline until a reset or force is requested")
 }
+
+// TestRunningRecordsTheLastGoodVersionWithoutAHealthyRow: a table may enter
+// Running without a Healthy row (the minimal one does, straight from an
+// install); a healthy read there still records the version, and the
+// revision that carries it, as the last good one, so that a failed re-apply
+// of it is retried rather than stopped.
+func TestRunningRecordsTheLastGoodVersionWithoutAHealthyRow(t *testing.T) {
+	tb, err := addon.NewTable(minimal())
+	require.NoError(t, err)
+	s := st(addon.PhaseRunning, addon.ActionCheckHealth, func(s *addon.Status) { s.LastGoodVersion, s.InstalledRevision = "", "3" })
+	d, err := addon.Decide(addon.Input{Spec: meshSpec, Table: tb, Now: tNow, Status: s, Observation: health(addon.HealthHealthy, nil)})
+	require.NoError(t, err)
+	assert.Equal(t, "v1", d.Status.LastGoodVersion)
+	assert.Equal(t, "3", d.Status.LastGoodRevision)
+	d, err = addon.Decide(addon.Input{Spec: meshSpec, Table: tb, Now: tNow, Status: s, Observation: health(addon.HealthUnhealthy, nil)})
+	require.NoError(t, err)
+	assert.Empty(t, d.Status.LastGoodVersion, "an unhealthy read records nothing")
+}
