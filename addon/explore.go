@@ -418,6 +418,17 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 		n.path = s.path.then(name, len(out))
 		out = append(out, n)
 	}
+	// addRecorded adds from after each of outcomes, decided with spec.
+	addRecorded := func(spec Spec, from exploreState, outcomes []exploreOutcome, prefix string) error {
+		for _, o := range outcomes {
+			n, err := e.recorded(spec, from, o.obs, prefix+o.name)
+			if err != nil {
+				return err
+			}
+			add(n, prefix+o.name)
+		}
+		return nil
+	}
 	for _, w := range e.worlds() {
 		moved := *s
 		if !w.move(&moved) {
@@ -441,25 +452,13 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 				add(later, w.name+", then "+d.RequeueAfter.String()+" pass")
 			}
 		case d.Action == ActionCheckHealth:
-			for _, o := range healthReads {
-				after, world, err := e.record(in.Spec, base, o.obs, w.name+": "+o.name)
-				if err != nil {
-					return nil, err
-				}
-				n := base
-				n.status, n.world = after, world
-				add(n, w.name+": "+o.name)
+			if err := addRecorded(in.Spec, base, healthReads, w.name+": "); err != nil {
+				return nil, err
 			}
 		default:
 			c := d.Status.InFlight
-			for _, o := range e.outcomes(c) {
-				after, world, err := e.record(in.Spec, base, o.obs, w.name+": "+o.name)
-				if err != nil {
-					return nil, err
-				}
-				n := base
-				n.status, n.world = after, world
-				add(n, w.name+": "+o.name)
+			if err := addRecorded(in.Spec, base, e.outcomes(c), w.name+": "); err != nil {
+				return nil, err
 			}
 			if base.running == nil {
 				n := base
@@ -469,15 +468,10 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 		}
 	}
 	if c := s.running; c != nil {
-		for _, o := range e.outcomes(c) {
-			n := *s
-			n.running = nil
-			after, world, err := e.record(s.spec, n, o.obs, "the running "+o.name)
-			if err != nil {
-				return nil, err
-			}
-			n.status, n.world = after, world
-			add(n, "the running "+o.name)
+		done := *s
+		done.running = nil
+		if err := addRecorded(s.spec, done, e.outcomes(c), "the running "); err != nil {
+			return nil, err
 		}
 		for _, applied := range [...]bool{false, true} {
 			n := *s
@@ -491,15 +485,8 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 		}
 	}
 	if s.status.PendingAction == ActionCheckHealth && s.status.InFlight == nil {
-		for _, o := range healthReads {
-			name := "a health read from a stale status: " + o.name
-			after, world, err := e.record(s.spec, *s, o.obs, name)
-			if err != nil {
-				return nil, err
-			}
-			n := *s
-			n.status, n.world = after, world
-			add(n, name)
+		if err := addRecorded(s.spec, *s, healthReads, "a health read from a stale status: "); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -509,14 +496,13 @@ func (e *explorer) input(spec Spec, st Status, now time.Time, obs Observation) I
 	return Input{Spec: spec, Status: st, Observation: obs, Policy: e.opts.Policy, Table: e.opts.Table, Now: now, Owner: "explorer"}
 }
 
-// record decides what the Driver returned (obs) on s's status, with spec,
-// and returns the status and the world after it.
-func (e *explorer) record(spec Spec, s exploreState, obs Observation, name string) (Status, exploreWorld, error) {
-	world := e.observed(s.world, obs)
-	n := s
-	n.world = world
-	d, err := e.decide(e.input(spec, s.status, s.now, obs), &n, s.path, name)
-	return d.Status, n.world, err
+// recorded is s once the Driver returned obs and Decide, given spec,
+// recorded it.
+func (e *explorer) recorded(spec Spec, s exploreState, obs Observation, name string) (exploreState, error) {
+	s.world = e.observed(s.world, obs)
+	d, err := e.decide(e.input(spec, s.status, s.now, obs), &s, s.path, name)
+	s.status = d.Status
+	return s, err
 }
 
 type exploreOutcome struct {
