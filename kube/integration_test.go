@@ -40,9 +40,9 @@ import (
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
-	"github.com/converge-dev/converge/internal/testenv"
 	"github.com/converge-dev/converge/payload"
 	"github.com/converge-dev/converge/rollout"
+	"github.com/converge-dev/converge/testenv"
 )
 
 // env is the etcd and kube-apiserver every integration test of the package shares.

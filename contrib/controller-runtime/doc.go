@@ -22,6 +22,19 @@
 // payload.Worker.Start, as a manager.Runnable while the manager holds the
 // leader lease.
 //
+// The add-on engine acts on generations: it upgrades, and leaves Failed for
+// a new spec, only when the add-on object's metadata.generation moves (and
+// the payload worker reports the generation Worker.Update gave it as its
+// status' observedGeneration). The API server
+// moves a custom resource's generation on every change of anything but
+// metadata and status; controller-runtime's fake client never does, so on
+// it a changed spec is ignored without a word. In tests on the fake client,
+// wrap it with crtest.WithGenerations (package
+// github.com/converge-dev/converge/contrib/controller-runtime/crtest), which
+// moves generations as the API server does; crtest also runs envtest on the
+// etcd and kube-apiserver of converge's testenv (crtest.WithEnvironment), so
+// that the same tests run on a real apiserver.
+//
 // Events need no adapter of their own: the manager's recorder,
 // mgr.GetEventRecorder(name), is a client-go events/v1 recorder, which
 // kube.RecordEvents takes as it is:

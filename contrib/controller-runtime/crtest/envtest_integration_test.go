@@ -7,19 +7,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
-
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
 
 // Start serves a working API server on testenv's binaries, and Stop ends it.
 func TestStartServesAndStops(t *testing.T) {
-	env, err := Start(context.Background())
+	env := &envtest.Environment{}
+	cfg, err := Start(context.Background(), env)
 	require.NoError(t, err)
-	client, err := kubernetes.NewForConfig(env.Config)
+	client, err := kubernetes.NewForConfig(cfg)
 	require.NoError(t, err)
 	_, err = client.Discovery().ServerVersion()
 	require.NoError(t, err, "the API server answers")

@@ -28,7 +28,7 @@ func TestStartStopLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	env, err := Start(ctx)
 	require.NoError(t, err)
-	pids, dir := env.Pids(), env.Dir
+	pids, dir := env.processIDs(), env.Dir
 	require.Len(t, pids, 2)
 
 	cs, err := kubernetes.NewForConfig(env.Config)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,25 +16,68 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestVersionKeyIsStable(t *testing.T) {
-	a, err := versionKey()
+// The version key names the cache directory every machine's binaries are
+// in: it changes with the build module's files and with nothing else, so that
+// moving or rewriting this package never makes every machine rebuild
+// kube-apiserver. A change of versions changes it; then write the new key
+// here.
+func TestVersionKeyIsTheBuildModulesDigest(t *testing.T) {
+	key, err := versionKey()
 	require.NoError(t, err)
-	b, err := versionKey()
+	assert.Equal(t, "2f2ff215aaed8577", key)
+}
+
+// The build module written out is the embedded one, file for file, and
+// nothing else.
+func TestWriteToolsModule(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, writeToolsModule(dir))
+	var written []string
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, path)
+			written = append(written, rel)
+		}
+		return err
+	}))
+	assert.ElementsMatch(t, []string{"go.mod", "go.sum", filepath.Join("etcd", "main.go")}, written)
+	for _, f := range toolsFiles {
+		want, err := os.ReadFile(f.embedded)
+		require.NoError(t, err)
+		got, err := os.ReadFile(filepath.Join(dir, f.name))
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(got), f.name)
+	}
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	require.NoError(t, err)
-	assert.Equal(t, a, b)
-	assert.Len(t, a, 16)
+	assert.Contains(t, string(mod), "\tk8s.io/kubernetes v", "the module pins the kube-apiserver it builds")
 }
 
 func TestCacheDir(t *testing.T) {
-	t.Setenv(EnvCache, "")
-	gitignore, err := os.ReadFile(filepath.Join(sourceDir(), "..", "..", ".gitignore"))
-	require.NoError(t, err)
-	assert.Contains(t, string(gitignore), "/.cache/")
-	assert.Equal(t, "testbin", filepath.Base(CacheDir()))
-	assert.Equal(t, ".cache", filepath.Base(filepath.Dir(CacheDir())))
-
-	t.Setenv(EnvCache, "/var/cache/converge")
-	assert.Equal(t, "/var/cache/converge", CacheDir())
+	tests := []struct {
+		name             string
+		cache, xdg, home string
+		want, wantErr    string
+	}{
+		{name: "the environment variable wins", cache: "/var/cache/converge", xdg: "/xdg", home: "/home/u", want: "/var/cache/converge"},
+		{name: "else the user's cache directory", xdg: "/xdg", home: "/home/u", want: "/xdg/converge/testbin"},
+		{name: "which defaults to ~/.cache", home: "/home/u", want: "/home/u/.cache/converge/testbin"},
+		{name: "without any, an error says what to set", wantErr: "set CONVERGE_TESTBIN_CACHE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvCache, tt.cache)
+			t.Setenv("XDG_CACHE_HOME", tt.xdg)
+			t.Setenv("HOME", tt.home)
+			got, err := CacheDir()
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
 
 func TestEnsureBinariesFromEnvironment(t *testing.T) {
@@ -76,17 +120,19 @@ const (
 	buildLogEnv = "CONVERGE_TESTENV_BUILD_LOG"
 )
 
-// fakeBuild stands for go build in a helper process. Like go, it starts a
-// child of its own; it says so on fd 3 and waits for that child, which reads
-// fd 4 until a line or the end. Then it logs the package it built and writes
-// an executable out.
-const fakeBuild = `head -n 1 <&4 >/dev/null & echo started >&3
+// fakeBuild stands for go build in a helper process. It fails unless it
+// runs in the build module. Like go, it starts a child of its own; it says so
+// on fd 3 and waits for that child, which reads fd 4 until a line or the end.
+// Then it logs the package it built and writes an executable out.
+const fakeBuild = `test -f go.mod -a -f go.sum -a -f etcd/main.go || { echo "not in the build module: $PWD"; exit 9; }
+head -n 1 <&4 >/dev/null & echo started >&3
 wait $! && echo "$2" >>"$` + buildLogEnv + `" && printf '#!/bin/sh\n' >"$1" && chmod +x "$1"`
 
 // ensureHelper is the whole helper process; it returns the exit status.
 func ensureHelper() int {
-	buildCommand = func(out, pkg string) *exec.Cmd {
+	buildCommand = func(dir, out, pkg string) *exec.Cmd {
 		cmd := shell(fakeBuild, out, pkg)
+		cmd.Dir = dir
 		cmd.ExtraFiles = []*os.File{os.NewFile(3, "started"), os.NewFile(4, "release")}
 		return cmd
 	}
@@ -175,6 +221,9 @@ func TestBuildDiesWithTheProcessThatStartedIt(t *testing.T) {
 	require.ErrorContains(t, err, "killed")
 	requireAllWritersGone(t, started, "the build or its child")
 	require.NoFileExists(t, buildLog, "the killed build finished")
+	left, err := filepath.Glob(filepath.Join(cache, "*", srcPrefix+"*"))
+	require.NoError(t, err)
+	require.Len(t, left, 1, "the killed build leaves its build module")
 
 	_, nextStartedW := pipe(t)
 	nextReleaseR, nextReleaseW := pipe(t)
@@ -187,6 +236,15 @@ func TestBuildDiesWithTheProcessThatStartedIt(t *testing.T) {
 	builds, err := os.ReadFile(buildLog)
 	require.NoError(t, err)
 	assert.Equal(t, "./etcd\nk8s.io/kubernetes/cmd/kube-apiserver\n", string(builds))
+	assertNoBuildModuleLeft(t, cache, "the next process removes what the killed build left")
+}
+
+// assertNoBuildModuleLeft fails if a build module is left in the cache.
+func assertNoBuildModuleLeft(t *testing.T, cache, msg string) {
+	t.Helper()
+	left, err := filepath.Glob(filepath.Join(cache, "*", srcPrefix+"*"))
+	require.NoError(t, err)
+	assert.Empty(t, left, msg)
 }
 
 // TestConcurrentProcessesBuildOnce starts a second process while a first one
@@ -217,4 +275,5 @@ func TestConcurrentProcessesBuildOnce(t *testing.T) {
 	builds, err := os.ReadFile(buildLog)
 	require.NoError(t, err)
 	assert.Equal(t, "./etcd\nk8s.io/kubernetes/cmd/kube-apiserver\n", string(builds), "each binary was built once")
+	assertNoBuildModuleLeft(t, cache, "the build module is removed once built")
 }

@@ -1,7 +1,9 @@
-// Command testenv starts the integration tests' etcd and kube-apiserver on
-// loopback, so that an example can run against a real apiserver:
+// Command testenv starts package testenv's etcd and kube-apiserver on
+// loopback, so that a program can run against a real apiserver:
 //
-//	go run ./internal/testenv/cmd/testenv -- sh -c 'go run ./examples/payload-apply -kubeconfig "$KUBECONFIG" -simulate-controllers'
+//	go run ./testenv/cmd/testenv -- sh -c 'go run ./examples/payload-apply -kubeconfig "$KUBECONFIG" -simulate-controllers'
+//
+// (from another module: go run github.com/converge-dev/converge/testenv/cmd/testenv@VERSION -- ...).
 //
 // With a command after "--" it runs the command with KUBECONFIG set, stops
 // the environment, and exits with the command's status. Without one it
@@ -18,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/converge-dev/converge/internal/testenv"
+	"github.com/converge-dev/converge/testenv"
 )
 
 func main() {

@@ -65,8 +65,8 @@ type process struct {
 	err  error         // of cmd.Wait, read after done
 }
 
-// Pids returns the process ids of etcd and kube-apiserver.
-func (e *Environment) Pids() []int {
+// processIDs returns the process ids of etcd and kube-apiserver.
+func (e *Environment) processIDs() []int {
 	var pids []int
 	for _, p := range []*process{e.etcd, e.apiserver} {
 		if p != nil {

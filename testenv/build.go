@@ -25,24 +25,28 @@ const supervisor = `trap 'kill -KILL 0' TERM; "$@" & wait $!`
 // exited or was killed, should a process outside its group hold the pipe.
 const buildWaitDelay = 5 * time.Second
 
-// buildCommand returns the command that builds pkg of the tools module into
-// out. Tests replace it with a fake build.
+// buildCommand returns the command that builds pkg of the build module in
+// dir into out. Tests replace it with a fake build.
 var buildCommand = goBuildCommand
 
-func goBuildCommand(out, pkg string) *exec.Cmd {
+// goBuildCommand builds with the go command on $PATH, in module mode
+// whatever the caller's environment says: no workspace, the build module's
+// go.sum as it is.
+func goBuildCommand(dir, out, pkg string) *exec.Cmd {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
 	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Dir = ToolsDir()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOWORK=off")
 	return cmd
 }
 
-// build builds pkg into out, atomically: the build writes out.tmp, which is
-// renamed to out once it is complete. The caller holds the build lock.
-func build(ctx context.Context, out, pkg string) error {
+// build builds pkg of the build module in dir into out, atomically: the
+// build writes out.tmp, which is renamed to out once it is complete. The
+// caller holds the build lock.
+func build(ctx context.Context, dir, out, pkg string) error {
 	tmp := out + ".tmp"
 	// A build killed with its test process may have left a partial file,
 	// which go build refuses to overwrite.
@@ -50,7 +54,7 @@ func build(ctx context.Context, out, pkg string) error {
 		return fmt.Errorf("testenv: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "testenv: building %s into %s (the first build compiles Kubernetes and takes minutes)\n", pkg, out)
-	if outb, err := runInGroup(ctx, buildCommand(tmp, pkg)); err != nil {
+	if outb, err := runInGroup(ctx, buildCommand(dir, tmp, pkg)); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("testenv: go build %s: %w\n%s", pkg, err, outb)
 	}
