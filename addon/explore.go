@@ -530,9 +530,7 @@ func (e *explorer) outcomes(c *Claim) []exploreOutcome {
 func (e *explorer) observed(w exploreWorld, obs Observation) exploreWorld {
 	switch a := obs.Action; {
 	case a == ActionCheckHealth:
-		if obs.Err == nil {
-			w.read = obs.Health == HealthHealthy
-		}
+		w.read = obs.Err == nil && obs.Health == HealthHealthy
 	case a == ActionTest:
 		w.tested = obs.Err == nil || e.limits.ignored
 	case obs.Err != nil:

@@ -193,10 +193,26 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 			return m.done(log, res, d), nil
 		}
 		if d.Action != ActionNone && !d.Action.mutates() {
-			// A read claims nothing: its outcome is written with the look.
+			// A read claims nothing: what it read is written with the look,
+			// over the status it was decided from. After a conflict it is
+			// dropped and the fresh status decides again (and reads again),
+			// for a health read taken before another writer's action ended
+			// says nothing of what that action applied.
 			look := obj
 			look.Status = d.Status
-			return m.record(ctx, log, look, m.run(ctx, log, obj, d), res, d.Events)
+			obs := m.run(ctx, log, obj, d)
+			read, err := m.decide(look, obs)
+			if err != nil {
+				return res, err
+			}
+			if _, err := m.cfg.Store.UpdateStatus(ctx, obj, read.Status); err != nil {
+				if obj, err = m.reread(ctx, obj, err, &conflicts); err != nil {
+					return res, err
+				}
+				continue
+			}
+			res.Events = append(res.Events, d.Events...)
+			return m.done(log, res, read), nil
 		}
 		written, err := m.cfg.Store.UpdateStatus(ctx, obj, d.Status)
 		if err != nil {
@@ -220,14 +236,13 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 		if obs.Err != nil {
 			log.V(1).Info("Action failed", "action", d.Action, "err", m.redact(obs.Err.Error()))
 		}
-		return m.record(ctx, log, written, obs, res, nil)
+		return m.record(ctx, log, written, obs, res)
 	}
 }
 
-// record writes the outcome obs onto obj, re-reading after a conflict.
-// The events of an unwritten look come first, unless a conflict replaced
-// that look's status with a fresh one.
-func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result, look []converge.Event) (Result, error) {
+// record writes the outcome obs of the claimed action onto obj, and after
+// a conflict onto the add-on read afresh: the claim it ran under fences it.
+func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result) (Result, error) {
 	for {
 		d, err := m.decide(obj, obs)
 		if err != nil {
@@ -237,10 +252,8 @@ func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs O
 			if obj, err = m.reread(ctx, obj, err, nil); err != nil {
 				return res, err
 			}
-			look = nil
 			continue
 		}
-		res.Events = append(res.Events, look...)
 		return m.done(log, res, d), nil
 	}
 }

@@ -98,16 +98,15 @@ type simulation struct {
 	injected map[string]int
 
 	// running is which Machine's reconcile is on; cancel ends its context
-	// (a crash); stale is true while it reconciles from a stale cache.
+	// (a crash).
 	running int
 	cancel  context.CancelFunc
-	stale   bool
 	// inFlight counts mutating driver calls running now.
 	inFlight int
 	// The world: cluster is the version the cluster runs ("" when
 	// uninstalled); uninstalled is true when the last mutating call was a
-	// successful uninstall; read is true when its last health read, by a
-	// reconcile of the current status, was healthy since it changed, and
+	// successful uninstall; read is true when its last health read decided
+	// from the current status was healthy since it changed, and
 	// tested when its tests passed (or failed, ignored) since; failed is
 	// the version of the
 	// latest failed install or upgrade (failedBy), until an action
@@ -115,6 +114,9 @@ type simulation struct {
 	cluster      string
 	uninstalled  bool
 	read, tested bool
+	// seen is true once a health read decided from the current status said
+	// healthy since the cluster last changed.
+	seen bool
 	failed       string
 	failedBy     addon.Action
 	// carried names the version each revision the driver returned applied,
@@ -178,6 +180,11 @@ func newSimulation(seed uint64) *simulation {
 	}
 	s.policy = simPolicies[s.rng.IntN(len(simPolicies))]
 	s.limits = simLimitsOf(s.policy)
+	s.store.written = func(prev, next addon.Status) {
+		if next.LastGoodVersion != prev.LastGoodVersion && (next.LastGoodVersion != s.cluster || !s.seen) {
+			s.violate("the last good version became %s, which the world does not run or was not read healthy (it runs %q)", next.LastGoodVersion, s.cluster)
+		}
+	}
 	drv := &simDriver{s: s}
 	for i := range s.machines {
 		m, err := addon.NewMachine(addon.Config{Driver: drv, Store: s.store, Identity: s.id(i), Policy: s.policy, Clock: s.clock,
@@ -201,6 +208,9 @@ type simStore struct {
 	specs     []addon.Spec
 	statuses  []addon.Status // statuses[i] is at resource version i+1
 	conflicts int
+	// written, when set, checks each status the engine writes against the
+	// one before it, as the world is at the time of the write.
+	written func(prev, next addon.Status)
 }
 
 var _ addon.Store = (*simStore)(nil)
@@ -209,8 +219,21 @@ func newSimStore(spec addon.Spec) *simStore {
 	return &simStore{specs: []addon.Spec{spec}, statuses: []addon.Status{{}}}
 }
 
+// object is the add-on with the spec and status at those indexes; its Host,
+// which the Machine hands to the driver, names the status's version.
 func (s *simStore) object(spec, status int) addon.Object {
-	return addon.Object{Spec: s.specs[spec], Status: *s.statuses[status].DeepCopy(), ResourceVersion: strconv.Itoa(status + 1)}
+	rv := strconv.Itoa(status + 1)
+	return addon.Object{Spec: s.specs[spec], Status: *s.statuses[status].DeepCopy(), ResourceVersion: rv, Host: simHost(rv)}
+}
+
+// simHost is the version of the status a Machine decided from.
+type simHost string
+
+// currentStatus reports whether req was decided from the current status.
+func (s *simStore) currentStatus(req addon.Request) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return req.Host == simHost(strconv.Itoa(len(s.statuses)))
 }
 
 // current is the add-on as it is.
@@ -255,6 +278,9 @@ func (s *simStore) UpdateStatus(_ context.Context, obj addon.Object, st addon.St
 	case obj.ResourceVersion != strconv.Itoa(len(s.statuses)):
 		return addon.Object{}, converge.Conflict(fmt.Errorf("sim: status at version %s, written over %s", strconv.Itoa(len(s.statuses)), obj.ResourceVersion))
 	}
+	if s.written != nil {
+		s.written(s.statuses[len(s.statuses)-1], st)
+	}
 	s.statuses = append(s.statuses, *st.DeepCopy())
 	return s.object(len(s.specs)-1, len(s.statuses)-1), nil
 }
@@ -287,10 +313,13 @@ func (s *simulation) violate(format string, args ...any) {
 
 func (s *simulation) id(i int) string { return [...]string{"m1", "m2"}[i] }
 
-// healthy reports whether the world runs a version that serves: read
-// healthy and, when the policy tests it, tested since it changed.
-func (s *simulation) healthy() bool {
-	return s.cluster != "" && s.read && (!s.limits.tests || s.tested)
+// healthy reports whether the world runs a version that serves (read
+// healthy and, when the policy tests it, tested since it changed) and that
+// the engine knows serves: st's last good version, which check holds to
+// the world. (A read the engine dropped, its write lost to another's,
+// tells the world but not the engine.)
+func (s *simulation) healthy(st addon.Status) bool {
+	return s.cluster != "" && s.read && (!s.limits.tests || s.tested) && st.LastGoodVersion == s.cluster
 }
 
 // run plays the faulty steps, then lets the world behave.
@@ -392,9 +421,9 @@ func (s *simulation) reconcile(i int, obj addon.Object, stale bool) {
 	s.steps++
 	ctx, cancel := context.WithCancel(quiet)
 	defer cancel()
-	outer, outerCancel, outerStale := s.running, s.cancel, s.stale
-	s.running, s.cancel, s.stale = i, cancel, stale
-	defer func() { s.running, s.cancel, s.stale = outer, outerCancel, outerStale }()
+	outer, outerCancel := s.running, s.cancel
+	s.running, s.cancel = i, cancel
+	defer func() { s.running, s.cancel = outer, outerCancel }()
 	before := s.store.current().Status.InFlight
 	var res addon.Result
 	var err error
@@ -414,7 +443,7 @@ func (s *simulation) reconcile(i int, obj addon.Object, stale bool) {
 			s.violate("a secret reached an event: %s", e.Message)
 		}
 	}
-	if cur := s.store.current(); err == nil && !stale && cur.Spec == obj.Spec && s.healthy() && s.cluster == cur.Spec.Version &&
+	if cur := s.store.current(); err == nil && !stale && cur.Spec == obj.Spec && s.healthy(cur.Status) && s.cluster == cur.Spec.Version &&
 		!cur.Spec.Deleting && !cur.Spec.Suspended && cur.Status.PendingAction == "" && cur.Status.InFlight == nil {
 		s.violate("the healthy %s, the version the spec asks for, is left unwatched in %s", s.cluster, cur.Status.Phase)
 	}
@@ -518,7 +547,7 @@ func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Reques
 	if a == addon.ActionInstall && st.InstalledVersion != "" {
 		s.violate("a fresh install while %s is installed", st.InstalledVersion)
 	}
-	if s.healthy() {
+	if s.healthy(st) {
 		switch {
 		case a == addon.ActionUninstall && !spec.Deleting && !(s.failed != "" && s.failed != s.cluster && s.uninstallsFor(s.failedBy)):
 			s.violate("the healthy %s is uninstalled, neither deleted nor remediating a failure of another version (last failed: %q)", s.cluster, s.failed)
@@ -550,11 +579,11 @@ func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Reques
 	}
 	switch a {
 	case addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback:
-		s.cluster, s.read, s.tested = req.To, false, false
+		s.cluster, s.read, s.tested, s.seen = req.To, false, false, false
 		s.carried = append(s.carried, req.To)
 		revision = strconv.Itoa(len(s.carried))
 	case addon.ActionUninstall:
-		s.cluster, s.read, s.tested = "", false, false
+		s.cluster, s.read, s.tested, s.seen = "", false, false, false
 	case addon.ActionTest:
 		s.tested = true
 	}
@@ -644,12 +673,15 @@ func (d *simDriver) Test(ctx context.Context, req addon.Request) error {
 }
 
 // Health reads the world: nothing installed is unhealthy; with faults on a
-// read may panic, be unhealthy or unreadable. A read by a reconcile of the
-// current status is what the world's health is.
-func (d *simDriver) Health(context.Context, addon.Request) (addon.Health, error) {
+// read may panic, be unhealthy or unreadable, or last while another
+// Machine's action runs to its end. A read decided from the current status
+// is what the world's health is; it is taken before whatever happens while
+// it lasts.
+func (d *simDriver) Health(_ context.Context, req addon.Request) (addon.Health, error) {
 	s := d.s
 	h, err := addon.HealthHealthy, error(nil)
-	switch r := s.rng.IntN(100); {
+	r := s.rng.IntN(100)
+	switch {
 	case s.cluster == "":
 		h = addon.HealthUnhealthy
 	case !s.faults:
@@ -661,8 +693,16 @@ func (d *simDriver) Health(context.Context, addon.Request) (addon.Health, error)
 	case r < 28:
 		h, err = addon.HealthUnknown, fmt.Errorf("sim: metrics token=%s expired", simSecret)
 	}
-	if !s.stale && err == nil {
-		s.read = h == addon.HealthHealthy
+	if s.store.currentStatus(req) {
+		s.read = err == nil && h == addon.HealthHealthy
+		s.seen = s.seen || s.read
+	}
+	if s.faults && r >= 90 {
+		s.injected["an action runs to its end during a health read"]++
+		other := 1 - s.running
+		s.logf("  the spec changes and m%d reconciles while m%d reads the health", other+1, s.running+1)
+		s.changeSpec()
+		s.reconcile(other, s.store.current(), false)
 	}
 	return h, err
 }
