@@ -74,10 +74,9 @@ func (e *ExploreError) Error() string {
 //     next requeue, the clock stepping back an hour, another writer
 //     stretching a claim's expiry to year 9999;
 //   - a look at a stale spec: the one before the latest generation, as an
-//     old cache serves it;
-//   - a health read decided from a stale status, recorded on the current
-//     one (the only decision of a stale status whose effect is written:
-//     every other write from it conflicts);
+//     old cache serves it (a stale status needs no step: whatever is
+//     decided from one is never written, its write conflicts, and a health
+//     read decided from it is dropped);
 //   - the outcome of the action a look claimed: it succeeds or fails at
 //     once, or stays in flight while other steps happen, and then succeeds,
 //     fails, or its Machine crashes after its claim was written, with the
@@ -482,11 +481,6 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 				name = "the Machine running " + string(c.Action) + " crashes after it applied"
 			}
 			add(n, name)
-		}
-	}
-	if s.status.PendingAction == ActionCheckHealth && s.status.InFlight == nil {
-		if err := addRecorded(s.spec, *s, healthReads, "a health read from a stale status: "); err != nil {
-			return nil, err
 		}
 	}
 	return out, nil
