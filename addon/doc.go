@@ -35,7 +35,10 @@
 //     install is an upgrade onto it.
 //   - One action in flight, even across deletion: a claim holds every look
 //     until its outcome is recorded or it expires, and an outcome is
-//     recorded only under the claim it ran with. Conflicts lose nothing.
+//     recorded only under the claim it ran with. Conflicts lose nothing,
+//     but a health read, which is written only over the status it was
+//     decided from: after a conflict it is dropped and read again, for it
+//     may have been taken while another writer's action ran.
 //   - No generation older than one seen is acted on: Status.SeenGeneration
 //     is the highest spec generation any decision saw, while a claim held or
 //     a suspension lasted too, and a spec below it is stale and ignored.
