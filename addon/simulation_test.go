@@ -116,9 +116,9 @@ type simulation struct {
 	read, tested bool
 	// seen is true once a health read decided from the current status said
 	// healthy since the cluster last changed.
-	seen bool
-	failed       string
-	failedBy     addon.Action
+	seen     bool
+	failed   string
+	failedBy addon.Action
 	// carried names the version each revision the driver returned applied,
 	// as Helm numbers a release's revisions: one per install, upgrade or
 	// rollback.
