@@ -14,7 +14,15 @@
 //
 // Tests then reach the apiserver with env.Config.
 //
-// On controller-runtime's fake client: WithGenerations keeps
+// On controller-runtime's fake client: NewManager is a manager that builds
+// crconverge's configured controllers (and any other) on the fake client,
+// whose Reconcile a test then calls:
+//
+//	mgr, err := crtest.NewManager(c, events.NewFakeRecorder(100))
+//	ctrl, err := crconverge.NewAddonController(mgr, opts)
+//	res, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: key})
+//
+// WithGenerations keeps
 // metadata.generation moving as the apiserver does. The add-on engine acts on
 // generations (it upgrades, and leaves Failed for a new spec, only under a
 // new one), and the fake client never changes a generation, so without it a
