@@ -722,7 +722,7 @@ func (d *decider) reapplyFailed(msg string) bool {
 	if st.FailedVersion != st.InstalledVersion {
 		msg += "; " + st.InstalledVersion + " still runs"
 	} else {
-		msg += "; " + st.InstalledVersion + " still runs and is not re-applied until the spec changes or a request arrives"
+		msg += "; " + st.InstalledVersion + " still runs and is not re-applied until the spec changes or a force request arrives"
 	}
 	if !d.fire(TriggerReapplyFailed, msg) {
 		return false

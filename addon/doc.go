@@ -50,7 +50,7 @@
 //     its health watched, and the re-apply is retried after its backoff
 //     (Status.ReapplyTime) under Policy.MaxRetries; it is never remediated.
 //     Once its retries run out it is not retried until the spec changes or
-//     a request arrives.
+//     a force request arrives.
 //   - A Driver, Tester or DriftDetector that panics fails its attempt with a
 //     *PanicError; Reconcile neither panics nor fails for it.
 //   - A claim is never honoured past the latest expiry the engine itself

@@ -101,7 +101,7 @@ func TestRuleStaleGenerationSeenDuringAClaimStartsNoDowngrade(t *testing.T) {
 // ran out of time, did not become healthy or failed its tests, goes back to
 // Running, where the health is watched, and is retried after the backoff
 // under MaxRetries; it never remediates, and once its retries ran out it is
-// not retried until the spec changes or a request arrives.
+// not retried until the spec changes or a force request arrives.
 func TestRuleFailedReapplyIsRetriedAndWatched(t *testing.T) {
 	reapplying := claimed(addon.ActionUpgrade, "v1", "v1")
 	reapplyOwed := func(s *addon.Status) {
@@ -192,6 +192,27 @@ func TestRuleFailedReapplyIsRetriedAndWatched(t *testing.T) {
 			spec: gen(2, "v1"),
 			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade, reason: "SpecChanged",
 				check: func(t *testing.T, d addon.Decision) { assert.Zero(t, d.Status.UpgradeFailures) }}},
+		{name: "a force request after the retries ran out re-applies once, the retries spent kept",
+			status: st(addon.PhaseRunning, addon.ActionCheckHealth, func(s *addon.Status) {
+				s.UpgradeFailures, s.Failures, s.FailedVersion, s.LastFailedAction = 6, 6, "v1", addon.ActionUpgrade
+			}),
+			spec: func(s *addon.Spec) { s.ForceToken = "f1" },
+			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade, reason: "ForceRequested",
+				check: func(t *testing.T, d addon.Decision) {
+					claimOf(t, d, "v1", "v1")
+					assert.Equal(t, int32(6), d.Status.UpgradeFailures)
+				}}},
+		{name: "a reset request after the retries ran out clears them, so that drift is corrected again",
+			status: st(addon.PhaseRunning, addon.ActionCheckHealth, func(s *addon.Status) {
+				s.UpgradeFailures, s.Failures, s.FailedVersion, s.LastFailedAction = 6, 6, "v1", addon.ActionUpgrade
+				s.NextAttemptTime = at(tNow.Add(time.Minute))
+			}),
+			spec: func(s *addon.Spec) { s.ResetToken = "r1" },
+			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, check: func(t *testing.T, d addon.Decision) {
+				assert.Zero(t, d.Status.UpgradeFailures)
+				assert.Empty(t, d.Status.FailedVersion)
+				assert.Equal(t, metav1.ConditionFalse, cond(t, d, conditions.TypeDegraded).Status)
+			}}},
 		{name: "a re-apply of a version never seen healthy is a failed upgrade, remediated",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, func(s *addon.Status) { s.LastGoodVersion = "" }, reapplying), obs: outcome(errBoom),
 			policy: addon.Policy{UpgradeRemediation: addon.RemediationUninstall},
