@@ -168,9 +168,11 @@ func rollOut(ctx context.Context, c staticpodrollout.Config, client kubernetes.I
 // quorumGate admits taking a member down only while a majority of the
 // members stays ready without it and without those the rollout already
 // counts down, as an etcd operator asks before it restarts a member. A
-// denial holds the node (Progressing says why); the rollout starts it once
-// the quorum allows. One or two members keep no quorum through any restart:
-// there is none to protect.
+// member that is not ready (never installed, failed, unreachable) casts no
+// vote, so installing on it costs the quorum nothing and is admitted: the
+// first install of a cluster starts. A denial holds the node (Progressing
+// says why); the rollout starts it once the quorum allows. One or two
+// members keep no quorum through any restart: there is none to protect.
 func quorumGate(members interface {
 	rollout.NodeLister
 	rollout.OperandBatchReader
@@ -188,13 +190,18 @@ func quorumGate(members interface {
 		if err := members.GetOperands(ctx, names, operands); err != nil {
 			return err
 		}
-		ready := 0
+		ready, member := 0, false
 		for i, n := range nodes {
-			if n.Name != d.Installer.Node && !slices.Contains(d.Down, n.Name) && !n.Unreachable && operands[i].Phase == rollout.OperandReady {
-				ready++
+			if n.Unreachable || operands[i].Phase != rollout.OperandReady || slices.Contains(d.Down, n.Name) {
+				continue
 			}
+			if n.Name == d.Installer.Node {
+				member = true // a ready member: restarting it costs a vote
+				continue
+			}
+			ready++
 		}
-		if quorum := len(nodes)/2 + 1; quorum < len(nodes) && ready < quorum {
+		if quorum := len(nodes)/2 + 1; member && quorum < len(nodes) && ready < quorum {
 			return fmt.Errorf("etcd quorum needs %d of %d members ready, %d would be without %s", quorum, len(nodes), ready, d.Installer.Node)
 		}
 		return nil

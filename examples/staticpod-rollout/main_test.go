@@ -113,8 +113,9 @@ func TestRunFlags(t *testing.T) {
 }
 
 // TestQuorumGate: a member goes down only while a majority of the members
-// stays ready without it and without those the rollout counts down; one or
-// two members keep no quorum to protect.
+// stays ready without it and without those the rollout counts down; a
+// member that is not ready costs no vote; one or two members keep no quorum
+// to protect.
 func TestQuorumGate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -135,6 +136,9 @@ func TestQuorumGate(t *testing.T) {
 		{name: "five members: two may be down", nodes: []string{"a", "b", "c", "d", "e"}, down: []string{"b"}, ask: "a"},
 		{name: "five members: not three", nodes: []string{"a", "b", "c", "d", "e"}, down: []string{"b", "c"}, ask: "a",
 			wantErr: "etcd quorum needs 3 of 5 members ready, 2 would be without a"},
+		{name: "a member that is not ready costs no vote", nodes: []string{"a", "b", "c"}, notOK: []string{"a", "c"}, ask: "a"},
+		{name: "the first install: no member is ready, so none costs a vote", nodes: []string{"a", "b", "c"}, notOK: []string{"a", "b", "c"}, ask: "a"},
+		{name: "an unreachable member costs no vote", nodes: []string{"a", "b", "c"}, away: []string{"a"}, down: []string{"b"}, ask: "a"},
 		{name: "a single member keeps no quorum to protect", nodes: []string{"a"}, ask: "a"},
 		{name: "two members keep no quorum to protect", nodes: []string{"a", "b"}, down: []string{"b"}, ask: "a"},
 	}
