@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -39,6 +40,10 @@ type InstallerScript struct {
 	Outcome InstallerOutcome
 	// Message is the container's termination message for Fails and OOMKilled.
 	Message string
+	// PendingTicks is how many ticks the pod stays pending before it runs,
+	// as a real kubelet may take any time to start it (possibly after the
+	// decision that created it changed).
+	PendingTicks int
 }
 
 // RolloutMethod names a method of the rollout host interfaces.
@@ -50,6 +55,7 @@ const (
 	RolloutEnsureInstaller RolloutMethod = "EnsureInstaller"
 	RolloutDeleteInstaller RolloutMethod = "DeleteInstaller"
 	RolloutGetOperand      RolloutMethod = "GetOperand"
+	RolloutGetOperands     RolloutMethod = "GetOperands"
 	RolloutListNodes       RolloutMethod = "ListNodes"
 )
 
@@ -74,14 +80,15 @@ type RolloutPod struct {
 }
 
 // RolloutCluster is an in-memory cluster of nodes for the rollout engine: it
-// implements rollout.InstallerClient, rollout.OperandReader and
+// implements rollout.InstallerClient, rollout.OperandBatchReader and
 // rollout.NodeLister. Installer pods and operands only move when Tick is
 // called (a simulated kubelet), so a test controls every step.
 //
 // Scripts are data: InstallerScripts[node][i] is how the i-th installer
 // created on that node ends (Succeeds when missing); OperandFails[node][rev]
 // makes the operand of that revision fail with the message instead of
-// becoming ready, OperandHangs[node][rev] keeps it pending. Every call is
+// becoming ready, OperandHangs[node][rev] keeps it pending. With
+// FallbackAfter, every node runs library-go's startup monitor. Every call is
 // recorded in Calls. Errors[method] makes that method fail. Safe for
 // concurrent use; read fields through the accessor methods while calls may
 // run.
@@ -91,6 +98,18 @@ type RolloutCluster struct {
 	Clock clock.PassiveClock
 	// Nodes are the nodes ListNodes lists, in order.
 	Nodes []string
+	// UIDs holds each node's UID, which ListNodes reports ("" when missing).
+	UIDs map[string]string
+	// FallbackAfter, when positive, runs a startup monitor on every node:
+	// an operand not ready this many ticks after its installer put it in
+	// place is replaced by the node's last good revision
+	// (LastKnownGood), marked as a fallback for it, as library-go's
+	// startup monitor does.
+	FallbackAfter int
+	// LastKnownGood holds the last revision whose operand became ready on
+	// each node (a fallback's excluded): what its startup monitor falls
+	// back to.
+	LastKnownGood map[string]int32
 	// Operands holds each node's operand pod.
 	Operands map[string]rollout.OperandState
 	// Pods holds installer pods by name.
@@ -113,12 +132,15 @@ type RolloutCluster struct {
 	Created []rollout.Installer
 	// Deleted records the installers deleted (that existed), in order.
 	Deleted []rollout.Installer
+
+	notReady map[string]int // ticks each node's operand has been not ready
+	machines int            // machines ReplaceNode made, for their UIDs
 }
 
 var (
-	_ rollout.InstallerClient = (*RolloutCluster)(nil)
-	_ rollout.OperandReader   = (*RolloutCluster)(nil)
-	_ rollout.NodeLister      = (*RolloutCluster)(nil)
+	_ rollout.InstallerClient    = (*RolloutCluster)(nil)
+	_ rollout.OperandBatchReader = (*RolloutCluster)(nil)
+	_ rollout.NodeLister         = (*RolloutCluster)(nil)
 )
 
 // NewRolloutCluster returns a cluster whose nodes all run a ready operand of
@@ -131,6 +153,7 @@ func NewRolloutCluster(clk clock.PassiveClock, rev int32, nodes ...string) *Roll
 			continue
 		}
 		c.Operands[n] = rollout.OperandState{Phase: rollout.OperandReady, Revision: rev, ReadySince: c.now()}
+		c.LastKnownGood[n] = rev
 	}
 	return c
 }
@@ -144,6 +167,12 @@ func (c *RolloutCluster) init() {
 	}
 	if c.Attempts == nil {
 		c.Attempts = map[string]int{}
+	}
+	if c.LastKnownGood == nil {
+		c.LastKnownGood = map[string]int32{}
+	}
+	if c.notReady == nil {
+		c.notReady = map[string]int{}
 	}
 }
 
@@ -224,7 +253,27 @@ func (c *RolloutCluster) GetOperand(_ context.Context, node string) (rollout.Ope
 	return rollout.OperandState{Phase: rollout.OperandNotFound}, nil
 }
 
-// ListNodes lists Nodes with their reachability.
+// GetOperands sets operands[i] to the operand of nodes[i], in one recorded call.
+func (c *RolloutCluster) GetOperands(_ context.Context, nodes []string, operands []rollout.OperandState) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.record(RolloutGetOperands, "", ""); err != nil {
+		return err
+	}
+	if len(nodes) != len(operands) {
+		return fmt.Errorf("fake: GetOperands of %d nodes into %d operands: %w", len(nodes), len(operands), converge.ErrInvalid)
+	}
+	for i, n := range nodes {
+		op, ok := c.Operands[n]
+		if !ok {
+			op = rollout.OperandState{Phase: rollout.OperandNotFound}
+		}
+		operands[i] = op
+	}
+	return nil
+}
+
+// ListNodes lists Nodes with their UIDs and reachability.
 func (c *RolloutCluster) ListNodes(context.Context) ([]rollout.Node, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -233,16 +282,19 @@ func (c *RolloutCluster) ListNodes(context.Context) ([]rollout.Node, error) {
 	}
 	out := make([]rollout.Node, len(c.Nodes))
 	for i, n := range c.Nodes {
-		out[i] = rollout.Node{Name: n, Unreachable: c.Unreachable[n]}
+		out[i] = rollout.Node{Name: n, UID: c.UIDs[n], Unreachable: c.Unreachable[n]}
 	}
 	return out, nil
 }
 
 // Tick is one step of the simulated kubelet, in pod name order: a pending
-// installer starts running (or vanishes, or hangs); a running installer ends
-// as scripted, and on success puts the operand of its revision in Pending; a
-// pending operand becomes ready (or fails as scripted). Installers on
-// unreachable nodes do not move. It returns whether anything moved.
+// installer starts running once its PendingTicks are over (or vanishes, or
+// hangs); a running installer ends as scripted, and on success puts the
+// operand of its revision in Pending, whatever the rollout decided since; a
+// pending operand becomes ready (or fails as scripted); with FallbackAfter,
+// an operand not ready for that many ticks falls back to the node's last
+// good revision. Nothing moves on an unreachable node. It returns whether
+// anything moved.
 func (c *RolloutCluster) Tick() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -250,16 +302,24 @@ func (c *RolloutCluster) Tick() bool {
 	now := c.now()
 	moved := false
 	for node, op := range c.Operands {
-		if op.Phase != rollout.OperandPending || c.Unreachable[node] {
+		if c.Unreachable[node] || op.Phase == rollout.OperandReady {
 			continue
 		}
-		if c.OperandHangs[node][op.Revision] {
+		if c.monitorFallsBack(node, op) {
+			moved = true
 			continue
 		}
-		if msg, ok := c.OperandFails[node][op.Revision]; ok {
+		if op.Phase != rollout.OperandPending || (c.OperandHangs[node][op.Revision] && op.Fallback == nil) {
+			continue
+		}
+		if msg, ok := c.OperandFails[node][op.Revision]; ok && op.Fallback == nil {
 			op.Phase, op.Message = rollout.OperandFailed, msg
 		} else {
 			op.Phase, op.ReadySince = rollout.OperandReady, now
+			if op.Fallback == nil {
+				c.LastKnownGood[node] = op.Revision
+				delete(c.notReady, node)
+			}
 		}
 		c.Operands[node] = op
 		moved = true
@@ -276,10 +336,12 @@ func (c *RolloutCluster) Tick() bool {
 		}
 		switch p.State.Phase {
 		case rollout.InstallerPending:
-			switch p.Script.Outcome {
-			case InstallerHangs:
+			switch {
+			case p.Script.Outcome == InstallerHangs:
 				continue
-			case InstallerDisappears:
+			case p.Script.PendingTicks > 0:
+				p.Script.PendingTicks--
+			case p.Script.Outcome == InstallerDisappears:
 				delete(c.Pods, name)
 			default:
 				p.State.Phase = rollout.InstallerRunning
@@ -305,7 +367,30 @@ func (c *RolloutCluster) finish(p *RolloutPod) {
 	default:
 		p.State.Phase = rollout.InstallerSucceeded
 		c.Operands[p.Installer.Node] = rollout.OperandState{Phase: rollout.OperandPending, Revision: p.Installer.Revision}
+		delete(c.notReady, p.Installer.Node)
 	}
+}
+
+// monitorFallsBack is the startup monitor of a node whose operand is not
+// ready: once it has waited FallbackAfter ticks, it starts the last good
+// revision instead, annotated as a fallback for the operand's revision.
+func (c *RolloutCluster) monitorFallsBack(node string, op rollout.OperandState) bool {
+	if c.FallbackAfter <= 0 || op.Fallback != nil || op.Phase == rollout.OperandNotFound {
+		return false
+	}
+	good := c.LastKnownGood[node]
+	if good == 0 || good == op.Revision {
+		return false
+	}
+	c.notReady[node]++
+	if c.notReady[node] < c.FallbackAfter {
+		return false
+	}
+	delete(c.notReady, node)
+	c.Operands[node] = rollout.OperandState{Phase: rollout.OperandPending, Revision: good,
+		Fallback: &rollout.OperandFallback{ForRevision: op.Revision, Reason: "NotReady", Time: c.now(),
+			Message: fmt.Sprintf("revision %d was not ready in time", op.Revision)}}
+	return true
 }
 
 // SetUnreachable marks a node reachable or not.
@@ -342,6 +427,32 @@ func (c *RolloutCluster) RemoveNode(node string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.Nodes = slices.DeleteFunc(c.Nodes, func(n string) bool { return n == node })
+}
+
+// ReplaceNode replaces the machine behind a node name, as a reinstalled or
+// replaced machine that registers under the same name does: a new UID, no
+// operand and no last good revision, reachable. Installer pods bound to the
+// name stay as they are: a pending one runs on the new machine.
+func (c *RolloutCluster) ReplaceNode(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.init()
+	c.machines++
+	if c.UIDs == nil {
+		c.UIDs = map[string]string{}
+	}
+	c.UIDs[node] = fmt.Sprintf("%s-machine-%d", node, c.machines)
+	delete(c.Operands, node)
+	delete(c.LastKnownGood, node)
+	delete(c.notReady, node)
+	delete(c.Unreachable, node)
+}
+
+// RemoveOperand removes a node's operand, as a lost static pod manifest does.
+func (c *RolloutCluster) RemoveOperand(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.Operands, node)
 }
 
 // SetOperand sets a node's operand, as a crash or a manual change would.
@@ -447,7 +558,7 @@ func (s *RolloutStatusStore) GetStatus(context.Context) (rollout.Status, string,
 	if s.GetErr != nil {
 		return rollout.Status{}, "", s.GetErr
 	}
-	return *s.Status.DeepCopy(), fmt.Sprint(s.ResourceVersion), nil
+	return *s.Status.DeepCopy(), strconv.FormatInt(s.ResourceVersion, 10), nil
 }
 
 // UpdateStatus stores st if resourceVersion is current.
@@ -461,7 +572,7 @@ func (s *RolloutStatusStore) UpdateStatus(_ context.Context, st rollout.Status, 
 		s.Conflicts--
 		s.ResourceVersion++
 	}
-	if resourceVersion != fmt.Sprint(s.ResourceVersion) {
+	if resourceVersion != strconv.FormatInt(s.ResourceVersion, 10) {
 		s.ConflictsReturned++
 		msg := fmt.Errorf("fake: resource version %s is stale, current is %d", resourceVersion, s.ResourceVersion)
 		if s.APIConflicts {
@@ -470,9 +581,11 @@ func (s *RolloutStatusStore) UpdateStatus(_ context.Context, st rollout.Status, 
 		return "", converge.Conflict(msg)
 	}
 	s.ResourceVersion++
+	// Status and the write share one copy: the store replaces what it
+	// holds, never changes it in place.
 	s.Status = *st.DeepCopy()
-	s.Writes = append(s.Writes, *st.DeepCopy())
-	return fmt.Sprint(s.ResourceVersion), nil
+	s.Writes = append(s.Writes, s.Status)
+	return strconv.FormatInt(s.ResourceVersion, 10), nil
 }
 
 // Current returns a copy of the stored status.

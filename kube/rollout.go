@@ -29,6 +29,18 @@ const (
 	LabelNode = "node"
 )
 
+// The annotations library-go's startup monitor puts on the operand it
+// starts when it falls back to a node's last good revision; RolloutPods
+// reports such an operand's rollout.OperandFallback from them.
+const (
+	// AnnotationFallbackForRevision is the revision the operand stands in for.
+	AnnotationFallbackForRevision = "startup-monitor.static-pods.openshift.io/fallback-for-revision"
+	// AnnotationFallbackReason is the monitor's machine-readable reason.
+	AnnotationFallbackReason = "startup-monitor.static-pods.openshift.io/fallback-reason"
+	// AnnotationFallbackMessage is the monitor's human-readable message.
+	AnnotationFallbackMessage = "startup-monitor.static-pods.openshift.io/fallback-message"
+)
+
 // RolloutPodsConfig says where RolloutPods finds and makes pods.
 type RolloutPodsConfig struct {
 	// Client creates and deletes installer pods. Required by NewRolloutPods;
@@ -79,11 +91,14 @@ type PodClient interface {
 	ListNodes(ctx context.Context, selector labels.Selector) ([]corev1.Node, error)
 }
 
-// RolloutPods implements rollout's InstallerClient, OperandReader and
+// RolloutPods implements rollout's InstallerClient, OperandBatchReader and
 // NodeLister on a PodClient. An operand pod's revision is its "revision"
 // label; it is ready while its Ready condition is True, since that
-// condition's transition time. A node is unreachable unless its Ready
-// condition is True.
+// condition's transition time; one that library-go's startup monitor
+// started as a fallback carries its annotations. A node is known by its
+// UID, and is unreachable unless its Ready condition is True. A sync reads
+// every operand in one GetOperands call, served from the PodClient's cache
+// (the listers of NewRolloutPods).
 //
 // RBAC (shipped as kube/rbac/rollout.yaml): get, list and watch on pods and
 // nodes (the listers' informers list and watch; a client that reads without
@@ -97,10 +112,10 @@ type RolloutPods struct {
 }
 
 var (
-	_ rollout.InstallerClient = (*RolloutPods)(nil)
-	_ rollout.OperandReader   = (*RolloutPods)(nil)
-	_ rollout.NodeLister      = (*RolloutPods)(nil)
-	_ PodClient               = listerPods{}
+	_ rollout.InstallerClient    = (*RolloutPods)(nil)
+	_ rollout.OperandBatchReader = (*RolloutPods)(nil)
+	_ rollout.NodeLister         = (*RolloutPods)(nil)
+	_ PodClient                  = listerPods{}
 )
 
 // NewRolloutPods checks cfg and returns the adapter on client-go: reads come
@@ -277,6 +292,28 @@ func (a *RolloutPods) GetOperand(ctx context.Context, node string) (rollout.Oper
 	if err := a.check("GetOperand"); err != nil {
 		return rollout.OperandState{}, err
 	}
+	return a.operand(ctx, node)
+}
+
+// GetOperands reads the operand pods of nodes into operands, in one call.
+func (a *RolloutPods) GetOperands(ctx context.Context, nodes []string, operands []rollout.OperandState) error {
+	if err := a.check("GetOperands"); err != nil {
+		return err
+	}
+	if len(nodes) != len(operands) {
+		return fmt.Errorf("kube: RolloutPods.GetOperands: %d nodes, %d operands: %w", len(nodes), len(operands), ErrInvalid)
+	}
+	for i, node := range nodes {
+		op, err := a.operand(ctx, node)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", node, err)
+		}
+		operands[i] = op
+	}
+	return nil
+}
+
+func (a *RolloutPods) operand(ctx context.Context, node string) (rollout.OperandState, error) {
 	pod, err := a.client.GetPod(ctx, a.cfg.Namespace, a.cfg.OperandPodName(node))
 	if apierrors.IsNotFound(err) {
 		return rollout.OperandState{Phase: rollout.OperandNotFound}, nil
@@ -294,6 +331,14 @@ func operandState(pod *corev1.Pod) (rollout.OperandState, error) {
 		return rollout.OperandState{}, fmt.Errorf("kube: operand pod %s/%s has no revision in its %q label: %w", pod.Namespace, pod.Name, LabelRevision, ErrInvalid)
 	}
 	st := rollout.OperandState{Phase: rollout.OperandPending, Revision: int32(rev), Message: pod.Status.Message}
+	if v, ok := pod.Annotations[AnnotationFallbackForRevision]; ok {
+		forRev, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || forRev <= 0 {
+			return rollout.OperandState{}, fmt.Errorf("kube: operand pod %s/%s has no revision in its %q annotation: %w", pod.Namespace, pod.Name, AnnotationFallbackForRevision, ErrInvalid)
+		}
+		st.Fallback = &rollout.OperandFallback{ForRevision: int32(forRev), Reason: pod.Annotations[AnnotationFallbackReason],
+			Message: pod.Annotations[AnnotationFallbackMessage], Time: pod.CreationTimestamp.Time}
+	}
 	switch pod.Status.Phase {
 	case corev1.PodFailed:
 		st.Phase = rollout.OperandFailed
@@ -307,8 +352,8 @@ func operandState(pod *corev1.Pod) (rollout.OperandState, error) {
 	return st, nil
 }
 
-// ListNodes lists the nodes NodeSelector matches, in name order, each
-// unreachable unless its Ready condition is True.
+// ListNodes lists the nodes NodeSelector matches, in name order, with
+// their UIDs, each unreachable unless its Ready condition is True.
 func (a *RolloutPods) ListNodes(ctx context.Context) ([]rollout.Node, error) {
 	if err := a.check("ListNodes"); err != nil {
 		return nil, err
@@ -325,7 +370,7 @@ func (a *RolloutPods) ListNodes(ctx context.Context) ([]rollout.Node, error) {
 				ready = c.Status == corev1.ConditionTrue
 			}
 		}
-		out = append(out, rollout.Node{Name: node.Name, Unreachable: !ready})
+		out = append(out, rollout.Node{Name: node.Name, UID: string(node.UID), Unreachable: !ready})
 	}
 	slices.SortFunc(out, func(x, y rollout.Node) int { return strings.Compare(x.Name, y.Name) })
 	return out, nil

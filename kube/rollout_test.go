@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -32,7 +33,7 @@ func podIndexer(objs ...any) cache.Indexer {
 }
 
 func node(name string, ready corev1.ConditionStatus, lbls map[string]string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, UID: types.UID("uid-" + name)}}
 	if ready != "" {
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}
 	}
@@ -100,6 +101,51 @@ func TestRolloutPodsReadsOperands(t *testing.T) {
 	}
 }
 
+// TestRolloutPodsReadsAStartupMonitorsFallback: an operand library-go's
+// startup monitor started as a fallback reports it from its annotations,
+// with the pod's creation time as the fallback's time.
+func TestRolloutPodsReadsAStartupMonitorsFallback(t *testing.T) {
+	fallback := operandPod("a", "2", corev1.PodRunning, true)
+	fallback.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	fallback.Annotations = map[string]string{AnnotationFallbackForRevision: "3", AnnotationFallbackReason: "NeverStartedUp",
+		AnnotationFallbackMessage: "kube-apiserver did not start"}
+	bad := operandPod("b", "2", corev1.PodRunning, true)
+	bad.Annotations = map[string]string{AnnotationFallbackForRevision: "three"}
+	a := newRolloutPods(t, k8sfake.NewClientset(), podIndexer(fallback, bad), podIndexer(), nil)
+
+	got, err := a.GetOperand(context.Background(), "a")
+	require.NoError(t, err)
+	require.NotNil(t, got.Fallback)
+	assert.Equal(t, rollout.OperandFallback{ForRevision: 3, Reason: "NeverStartedUp", Message: "kube-apiserver did not start",
+		Time: fallback.CreationTimestamp.Time}, *got.Fallback)
+	assert.Equal(t, int32(2), got.Revision, "the revision it runs is the last good one")
+
+	_, err = a.GetOperand(context.Background(), "b")
+	assert.ErrorIs(t, err, ErrInvalid, "a fallback annotation without a revision")
+}
+
+// TestRolloutPodsReadsEveryOperandInOneCall: GetOperands answers for every
+// node at once, from the pod lister, as GetOperand does one node at a time.
+func TestRolloutPodsReadsEveryOperandInOneCall(t *testing.T) {
+	pods := podIndexer(operandPod("a", "3", corev1.PodRunning, true), operandPod("c", "2", corev1.PodFailed, false))
+	a := newRolloutPods(t, k8sfake.NewClientset(), pods, podIndexer(), nil)
+	nodes := []string{"a", "b", "c"}
+	got := make([]rollout.OperandState, len(nodes))
+	require.NoError(t, a.GetOperands(context.Background(), nodes, got))
+	for i, n := range nodes {
+		one, err := a.GetOperand(context.Background(), n)
+		require.NoError(t, err)
+		assert.Equal(t, one, got[i], n)
+	}
+	assert.Equal(t, rollout.OperandNotFound, got[1].Phase)
+	assert.ErrorIs(t, a.GetOperands(context.Background(), nodes, got[:2]), ErrInvalid, "slices of two lengths")
+
+	broken := podIndexer(operandPod("a", "x", corev1.PodRunning, true))
+	err := newRolloutPods(t, k8sfake.NewClientset(), broken, podIndexer(), nil).GetOperands(context.Background(), nodes, got)
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, "node a:")
+}
+
 func TestRolloutPodsMapsInstallerPods(t *testing.T) {
 	started := metav1.NewTime(t0)
 	tests := []struct {
@@ -165,7 +211,7 @@ func TestRolloutPodsListsSelectedNodesInOrder(t *testing.T) {
 	})
 	got, err := a.ListNodes(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, []rollout.Node{{Name: "a", Unreachable: true}, {Name: "b", Unreachable: true}, {Name: "c"}}, got)
+	assert.Equal(t, []rollout.Node{{Name: "a", UID: "uid-a", Unreachable: true}, {Name: "b", UID: "uid-b", Unreachable: true}, {Name: "c", UID: "uid-c"}}, got)
 }
 
 func TestNewRolloutPodsRejectsBadInput(t *testing.T) {
@@ -262,7 +308,7 @@ func TestRolloutPodsForKeepsEveryRuleOnAnyPodClient(t *testing.T) {
 	assert.Equal(t, rollout.OperandState{Phase: rollout.OperandReady, Revision: 3, ReadySince: t0}, op)
 	nodes, err := a.ListNodes(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []rollout.Node{{Name: "a", Unreachable: true}, {Name: "b"}}, nodes)
+	assert.Equal(t, []rollout.Node{{Name: "a", UID: "uid-a", Unreachable: true}, {Name: "b", UID: "uid-b"}}, nodes)
 }
 
 func TestNewRolloutPodsForRejectsBadInput(t *testing.T) {
@@ -302,6 +348,7 @@ func TestRolloutPodsNotMadeByItsConstructorIsInvalid(t *testing.T) {
 			assert.ErrorIs(t, a.DeleteInstaller(ctx, rollout.Installer{Name: "i"}), ErrInvalid)
 			_, err = a.GetOperand(ctx, "n")
 			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, a.GetOperands(ctx, []string{"n"}, make([]rollout.OperandState, 1)), ErrInvalid)
 			_, err = a.ListNodes(ctx)
 			assert.ErrorIs(t, err, ErrInvalid)
 		})

@@ -20,19 +20,23 @@ import (
 //   - Available is True (NodesActive) when any node has a current revision,
 //     else False (ZeroNodesActive);
 //   - Progressing is True while any node is below the latest revision, in
-//     transition or regressed (NodesProgressing, or RolloutHeld naming the
-//     unavailable nodes in heldBy that hold a start back), else False
+//     transition, or its operand regressed or went missing
+//     (NodesProgressing, or RolloutHeld with holds, Decision.Holds, the
+//     explanations of what holds a start back), else False
 //     (AllNodesAtLatestRevision); a node above the latest revision counts as
-//     at it (the engine never moves a node down);
+//     at it (the engine never moves a node down); a paused policy says so;
 //   - Degraded is True when a node's last failure is still in its way (the
 //     failure's reason, grouped by revision; InstallerRetriesExhausted once a
-//     node gave up), an operand regressed (NodeRevisionRegressed), or the
-//     hold in heldBy is older than Policy.HoldDegradedAfter at now
-//     (NodesUnavailable, naming the nodes and the way out).
+//     node gave up; OperandFailedFallback naming the node, the revision and
+//     the one it fell back to), an operand regressed (NodeRevisionRegressed)
+//     or went missing (NodeOperandMissing), or Status.HeldSince, with
+//     holds, is older than Policy.HoldDegradedAfter at now (RolloutHeld).
 //
-// Every message is bounded: it names at most a few nodes per line ("… and N
-// more") and never exceeds the API's 32768 bytes.
-func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []metav1.Condition {
+// No message holds a duration that grows with the clock: a sync where only
+// the clock moved changes no condition. Every message is bounded: it names
+// at most a few nodes per line ("… and N more") and never exceeds the API's
+// 32768 bytes.
+func DesiredConditions(st Status, holds []string, p Policy, now time.Time) []metav1.Condition {
 	// Revisions are few: a short sorted slice beats a map and a sort.
 	type revCount struct {
 		rev   int32
@@ -51,7 +55,7 @@ func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []me
 		if n.CurrentRevision != 0 {
 			active++
 		}
-		if n.CurrentRevision >= st.LatestAvailableRevision && !n.InTransition() && n.RegressedRevision == 0 {
+		if n.CurrentRevision >= st.LatestAvailableRevision && !n.InTransition() && !n.reinstall() {
 			atLatest++
 		}
 	}
@@ -84,10 +88,12 @@ func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []me
 		if !latestSeen {
 			progressing.Message += fmt.Sprintf("; 0 nodes have achieved new revision %d", st.LatestAvailableRevision)
 		}
-		if len(heldBy) > 0 {
+		if p.Paused {
+			progressing.Message += "; paused: no node is started"
+		}
+		if len(holds) > 0 {
 			progressing.Reason = ReasonRolloutHeld
-			progressing.Message += fmt.Sprintf("; starting nodes is held: maxUnavailable %d reached by unavailable nodes %s",
-				p.maxUnavailable(), listNames(heldBy))
+			progressing.Message += "; starting nodes is held: " + strings.Join(holds, "; ")
 		}
 	}
 	if len(st.NodeStatuses) == 0 {
@@ -95,23 +101,26 @@ func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []me
 	}
 	available.Message = conditions.TruncateMessage(available.Message, conditions.MaxMessageLength)
 	progressing.Message = conditions.TruncateMessage(progressing.Message, conditions.MaxMessageLength)
-	return []metav1.Condition{available, progressing, degraded(st, heldBy, p, now)}
+	return []metav1.Condition{available, progressing, degraded(st, holds, p, now)}
 }
 
 // failureRank orders failure reasons for Degraded: the first present names it.
-var failureRank = []string{ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonOperandFailed, ReasonOperandNotReady}
+var failureRank = []string{ReasonOperandFailedFallback, ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonOperandFailed, ReasonOperandNotReady}
 
 // degraded groups the nodes whose failure is still in their way by revision,
-// then adds regressed operands and a hold past its limit.
-func degraded(st Status, heldBy []string, p Policy, now time.Time) metav1.Condition {
+// then adds regressed and missing operands and a hold past its limit.
+func degraded(st Status, holds []string, p Policy, now time.Time) metav1.Condition {
 	failing := map[int32][]NodeStatus{}
 	reasons := map[string]bool{}
 	exhausted := false
-	var regressed []string
+	var regressed, missing []string
 	for k := range st.NodeStatuses {
 		n := &st.NodeStatuses[k]
-		if n.RegressedRevision != 0 {
+		switch {
+		case n.RegressedRevision != 0:
 			regressed = append(regressed, fmt.Sprintf("%s runs revision %d below its current revision %d", n.NodeName, n.RegressedRevision, n.CurrentRevision))
+		case n.OperandMissing:
+			missing = append(missing, fmt.Sprintf("%s runs no operand at its current revision %d", n.NodeName, n.CurrentRevision))
 		}
 		if !n.Failing() {
 			continue
@@ -156,14 +165,16 @@ func degraded(st Status, heldBy []string, p Policy, now time.Time) metav1.Condit
 			reason = ReasonNodeRevisionRegressed
 		}
 	}
-	if len(heldBy) > 0 && st.HeldSince != nil {
-		if held := now.Sub(st.HeldSince.Time); held >= p.holdDegradedAfter() {
-			parts = append(parts, fmt.Sprintf("starting nodes is held for %v: maxUnavailable %d reached by unavailable nodes %s; "+
-				"raise maxUnavailable, or drop a node that is gone for good from the observation",
-				held.Round(time.Second), p.maxUnavailable(), listNames(heldBy)))
-			if reason == "" {
-				reason = ReasonNodesUnavailable
-			}
+	if len(missing) > 0 {
+		parts = append(parts, listNames(missing)+"; installing again")
+		if reason == "" {
+			reason = ReasonNodeOperandMissing
+		}
+	}
+	if len(holds) > 0 && st.HeldSince != nil && now.Sub(st.HeldSince.Time) >= p.holdDegradedAfter() {
+		parts = append(parts, "starting nodes is held: "+strings.Join(holds, "; "))
+		if reason == "" {
+			reason = ReasonRolloutHeld
 		}
 	}
 	if len(parts) == 0 {

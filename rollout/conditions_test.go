@@ -104,7 +104,7 @@ func TestDesiredConditions(t *testing.T) {
 		{
 			name:        "a hold is explained in Progressing at once, naming the nodes",
 			st:          Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0}, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0), node("c", 1, 0)}},
-			held:        []string{"c (unreachable)"},
+			held:        []string{"maxUnavailable 1 reached by unavailable nodes c (unreachable)"},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "3 nodes are active; 2 nodes are at revision 1; 1 node is at revision 2"},
 			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "2 nodes are at revision 1; 1 node is at revision 2; starting nodes is held: maxUnavailable 1 reached by unavailable nodes c (unreachable)"},
 			degraded:    cond{metav1.ConditionFalse, conditions.ReasonAsExpected, ""},
@@ -112,11 +112,11 @@ func TestDesiredConditions(t *testing.T) {
 		{
 			name:        "a hold older than HoldDegradedAfter is Degraded and names the way out",
 			st:          Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0.Add(-11 * time.Minute)}, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0), node("c", 1, 0)}},
-			held:        []string{"c (unreachable)"},
+			held:        []string{"maxUnavailable 1 reached by unavailable nodes c (unreachable)", "the gate holds b: quorum"},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "3 nodes are active; 2 nodes are at revision 1; 1 node is at revision 2"},
-			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "2 nodes are at revision 1; 1 node is at revision 2; starting nodes is held: maxUnavailable 1 reached by unavailable nodes c (unreachable)"},
-			degraded: cond{metav1.ConditionTrue, ReasonNodesUnavailable, "starting nodes is held for 11m0s: maxUnavailable 1 reached by unavailable nodes c (unreachable); " +
-				"raise maxUnavailable, or drop a node that is gone for good from the observation"},
+			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "2 nodes are at revision 1; 1 node is at revision 2; starting nodes is held: maxUnavailable 1 reached by unavailable nodes c (unreachable); the gate holds b: quorum"},
+			degraded: cond{metav1.ConditionTrue, ReasonRolloutHeld,
+				"starting nodes is held: maxUnavailable 1 reached by unavailable nodes c (unreachable); the gate holds b: quorum"},
 		},
 		{
 			name:        "a regressed operand is Degraded and the node is not at the latest revision",

@@ -5,110 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/internal/input"
-)
-
-// StatusReader reads the persisted rollout status and its resource version.
-type StatusReader interface {
-	GetStatus(ctx context.Context) (st Status, resourceVersion string, err error)
-}
-
-// StatusWriter writes the rollout status if its resource version is still
-// resourceVersion and returns the new version. A lost race returns the
-// apiserver's 409 Conflict unchanged or an error marked with
-// converge.Conflict.
-type StatusWriter interface {
-	UpdateStatus(ctx context.Context, st Status, resourceVersion string) (newResourceVersion string, err error)
-}
-
-// StatusReaderFunc adapts a function to StatusReader.
-type StatusReaderFunc func(ctx context.Context) (Status, string, error)
-
-// GetStatus calls f.
-func (f StatusReaderFunc) GetStatus(ctx context.Context) (Status, string, error) { return f(ctx) }
-
-// StatusWriterFunc adapts a function to StatusWriter.
-type StatusWriterFunc func(ctx context.Context, st Status, resourceVersion string) (string, error)
-
-// UpdateStatus calls f.
-func (f StatusWriterFunc) UpdateStatus(ctx context.Context, st Status, resourceVersion string) (string, error) {
-	return f(ctx, st, resourceVersion)
-}
-
-// StatusStore reads and writes the rollout status with optimistic concurrency.
-// A host with two functions composes one from the Func adapters:
-//
-//	struct{ rollout.StatusReaderFunc; rollout.StatusWriterFunc }{get, update}
-type StatusStore interface {
-	StatusReader
-	StatusWriter
-}
-
-// InstallerClient reads, creates and deletes installer pods.
-type InstallerClient interface {
-	// GetInstaller returns the installer's state, Phase InstallerNotFound when it does not exist.
-	GetInstaller(ctx context.Context, inst Installer) (InstallerState, error)
-	// EnsureInstaller creates the installer unless it exists.
-	EnsureInstaller(ctx context.Context, inst Installer) error
-	// DeleteInstaller deletes the installer and returns nil only once it is
-	// gone or can no longer run (a pod deleted with no grace period); a
-	// missing installer is not an error. Until it returns nil the
-	// installer stays in Status.InstallersToDelete and is deleted again on
-	// later syncs.
-	DeleteInstaller(ctx context.Context, inst Installer) error
-}
-
-// OperandReader reads a node's operand pod.
-type OperandReader interface {
-	// GetOperand returns the operand's state, Phase OperandNotFound when it does not exist.
-	GetOperand(ctx context.Context, node string) (OperandState, error)
-}
-
-// OperandReaderFunc adapts a function to OperandReader.
-type OperandReaderFunc func(ctx context.Context, node string) (OperandState, error)
-
-// GetOperand calls f.
-func (f OperandReaderFunc) GetOperand(ctx context.Context, node string) (OperandState, error) {
-	return f(ctx, node)
-}
-
-// Node is a node the rollout covers, as a NodeLister reports it.
-type Node struct {
-	// Name is the node's name.
-	Name string
-	// Unreachable is true when the node is not Ready.
-	Unreachable bool
-}
-
-// NodeLister lists the nodes the rollout covers (a host serves it from its
-// node informer). A node it no longer lists has left: its status is
-// dropped and its unfinished installer deleted; list a node that is
-// unreachable but may come back as Unreachable.
-type NodeLister interface {
-	ListNodes(ctx context.Context) ([]Node, error)
-}
-
-// NodeListerFunc adapts a function to NodeLister.
-type NodeListerFunc func(ctx context.Context) ([]Node, error)
-
-// ListNodes calls f.
-func (f NodeListerFunc) ListNodes(ctx context.Context) ([]Node, error) { return f(ctx) }
-
-var (
-	_ StatusReader = StatusReaderFunc(nil)
-	_ StatusWriter = StatusWriterFunc(nil)
-	_ StatusStore  = struct {
-		StatusReaderFunc
-		StatusWriterFunc
-	}{}
-	_ OperandReader = OperandReaderFunc(nil)
-	_ NodeLister    = NodeListerFunc(nil)
 )
 
 // defaultConflictRetries is how often Sync decides again after a status conflict.
@@ -121,11 +26,15 @@ type Config struct {
 	Status StatusStore
 	// Installers manages installer pods.
 	Installers InstallerClient
-	// Operands reads operand pods.
+	// Operands reads operand pods: one node a call, or every node in one
+	// call if it is an OperandBatchReader.
 	Operands OperandReader
 	// Nodes lists the nodes and their reachability; nil means the nodes of
 	// the status, every one reachable.
 	Nodes NodeLister
+	// Gate, when set, is asked before any node is started, and holds the
+	// nodes it does not admit (see Gate).
+	Gate Gate
 	// Clock supplies now; nil means clock.RealClock.
 	Clock clock.PassiveClock
 	// Policy tunes the rollout.
@@ -174,7 +83,7 @@ func NewController(cfg Config) (*Controller, error) {
 		required bool
 	}{
 		{"Status", cfg.Status, true}, {"Installers", cfg.Installers, true}, {"Operands", cfg.Operands, true},
-		{"Nodes", cfg.Nodes, false}, {"Clock", cfg.Clock, false},
+		{"Nodes", cfg.Nodes, false}, {"Gate", cfg.Gate, false}, {"Clock", cfg.Clock, false},
 	} {
 		switch {
 		case f.v == nil && f.required:
@@ -236,11 +145,14 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 	if err != nil {
 		return 0, fmt.Errorf("rollout: reading status: %w", err)
 	}
-	obs, aligned, err := c.observe(ctx, st)
+	buf := observing()
+	defer buf.release()
+	obs, aligned, err := c.observe(ctx, st, buf)
 	if err != nil {
 		return 0, err
 	}
-	d, err := decide(Input{Status: st, Observation: obs, Policy: c.cfg.Policy, Now: c.cfg.Clock.Now(), Jitter: c.cfg.Jitter()}, aligned)
+	d, err := c.decide(ctx, Input{Status: st, Observation: obs, Policy: c.cfg.Policy, Now: c.cfg.Clock.Now(),
+		Jitter: c.cfg.Jitter(), Gated: c.cfg.Gate != nil}, aligned)
 	if err != nil {
 		return 0, err
 	}
@@ -289,16 +201,41 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 	return requeue, nil
 }
 
+// decide decides, asking the gate about each start the decision would make,
+// one at a time and with what the decision takes down before it, and
+// deciding again with each answer, until it makes no start the gate has not
+// answered for. Each round answers one more start, so the rounds are
+// bounded by the number of nodes.
+func (c *Controller) decide(ctx context.Context, in Input, aligned []NodeObservation) (Decision, error) {
+	for {
+		d, err := decide(in, aligned)
+		if err != nil || d.Unadmitted == nil {
+			return d, err
+		}
+		if in.Admissions == nil {
+			in.Admissions = map[string]string{}
+		}
+		answer := ""
+		if err := c.cfg.Gate.Admit(ctx, *d.Unadmitted); err != nil {
+			answer = conditions.TruncateMessage(err.Error(), MaxErrorLength)
+			if answer == "" {
+				answer = "denied without a reason"
+			}
+		}
+		in.Admissions[d.Unadmitted.Installer.Name] = answer
+	}
+}
+
 // deleteRetryInterval is how soon a sync looks again after a failed
 // installer delete.
 const deleteRetryInterval = 5 * time.Second
 
-// observe lists the nodes (or takes them from the status), reads every
-// node's operand once and, for a node in transition, the installer of its
-// target and attempt. When the nodes are exactly the status's, in its
-// (sorted) order, the observations come back aligned with the status and
-// no map is built; otherwise as an Observation.
-func (c *Controller) observe(ctx context.Context, st Status) (Observation, []NodeObservation, error) {
+// observe lists the nodes (or takes them from the status), reads their
+// operands (in one call from an OperandBatchReader) and, for a node in
+// transition, the installer of its target and attempt. When the nodes are
+// exactly the status's, in its (sorted) order, the observations come back
+// aligned with the status and no map is built; otherwise as an Observation.
+func (c *Controller) observe(ctx context.Context, st Status, buf *observation) (Observation, []NodeObservation, error) {
 	var nodes []Node
 	if c.cfg.Nodes != nil {
 		listed, err := c.cfg.Nodes.ListNodes(ctx)
@@ -307,45 +244,120 @@ func (c *Controller) observe(ctx context.Context, st Status) (Observation, []Nod
 		}
 		nodes = listed
 	} else {
-		nodes = make([]Node, len(st.NodeStatuses))
+		buf.nodes = grow(buf.nodes, len(st.NodeStatuses))
+		nodes = buf.nodes
 		for i, n := range st.NodeStatuses {
-			nodes[i] = Node{Name: n.NodeName}
+			nodes[i] = Node{Name: n.NodeName, UID: n.NodeUID}
 		}
 	}
-	if sameNodes(nodes, st.NodeStatuses) {
-		views := make([]NodeObservation, len(nodes))
+	aligned := sameNodes(nodes, st.NodeStatuses)
+	var index map[string]int
+	if !aligned {
+		index = make(map[string]int, len(st.NodeStatuses))
 		for i, n := range st.NodeStatuses {
-			o, err := c.observeNode(ctx, n, nodes[i].Unreachable)
-			if err != nil {
-				return nil, nil, err
-			}
-			views[i] = o
+			index[n.NodeName] = i
 		}
+		seen := make(map[string]bool, len(nodes))
+		for _, n := range nodes {
+			if n.Name == "" {
+				return nil, nil, input.Invalidf("rollout", "node list", "a node with an empty name")
+			}
+			if seen[n.Name] {
+				return nil, nil, input.Invalidf("rollout", "node list", "node %q listed twice", n.Name)
+			}
+			seen[n.Name] = true
+		}
+	}
+	operands, err := c.operands(ctx, nodes, buf)
+	if err != nil {
+		return nil, nil, err
+	}
+	buf.views = grow(buf.views, len(nodes))
+	views := buf.views
+	for i, node := range nodes {
+		views[i] = NodeObservation{UID: node.UID, Operand: operands[i], Unreachable: node.Unreachable}
+		var status *NodeStatus
+		if aligned {
+			status = &st.NodeStatuses[i]
+		} else if j, ok := index[node.Name]; ok {
+			status = &st.NodeStatuses[j]
+		}
+		if status == nil || !status.InTransition() {
+			continue
+		}
+		inst, err := c.cfg.Installers.GetInstaller(ctx, installerFor(*status))
+		if err != nil {
+			return nil, nil, fmt.Errorf("rollout: reading installer %s: %w", InstallerName(*status), err)
+		}
+		views[i].Installer = inst
+	}
+	if aligned {
 		return nil, views, nil
 	}
-	index := make(map[string]int, len(st.NodeStatuses))
-	for i, n := range st.NodeStatuses {
-		index[n.NodeName] = i
-	}
 	obs := make(Observation, len(nodes))
-	for _, n := range nodes {
-		if n.Name == "" {
-			return nil, nil, input.Invalidf("rollout", "node list", "a node with an empty name")
-		}
-		if _, dup := obs[n.Name]; dup {
-			return nil, nil, input.Invalidf("rollout", "node list", "node %q listed twice", n.Name)
-		}
-		status := NodeStatus{NodeName: n.Name}
-		if i, ok := index[n.Name]; ok {
-			status = st.NodeStatuses[i]
-		}
-		o, err := c.observeNode(ctx, status, n.Unreachable)
-		if err != nil {
-			return nil, nil, err
-		}
-		obs[n.Name] = o
+	for i, node := range nodes {
+		obs[node.Name] = views[i]
 	}
 	return obs, nil, nil
+}
+
+// operands reads the operands of the nodes, in one call from an
+// OperandBatchReader, else one call a node.
+func (c *Controller) operands(ctx context.Context, nodes []Node, buf *observation) ([]OperandState, error) {
+	buf.operands = grow(buf.operands, len(nodes))
+	operands := buf.operands
+	if batch, ok := c.cfg.Operands.(OperandBatchReader); ok {
+		buf.names = grow(buf.names, len(nodes))
+		names := buf.names
+		for i, n := range nodes {
+			names[i] = n.Name
+		}
+		if err := batch.GetOperands(ctx, names, operands); err != nil {
+			return nil, fmt.Errorf("rollout: reading operands: %w", err)
+		}
+		return operands, nil
+	}
+	for i, n := range nodes {
+		op, err := c.cfg.Operands.GetOperand(ctx, n.Name)
+		if err != nil {
+			return nil, fmt.Errorf("rollout: reading operand of node %s: %w", n.Name, err)
+		}
+		operands[i] = op
+	}
+	return operands, nil
+}
+
+// observation holds the buffers a sync observes into: a rollout of
+// thousands of nodes needs several the size of all its nodes each sync, and
+// gives them back once it acted.
+type observation struct {
+	nodes    []Node
+	names    []string
+	operands []OperandState
+	views    []NodeObservation
+}
+
+var observations = sync.Pool{New: func() any { return new(observation) }}
+
+func observing() *observation { return observations.Get().(*observation) }
+
+// release clears the buffers, so that they hold no observation's memory,
+// and gives them back.
+func (o *observation) release() {
+	clear(o.nodes[:cap(o.nodes)])
+	clear(o.names[:cap(o.names)])
+	clear(o.operands[:cap(o.operands)])
+	clear(o.views[:cap(o.views)])
+	observations.Put(o)
+}
+
+// grow returns s resized to n elements, reusing its memory when it is
+// large enough (release left it zeroed).
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // sameNodes reports whether the listed nodes are exactly the status's, in
@@ -360,21 +372,4 @@ func sameNodes(nodes []Node, status []NodeStatus) bool {
 		}
 	}
 	return true
-}
-
-// observeNode reads one node's operand and, in transition, its installer.
-func (c *Controller) observeNode(ctx context.Context, n NodeStatus, unreachable bool) (NodeObservation, error) {
-	op, err := c.cfg.Operands.GetOperand(ctx, n.NodeName)
-	if err != nil {
-		return NodeObservation{}, fmt.Errorf("rollout: reading operand of node %s: %w", n.NodeName, err)
-	}
-	o := NodeObservation{Operand: op, Unreachable: unreachable}
-	if n.InTransition() {
-		inst, err := c.cfg.Installers.GetInstaller(ctx, installerFor(n))
-		if err != nil {
-			return NodeObservation{}, fmt.Errorf("rollout: reading installer %s: %w", InstallerName(n), err)
-		}
-		o.Installer = inst
-	}
-	return o, nil
 }

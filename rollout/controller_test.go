@@ -219,22 +219,43 @@ func TestSyncWritesEveryDecisionOnceBeforeAnyInstaller(t *testing.T) {
 	}
 }
 
-func TestControllerSyncReadsOncePerNode(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	clk := clocktesting.NewFakeClock(t0)
-	cluster := fake.NewRolloutCluster(clk, 1, "a", "b", "c")
-	store := fake.NewRolloutStatusStore(2, 1, "a", "b", "c")
-	store.Status.NodeStatuses[1].TargetRevision = 2
-	h := newController(t, store, cluster, clk, rollout.Policy{})
-
-	_, err := h.sync(ctx)
-	require.NoError(t, err)
-	count := map[fake.RolloutMethod]int{}
-	for _, call := range cluster.Recorded() {
-		count[call.Method]++
+// TestControllerSyncReadsEachThingOnce: a sync lists the nodes once, reads
+// the operands in one call from an OperandBatchReader (else once a node),
+// and the installer of each node in transition once.
+func TestControllerSyncReadsEachThingOnce(t *testing.T) {
+	tests := []struct {
+		name  string
+		batch bool
+		want  map[fake.RolloutMethod]int
+	}{
+		{name: "an OperandBatchReader is asked once a sync", batch: true,
+			want: map[fake.RolloutMethod]int{fake.RolloutListNodes: 1, fake.RolloutGetOperands: 1, fake.RolloutGetInstaller: 1, fake.RolloutEnsureInstaller: 1}},
+		{name: "an OperandReader is asked once a node",
+			want: map[fake.RolloutMethod]int{fake.RolloutListNodes: 1, fake.RolloutGetOperand: 3, fake.RolloutGetInstaller: 1, fake.RolloutEnsureInstaller: 1}},
 	}
-	assert.Equal(t, map[fake.RolloutMethod]int{fake.RolloutListNodes: 1, fake.RolloutGetOperand: 3, fake.RolloutGetInstaller: 1, fake.RolloutEnsureInstaller: 1}, count)
-	assert.Equal(t, 1, store.Reads)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ctx := ktesting.NewTestContext(t)
+			clk := clocktesting.NewFakeClock(t0)
+			cluster := fake.NewRolloutCluster(clk, 1, "a", "b", "c")
+			store := fake.NewRolloutStatusStore(2, 1, "a", "b", "c")
+			store.Status.NodeStatuses[1].TargetRevision = 2
+			var operands rollout.OperandReader = cluster
+			if !tt.batch {
+				operands = rollout.OperandReaderFunc(cluster.GetOperand)
+			}
+			h := newHarness(t, rollout.Config{Status: store, Installers: cluster, Operands: operands, Nodes: cluster, Clock: clk})
+
+			_, err := h.sync(ctx)
+			require.NoError(t, err)
+			count := map[fake.RolloutMethod]int{}
+			for _, call := range cluster.Recorded() {
+				count[call.Method]++
+			}
+			assert.Equal(t, tt.want, count)
+			assert.Equal(t, 1, store.Reads)
+		})
+	}
 }
 
 func TestControllerSyncConflicts(t *testing.T) {
@@ -290,8 +311,8 @@ func TestControllerSyncHostErrors(t *testing.T) {
 		{name: "status read", setup: func(s *fake.RolloutStatusStore, _ *fake.RolloutCluster) { s.GetErr = boom }, wantErr: "rollout: reading status: boom"},
 		{name: "status write", setup: func(s *fake.RolloutStatusStore, _ *fake.RolloutCluster) { s.UpdateErr = boom }, wantErr: "rollout: writing status of node a: boom"},
 		{name: "operand read", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
-			c.SetError(fake.RolloutGetOperand, boom)
-		}, wantErr: "rollout: reading operand of node a: boom"},
+			c.SetError(fake.RolloutGetOperands, boom)
+		}, wantErr: "rollout: reading operands: boom"},
 		{name: "node list", setup: func(_ *fake.RolloutStatusStore, c *fake.RolloutCluster) {
 			c.SetError(fake.RolloutListNodes, boom)
 		}, wantErr: "rollout: listing nodes: boom"},
@@ -476,10 +497,7 @@ func TestControllerFuncAdapters(t *testing.T) {
 	cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
 	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
 	h := newHarness(t, rollout.Config{
-		Status: struct {
-			rollout.StatusReaderFunc
-			rollout.StatusWriterFunc
-		}{store.GetStatus, store.UpdateStatus},
+		Status:     store,
 		Installers: cluster,
 		Operands: rollout.OperandReaderFunc(func(ctx context.Context, node string) (rollout.OperandState, error) {
 			return cluster.GetOperand(ctx, node)
@@ -495,7 +513,7 @@ func TestControllerFuncAdapters(t *testing.T) {
 	assert.Equal(t, []rollout.Installer{{Node: "b", Revision: 2, Name: "installer-2-b"}}, cluster.CreatedInstallers(), "unreachable a skipped")
 	assert.Equal(t, []string{rollout.ReasonNodeTargetRevisionChanged}, h.reasons())
 	b, _ := store.Current().Node("b")
-	assert.Equal(t, int32(2), b.TargetRevision, "written through the StatusWriterFunc")
+	assert.Equal(t, int32(2), b.TargetRevision)
 }
 
 func TestControllerSyncCancelled(t *testing.T) {
@@ -545,4 +563,20 @@ func TestSyncWriteErrorNamesEachChangedNodeOnce(t *testing.T) {
 			assert.EqualError(t, err, tt.want)
 		})
 	}
+}
+
+// TestControllerSyncOperandReadError: an OperandReader that fails names the
+// node it failed for.
+func TestControllerSyncOperandReadError(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 1, "a")
+	store := fake.NewRolloutStatusStore(2, 1, "a")
+	boom := errors.New("boom")
+	h := newHarness(t, rollout.Config{Status: store, Installers: cluster, Clock: clk,
+		Operands: rollout.OperandReaderFunc(func(context.Context, string) (rollout.OperandState, error) { return rollout.OperandState{}, boom })})
+	_, err := h.sync(ctx)
+	require.ErrorIs(t, err, boom)
+	assert.EqualError(t, err, "rollout: reading operand of node a: boom")
+	assert.Zero(t, store.WriteCount())
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,9 +25,17 @@ type Input struct {
 	// Now is the current time.
 	Now time.Time
 	// Jitter, in [0,1), spreads the retry time of a failure recorded by
-	// this decision (Backoff.JitterPercent); the retry time is persisted, so
-	// a restart never draws it again.
+	// this decision (the backoffs' JitterPercent); the retry time is
+	// persisted, so a restart never draws it again.
 	Jitter float64
+	// Gated says a gate (Config.Gate) must admit every node the decision
+	// starts: the first start the gate has not answered for is not made
+	// but asked about in Decision.Unadmitted, and no later one is made.
+	Gated bool
+	// Admissions holds the gate's answers, by the name of the installer a
+	// start would create: "" admits the node, any other text holds it and
+	// says why.
+	Admissions map[string]string
 }
 
 // Decision is the whole decision of one sync, the rollout plan, made by
@@ -39,6 +48,8 @@ type Input struct {
 // failed attempt on a later sync), delete every installer of
 // Status.InstallersToDelete, and write Final, keeping in its
 // InstallersToDelete those whose delete failed, when any delete succeeded.
+// A decision with an Unadmitted start is not acted on: the host asks its
+// gate about it and decides again with the answer.
 type Decision struct {
 	// Latest is the latest available revision the decision rolls out.
 	Latest int32
@@ -48,11 +59,18 @@ type Decision struct {
 	// nodes that left, the nodes in transition and the nodes whose status
 	// changes (by name), then the nodes started, in ring order from Start.
 	Steps []NodeDecision
-	// Blocked says why no further node was started ("" when nothing held it back).
+	// Blocked says why the walk stopped or skipped a node first ("" when
+	// nothing held it back).
 	Blocked string
-	// HeldBy names the unavailable nodes, "name (why)", that hold back the
-	// start of a node (nil when none does).
-	HeldBy []string
+	// Holds explain, sorted, everything that holds back the start of a
+	// node (nil when nothing does): nodes unavailable past MaxUnavailable,
+	// unreachable nodes, the gate, failures, installers not yet deleted.
+	// Progressing reports them at once, Degraded once Status.HeldSince is
+	// older than Policy.HoldDegradedAfter.
+	Holds []string
+	// Unadmitted is the first start the gate (Input.Gated) has not answered
+	// for, to ask it about (nil when there is none).
+	Unadmitted *Disruption
 	// Status is the status to write before acting: every step applied,
 	// the installers that must go recorded in InstallersToDelete, the
 	// conditions set. It shares the memory of the input status where
@@ -87,37 +105,77 @@ func (p Decision) Events() []converge.Event {
 // already sorted) and its allocations do not grow with the node count.
 //
 // Nodes that left the observation are dropped (their unfinished installers
-// must go); new ones join with no revision. Every node in transition goes
-// through NextNodeStatus; a node that is not records an operand that runs
-// below its current revision (NodeRevisionRegressed: an event, Degraded, and
-// the node is installed again; its current revision never goes down).
+// must go); new ones join at the revision their operand runs. A node
+// observed with another UID than its status records is a new machine
+// under the same name: it starts afresh, and its predecessor's installer
+// is deleted. Every node goes through NextNodeStatus, which records what its
+// operand shows (a fallback, a regression, a missing operand) and moves a
+// node in transition on; an installer no decision wants any more is
+// deleted, and until the host confirms it gone its node gets no new
+// installer and counts as unavailable.
+//
 // Then, unless the policy is paused or an operand is still soaking
 // (MinReadyDuration), the pass walks the reachable nodes in ring order from
 // StartNode and starts the revision RevisionToStart gives each one (a node
-// already down, the latest revision), within
-// MaxUnavailable (see Policy.MaxUnavailable: unreachable nodes, nodes in
-// transition, not-ready and regressed operands all count). A node in
-// transition whose last failure is not its target counts, for the node
-// after it, as already at its target, so that with a budget above 1 healthy
-// nodes move together; no healthy node starts a revision another reachable
-// node is failing, so a failure does not spread (a node already down may:
-// it has nothing to lose, and waiting for it could hold the rollout forever). When unavailable nodes hold a
-// start back, Progressing says so at once and Degraded once the hold is
-// older than Policy.HoldDegradedAfter, both naming the nodes.
+// already down, the latest revision), within MaxUnavailable (see
+// Policy.MaxUnavailable: unreachable nodes, nodes in transition, not-ready,
+// regressed and missing operands, and installers that may still run all
+// count). A node in transition whose last failure is not its target
+// counts, for the node after it, as already at its target, so that with a
+// budget above 1 healthy nodes move together; no healthy node starts a
+// revision another reachable node is failing, so a failure does not spread
+// (a node already down may: it has nothing to lose, and waiting for it
+// could hold the rollout forever), and no healthy node starts a revision
+// another node fell back from, until a newer revision supersedes it. With
+// Input.Gated, a start the gate has not admitted is not made. Whatever
+// holds a start back is explained in Holds: Progressing says so at once and
+// Degraded once the hold is older than Policy.HoldDegradedAfter.
 //
 // A node that failed the latest revision (its operand failed or was not
-// ready in time, which clears the target) retries it as the start of a pass:
-// after its RetryTime and while MaxInstallerRetries allows; once they are
-// exhausted the rollout stops there and Degraded says so. The retry uses a
-// new installer name (InstallerName).
+// ready in time, or it fell back, which clears the target) retries it as the
+// start of a pass: after its RetryTime and while MaxInstallerRetries allows;
+// once they are exhausted the rollout stops there and Degraded says so. The
+// retry uses a new installer name (InstallerName).
 func Decide(in Input) (Decision, error) { return decide(in, nil) }
+
+// decider holds one decision in the making.
+type decider struct {
+	in     Input
+	p      Policy
+	now    time.Time
+	d      Decision
+	out    Status
+	nodes  []NodeStatus
+	views  []NodeObservation
+	shared bool // nodes is still the input status's memory
+	// deleting names the nodes with an installer the input status already
+	// records for deletion: they get no new installer until it is gone.
+	deleting map[string]bool
+	// retiring names the nodes with an installer this decision records
+	// for deletion: they get no new installer in this decision either.
+	retiring map[string]bool
+	// mayRun names the nodes with an installer recorded for deletion that
+	// may still run: those of deleting, and those this decision retires
+	// unless they were seen finished. They count as unavailable.
+	mayRun map[string]bool
+	holds  []string
+	// down counts the unavailable nodes while the nodes are decided, once a
+	// node in transition needs it (-1 before).
+	down   int
+	pooled *[]NodeObservation // the aligning buffer, given back once decided
+	asked  int                // the node Decision.Unadmitted is about
+	// heldRetry is true once MaxUnavailable held a node in transition from
+	// its next installer.
+	heldRetry bool
+	// heldByUnavailable is true once a hold names the unavailable nodes.
+	heldByUnavailable bool
+}
 
 // decide is Decide; a non-nil aligned holds the observations of exactly the
 // status's nodes, in the status's order (sorted by name), and replaces
 // in.Observation, so that the shell builds no map.
 func decide(in Input, aligned []NodeObservation) (Decision, error) {
-	p, now := in.Policy, in.Now
-	if err := p.Validate(); err != nil {
+	if err := in.Policy.Validate(); err != nil {
 		return Decision{}, err
 	}
 	if err := in.Status.Validate(); err != nil {
@@ -127,79 +185,646 @@ func decide(in Input, aligned []NodeObservation) (Decision, error) {
 	if aligned == nil && len(in.Observation) == 0 && len(st.NodeStatuses) > 0 {
 		return Decision{}, input.Invalidf("rollout", "observation", "an empty observation would drop all %d nodes", len(st.NodeStatuses))
 	}
-	plan := Decision{Latest: st.LatestAvailableRevision}
-	requeue := func(d time.Duration) {
-		if d > 0 && (plan.RequeueAfter == 0 || d < plan.RequeueAfter) {
-			plan.RequeueAfter = d
-		}
-	}
-
-	out := Status{LatestAvailableRevision: st.LatestAvailableRevision, HeldSince: st.HeldSince,
+	x := &decider{in: in, p: in.Policy, now: in.Now, d: Decision{Latest: st.LatestAvailableRevision}}
+	x.out = Status{LatestAvailableRevision: st.LatestAvailableRevision, HeldSince: st.HeldSince,
 		InstallersToDelete: slices.Clone(st.InstallersToDelete), Conditions: slices.Clone(st.Conditions)}
-	var (
-		nodes  []NodeStatus
-		views  []NodeObservation
-		shared bool
-		err    error
-	)
+	for _, inst := range x.out.InstallersToDelete {
+		x.deleting = setAdd(x.deleting, inst.Node)
+		x.mayRun = setAdd(x.mayRun, inst.Node)
+	}
+	var err error
 	if aligned != nil {
-		nodes, views, shared, err = st.NodeStatuses, aligned, true, validateAligned(st.NodeStatuses, aligned)
+		x.nodes, x.views, x.shared, err = st.NodeStatuses, aligned, true, validateAligned(st.NodeStatuses, aligned)
 	} else {
-		nodes, views, shared, err = members(&plan, &out, st.NodeStatuses, in.Observation)
+		err = x.members(st.NodeStatuses, in.Observation)
+		defer x.release()
 	}
 	if err != nil {
 		return Decision{}, err
 	}
-	deleting := map[string]bool{}
-	for _, inst := range out.InstallersToDelete {
-		deleting[inst.Node] = true
+	x.down = -1
+	for i := range x.nodes {
+		x.node(i)
 	}
+	if len(x.nodes) > 0 {
+		x.starts()
+	}
+	x.out.NodeStatuses = x.nodes
+	slices.Sort(x.holds)
+	x.d.Holds = slices.Compact(x.holds)
+	x.requeue(updateHold(x.d.Holds, &x.out, x.p, x.now))
 
-	for i := range nodes {
-		n := &nodes[i]
-		if !n.InTransition() && !idleNeedsWork(n, &views[i], p, now) {
-			continue // the common case, decided without copying the node
+	conditionsChanged, err := applyConditions(&x.out, x.d.Holds, x.p, x.now)
+	if err != nil {
+		return Decision{}, err
+	}
+	x.d.Status = x.out
+	x.d.StatusChanged = conditionsChanged || !sameNodeSlice(x.nodes, st.NodeStatuses) ||
+		len(x.out.InstallersToDelete) != len(st.InstallersToDelete) || !timeEqual(x.out.HeldSince, st.HeldSince)
+	x.d.Final = x.out
+	x.d.Final.InstallersToDelete = nil
+	x.d.Reason = summarize(x.d)
+	return x.d, nil
+}
+
+func (x *decider) requeue(d time.Duration) {
+	if d > 0 && (x.d.RequeueAfter == 0 || d < x.d.RequeueAfter) {
+		x.d.RequeueAfter = d
+	}
+}
+
+// set replaces the status of node i, copying the input's nodes first.
+func (x *decider) set(i int, n NodeStatus) {
+	if x.shared {
+		x.nodes, x.shared = slices.Clone(x.nodes), false
+	}
+	x.nodes[i] = n
+}
+
+// ask makes inst, the installer that takes node i down, the start the gate
+// is asked about, unless another is already: the gate is asked about one
+// start at a time, so that it learns what the rollout took down before.
+func (x *decider) ask(i int, inst Installer) {
+	if x.d.Unadmitted == nil {
+		x.d.Unadmitted, x.asked = &Disruption{Installer: inst}, i
+	}
+}
+
+// hold records what holds back a start.
+func (x *decider) hold(format string, args ...any) {
+	x.holds = append(x.holds, fmt.Sprintf(format, args...))
+}
+
+// block records why the walk first stopped or skipped a node.
+func (x *decider) block(format string, args ...any) {
+	if x.d.Blocked == "" {
+		x.d.Blocked = fmt.Sprintf(format, args...)
+	}
+}
+
+func setAdd(m map[string]bool, k string) map[string]bool {
+	if m == nil {
+		m = map[string]bool{}
+	}
+	m[k] = true
+	return m
+}
+
+// retired records installers that must go, once each; one that may still
+// run (not seen finished) makes its node unavailable until it is gone.
+func (x *decider) retired(del []Installer, phase InstallerPhase) {
+	for _, inst := range del {
+		if !slices.ContainsFunc(x.out.InstallersToDelete, func(i Installer) bool { return i.Name == inst.Name }) {
+			x.out.InstallersToDelete = append(x.out.InstallersToDelete, inst)
 		}
-		nin := NodeInput{Latest: st.LatestAvailableRevision, Observation: views[i], Policy: p, Now: now,
-			Jitter: in.Jitter, Deleting: deleting[n.NodeName]}
-		var d NodeDecision
-		if n.InTransition() {
-			d = NextNodeStatus(*n, nin)
-		} else {
-			d = idleNode(*n, nin)
+		x.retiring = setAdd(x.retiring, inst.Node)
+		if phase != InstallerSucceeded && phase != InstallerFailed {
+			x.mayRun = setAdd(x.mayRun, inst.Node)
 		}
-		if d.To != nil {
-			if shared {
-				nodes, shared = slices.Clone(nodes), false
+	}
+	if len(del) > 0 {
+		slices.SortFunc(x.out.InstallersToDelete, func(a, b Installer) int { return strings.Compare(a.Name, b.Name) })
+	}
+}
+
+// node decides node i: its identity, then NextNodeStatus.
+func (x *decider) node(i int) {
+	if !x.nodes[i].InTransition() && !idleNeedsWork(&x.nodes[i], &x.views[i], x.p, x.now) {
+		return // the common case, decided without copying the node
+	}
+	x.identity(i)
+	n, o := x.nodes[i], x.views[i]
+	// A node in transition between attempts that is up is taken down by its
+	// next installer: only within MaxUnavailable.
+	up := n.InTransition() && !installing(&n, &o) && !o.Unreachable && !isDown(&n, &o) && !x.mayRun[n.NodeName]
+	self := x.self(i)
+	held := up && x.downCount()+1-self > x.p.maxUnavailable()
+	nin := NodeInput{Latest: x.d.Latest, Observation: o, Policy: x.p, Now: x.now,
+		Jitter: x.in.Jitter, Deleting: x.deleting[n.NodeName], Held: held}
+	d := NextNodeStatus(n, nin)
+	if up && d.Create != nil && x.in.Gated {
+		// Its next installer takes it down: the gate is asked first.
+		create := *d.Create
+		if answer, asked := x.in.Admissions[create.Name]; !asked || answer != "" {
+			nin.Held = true
+			d = NextNodeStatus(n, nin)
+			if !asked {
+				x.ask(i, create)
+			} else {
+				x.hold("the gate holds %s: %s", n.NodeName, answer)
 			}
-			nodes[i] = *d.To
 		}
-		addDeletes(&out, d.Delete)
-		if n.InTransition() || d.Acts() {
-			plan.Steps = append(plan.Steps, d)
+	}
+	if d.To != nil {
+		x.set(i, *d.To)
+	}
+	if up && d.Create != nil && x.down >= 0 && self == 0 {
+		x.down++
+	}
+	x.heldRetry = x.heldRetry || (held && d.held)
+	x.retired(d.Delete, o.Installer.Phase)
+	if n.InTransition() || d.Acts() {
+		x.d.Steps = append(x.d.Steps, d)
+	}
+	if to := x.nodes[i]; to.InTransition() && x.deleting[n.NodeName] && d.Create == nil && o.Installer.Phase == InstallerNotFound && to.InstallerOrderedTime == nil {
+		x.hold("%s waits for its old installer to be deleted", n.NodeName)
+	}
+	x.requeue(d.RequeueAfter)
+}
+
+// identity reconciles node i's status with the UID observed: a status
+// without one takes it; a status of another UID is the predecessor's of a
+// machine replaced under the same name, and starts afresh at the revision
+// the new machine's operand runs, its predecessor's installer deleted.
+func (x *decider) identity(i int) {
+	n, o := x.nodes[i], x.views[i]
+	if o.UID == "" || n.NodeUID == o.UID {
+		return
+	}
+	if n.NodeUID == "" {
+		n.NodeUID = o.UID
+		x.set(i, n)
+		x.d.Steps = append(x.d.Steps, NodeDecision{Node: n.NodeName, Reason: "node UID recorded", To: &n})
+		return
+	}
+	fresh := joining(n.NodeName, o)
+	step := NodeDecision{Node: n.NodeName, To: &fresh,
+		Reason: fmt.Sprintf("replaced by a new machine (UID %s, was %s)", o.UID, n.NodeUID)}
+	if attempted(n, o.Installer) {
+		step.Delete = []Installer{installerFor(n)}
+		x.retired(step.Delete, o.Installer.Phase)
+	}
+	x.set(i, fresh)
+	x.d.Steps = append(x.d.Steps, step)
+}
+
+// joining is the status of a node that joins the rollout: it starts at the
+// revision its operand runs.
+func joining(name string, o NodeObservation) NodeStatus {
+	n := NodeStatus{NodeName: name, NodeUID: o.UID}
+	if o.Operand.Phase != OperandNotFound {
+		n.CurrentRevision = o.Operand.Revision
+	}
+	return n
+}
+
+// members aligns the observations with the status's nodes that are still
+// observed, sorted by name, and adds new observed nodes. A node that left
+// gets a Remove step and its unfinished installer must go. When nothing
+// joined or left and the status is sorted, the nodes are the status's own
+// (x.shared): they are copied before one changes.
+func (x *decider) members(status []NodeStatus, obs Observation) error {
+	if !sortedByName(status) {
+		status = sortNodes(status)
+	}
+	views := x.scratch(len(status))
+	left := false
+	for i, n := range status {
+		o, ok := obs[n.NodeName]
+		if !ok {
+			left = true
+			break
 		}
-		requeue(d.RequeueAfter)
+		if err := o.validate(n.NodeName); err != nil {
+			return err
+		}
+		views[i] = o
 	}
+	if !left && len(status) == len(obs) {
+		x.nodes, x.views, x.shared = status, views, true
+		return nil
+	}
+	nodes := make([]NodeStatus, 0, len(status))
+	views = views[:0]
+	for _, n := range status {
+		o, ok := obs[n.NodeName]
+		if !ok {
+			d := NodeDecision{Node: n.NodeName, Remove: true, Reason: "left the cluster"}
+			if n.InTransition() && n.InstallerOrderedTime != nil {
+				d.Delete = []Installer{installerFor(n)}
+				x.retired(d.Delete, InstallerNotFound)
+			}
+			x.d.Steps = append(x.d.Steps, d)
+			continue
+		}
+		if err := o.validate(n.NodeName); err != nil {
+			return err
+		}
+		nodes = append(nodes, n)
+		views = append(views, o)
+	}
+	var joined []string
+	for name := range obs {
+		if _, found := slices.BinarySearchFunc(nodes, name, func(n NodeStatus, name string) int { return strings.Compare(n.NodeName, name) }); !found {
+			joined = append(joined, name)
+		}
+	}
+	slices.Sort(joined)
+	for _, name := range joined {
+		if name == "" {
+			return input.Invalidf("rollout", "observation", "a node with an empty name")
+		}
+		o := obs[name]
+		if err := o.validate(name); err != nil {
+			return err
+		}
+		n := joining(name, o)
+		x.d.Steps = append(x.d.Steps, NodeDecision{Node: name, To: &n, Reason: fmt.Sprintf("joined the cluster at revision %d", n.CurrentRevision)})
+		nodes = append(nodes, n)
+		views = append(views, o)
+	}
+	if len(joined) > 0 {
+		idx := make([]int, len(nodes))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortFunc(idx, func(a, b int) int { return strings.Compare(nodes[a].NodeName, nodes[b].NodeName) })
+		sortedNodes, sortedViews := make([]NodeStatus, len(nodes)), make([]NodeObservation, len(nodes)) // rare: nodes joined
+		for i, j := range idx {
+			sortedNodes[i], sortedViews[i] = nodes[j], views[j]
+		}
+		nodes, views = sortedNodes, sortedViews
+	}
+	x.nodes, x.views = nodes, views
+	return nil
+}
 
-	if len(nodes) > 0 {
-		var wait time.Duration
-		nodes, wait = planStarts(&plan, nodes, shared, views, deleting, p, now)
-		requeue(wait)
-	}
-	out.NodeStatuses = nodes
-	requeue(updateHold(&plan, &out, p, now))
+// viewPool holds the buffers that align an Observation with the status's
+// nodes: a decision of thousands of nodes needs one the size of all their
+// observations, and gives it back once made.
+var viewPool sync.Pool
 
-	conditionsChanged, err := applyConditions(&out, plan.HeldBy, p, now)
-	if err != nil {
-		return Decision{}, err
+// scratch returns a buffer of n observations from the pool, given back by
+// release.
+func (x *decider) scratch(n int) []NodeObservation {
+	if b, ok := viewPool.Get().(*[]NodeObservation); ok && cap(*b) >= n {
+		x.pooled = b
+		return (*b)[:n]
 	}
-	plan.Status = out
-	plan.StatusChanged = conditionsChanged || !sameNodeSlice(nodes, st.NodeStatuses) ||
-		len(out.InstallersToDelete) != len(st.InstallersToDelete) || !timeEqual(out.HeldSince, st.HeldSince)
-	plan.Final = out
-	plan.Final.InstallersToDelete = nil
-	plan.Reason = summarize(plan)
-	return plan, nil
+	b := make([]NodeObservation, n)
+	x.pooled = &b
+	return b
+}
+
+// release gives the aligning buffer back to the pool, cleared so that it
+// holds no observation's memory.
+func (x *decider) release() {
+	if x.pooled == nil {
+		return
+	}
+	clear((*x.pooled)[:cap(*x.pooled)])
+	viewPool.Put(x.pooled)
+	x.pooled = nil
+}
+
+// validateAligned checks observations aligned with sorted nodes.
+func validateAligned(nodes []NodeStatus, views []NodeObservation) error {
+	if len(nodes) != len(views) {
+		return input.Invalidf("rollout", "observation", "aligned observations of %d nodes for %d nodes", len(views), len(nodes))
+	}
+	for i, o := range views {
+		if err := o.validate(nodes[i].NodeName); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// idleNeedsWork reports whether NextNodeStatus would change a node not in
+// transition: another UID, a time in the future, errors to trim, or an
+// operand that is not what the status records.
+func idleNeedsWork(n *NodeStatus, o *NodeObservation, p Policy, now time.Time) bool {
+	if (o.UID != "" && o.UID != n.NodeUID) ||
+		future(n.InstallerOrderedTime, now) || future(n.InstalledTime, now) || future(n.LastFailedTime, now) ||
+		retryTooFar(*n, p, now) || needsTrim(n.LastFailedErrors) {
+		return true
+	}
+	op := &o.Operand
+	switch {
+	case op.fallback():
+		return !fallbackRecorded(*n, *op)
+	case op.Phase == OperandNotFound:
+		return n.CurrentRevision > 0 && !n.OperandMissing
+	case n.OperandMissing:
+		return true
+	}
+	rev := op.Revision
+	return (op.Phase == OperandReady && rev > n.CurrentRevision) ||
+		(rev > 0 && rev < n.CurrentRevision && n.RegressedRevision != rev) ||
+		(op.Phase == OperandReady && rev >= n.CurrentRevision && n.RegressedRevision != 0)
+}
+
+// unavailable reports whether node i is down, as MaxUnavailable counts it:
+// unreachable, installing, its operand not ready, regressed or missing, or
+// an installer of it recorded for deletion may still run.
+func (x *decider) unavailable(i int) bool {
+	n, o := &x.nodes[i], &x.views[i]
+	return o.Unreachable || installing(n, o) || isDown(n, o) || x.mayRun[n.NodeName]
+}
+
+// downCount counts the unavailable nodes, once, as the nodes decided so far
+// are.
+func (x *decider) downCount() int {
+	if x.down < 0 {
+		x.down = 0
+		for i := range x.nodes {
+			if x.unavailable(i) {
+				x.down++
+			}
+		}
+	}
+	return x.down
+}
+
+// isDown reports whether a reachable node serves nothing: its operand is
+// not ready or missing. Taking it down takes nothing more down.
+func isDown(_ *NodeStatus, o *NodeObservation) bool {
+	return !o.operandReady()
+}
+
+// self is 1 when node i already counts as unavailable: taking it down adds
+// nothing to the count.
+func (x *decider) self(i int) int {
+	if x.unavailable(i) {
+		return 1
+	}
+	return 0
+}
+
+// whyDown says why an unavailable node is down, for a hold.
+func (x *decider) whyDown(i int) string {
+	n, o := &x.nodes[i], &x.views[i]
+	switch {
+	case o.Unreachable:
+		return "unreachable"
+	case n.InTransition():
+		return "installing revision " + fmt.Sprint(n.TargetRevision)
+	case n.RegressedRevision != 0:
+		return fmt.Sprintf("runs revision %d below %d", n.RegressedRevision, n.CurrentRevision)
+	case n.OperandMissing:
+		return "operand missing"
+	case !o.operandReady():
+		return "operand not ready"
+	}
+	return "an old installer may still run"
+}
+
+// starts walks the nodes in ring order from the start node and starts what
+// the budget, the failures, the gate and the policy allow.
+func (x *decider) starts() {
+	nodes, views, p, now, latest := x.nodes, x.views, x.p, x.now, x.d.Latest
+	start, why := startNode(nodes, views)
+
+	budget := p.maxUnavailable()
+	inTransition, unavailable := 0, 0
+	var soakUntil time.Time
+	failingOn := map[int32]int{}              // the first reachable node failing each revision
+	fellBack := map[int32]int{}               // the first node in fallback from each revision
+	var unreachable, unreachableIdle []string // unreachable nodes in transition, and waiting for a revision
+	for i := range nodes {
+		n, o := &nodes[i], &views[i]
+		if installing(n, o) {
+			inTransition++
+		}
+		if x.unavailable(i) {
+			unavailable++
+		}
+		if _, seen := fellBack[n.LastFailedRevision]; n.fallenBack() && !seen {
+			fellBack[n.LastFailedRevision] = i
+		}
+		if o.Unreachable {
+			switch {
+			case n.InTransition():
+				unreachable = append(unreachable, n.NodeName)
+			case n.CurrentRevision < latest || n.reinstall():
+				unreachableIdle = append(unreachableIdle, n.NodeName)
+			}
+			continue
+		}
+		if _, seen := failingOn[n.LastFailedRevision]; n.Failing() && !seen {
+			failingOn[n.LastFailedRevision] = i
+		}
+		if p.MinReadyDuration.Duration > 0 && o.operandReady() && !o.Operand.ReadySince.IsZero() && !o.Operand.ReadySince.After(now) {
+			if until := o.Operand.ReadySince.Add(p.MinReadyDuration.Duration); until.After(soakUntil) {
+				soakUntil = until
+			}
+		}
+	}
+	if x.heldRetry {
+		x.holdByUnavailable(budget)
+	}
+	x.walk(start, why, budget, inTransition, unavailable, soakUntil, failingOn, fellBack)
+	if q := x.d.Unadmitted; q != nil {
+		for i := range x.nodes {
+			if i != x.asked && x.unavailable(i) {
+				q.Down = append(q.Down, x.nodes[i].NodeName)
+			}
+		}
+	}
+	if !x.heldByUnavailable { // which names the unreachable nodes not in transition
+		unreachable = append(unreachable, unreachableIdle...)
+		slices.Sort(unreachable)
+	}
+	if len(unreachable) > 0 {
+		x.hold("unreachable nodes %s cannot move: drop a node that is gone for good from the node list", listNames(unreachable))
+	}
+}
+
+// walk walks the nodes in ring order from start and starts what the
+// budget, the failures, the gate and the policy allow.
+func (x *decider) walk(start int, why string, budget, inTransition, unavailable int, soakUntil time.Time, failingOn, fellBack map[int32]int) {
+	nodes, views, p, now, latest := x.nodes, x.views, x.p, x.now, x.d.Latest
+	// Only the node that failed a revision retries it, and only as the start
+	// of a pass. A start node held back by a revision another node failed
+	// hands the start to that node, so the rollout never waits forever on a
+	// retry nobody makes.
+	if rev := RevisionToStart(nodes[start], nil, latest); rev != 0 && !views[start].Unreachable {
+		if f, ok := failingOn[rev]; ok && f != start && !nodes[f].InTransition() {
+			why = fmt.Sprintf("%s failed revision %d, which %s would start", nodes[f].NodeName, rev, nodes[start].NodeName)
+			start = f
+		}
+	}
+	x.d.Start, x.d.StartReason = nodes[start].NodeName, why
+
+	var prev *NodeStatus
+	var backoff time.Duration // the start node's retry waits this long
+	// Once stop is set no node starts, but every node is still walked, so
+	// that every hold is explained whatever stopped the starts.
+	stop := false
+	for k := range nodes {
+		i := (start + k) % len(nodes)
+		o := &views[i]
+		if o.Unreachable {
+			continue
+		}
+		leader := leaderView(prev)
+		prev = &x.nodes[i]
+		n := x.nodes[i]
+		if n.InTransition() {
+			continue
+		}
+		rev := RevisionToStart(n, leader, latest)
+		down := isDown(&n, o)
+		if down && n.CurrentRevision < latest && !(n.Failing() && n.LastFailedRevision == latest) {
+			// A node already down goes straight to the latest revision,
+			// whatever its leader runs: it has nothing to lose.
+			rev = latest
+		}
+		if op := o.Operand; rev != 0 && op.Phase != OperandNotFound && !op.fallback() && op.Revision > rev && op.Revision <= latest {
+			// Never below what the operand runs, even failing: that would
+			// be a fallback the engine did not decide.
+			rev = op.Revision
+		}
+		if rev == 0 {
+			continue
+		}
+		if x.deleting[n.NodeName] || x.retiring[n.NodeName] {
+			// Its next installer may have the name of the one going.
+			if x.deleting[n.NodeName] {
+				x.hold("%s waits for its old installer to be deleted", n.NodeName)
+			}
+			x.block("%s waits for its old installer to be deleted", n.NodeName)
+			continue
+		}
+		retry := (n.LastFailedRevision == rev && n.Failing()) || reinstallsInFallback(n, rev)
+		if retry && i != start && !down {
+			continue // only the start of a pass, or a node already down, retries a revision it failed
+		}
+		// A node held back is skipped, not the end of the walk: a node
+		// further on that is already down may still start (it takes
+		// nothing more down, and waiting for it could hold the rollout
+		// forever); a healthy one meets the same checks.
+		f, fallen := fellBack[rev]
+		self := x.self(i)
+		switch {
+		case p.Paused:
+			x.block("paused: not starting revision %d on %s", rev, n.NodeName)
+			stop = true
+			continue
+		case fallen && f != i && !down:
+			x.hold("%s fell back from revision %d: %s waits", nodes[f].NodeName, rev, n.NodeName)
+			x.block("%s fell back from revision %d; %s waits", nodes[f].NodeName, rev, n.NodeName)
+			continue
+		case !retry && !down && hasKey(failingOn, rev) && failingOn[rev] != i:
+			x.hold("revision %d is failing on %s: %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
+			x.block("revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
+			continue
+		case retry && p.retriesExhausted(n):
+			x.hold("%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount))
+			x.block("%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount))
+			continue
+		case retry && now.Before(p.retryAt(n)):
+			backoff = p.retryAt(n).Sub(now)
+			x.hold("%s retries revision %d after its backoff", n.NodeName, rev)
+			x.block("%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), backoff)
+			continue
+		case inTransition+1 > budget:
+			x.block("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
+				budget, inTransition, unavailable, n.NodeName, rev)
+			stop = true
+			continue
+		case !down && unavailable+1-self > budget:
+			x.holdByUnavailable(budget)
+			x.block("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
+				budget, inTransition, unavailable, n.NodeName, rev)
+			continue
+		case stop:
+			continue
+		}
+		to := n
+		to.TargetRevision = rev
+		to.InstallerOrderedTime, to.InstalledTime = metaTime(now), nil
+		create := installerFor(to)
+		if x.in.Gated {
+			answer, asked := x.in.Admissions[create.Name]
+			if !asked {
+				x.ask(i, create)
+				stop = true
+				continue
+			}
+			if answer != "" {
+				x.hold("the gate holds %s: %s", n.NodeName, answer)
+				x.block("the gate holds %s: %s", n.NodeName, answer)
+				continue
+			}
+		}
+		if soakUntil.After(now) {
+			wait := min(soakUntil.Sub(now), p.MinReadyDuration.Duration)
+			x.block("operands soaking for another %v before %s starts revision %d", wait, n.NodeName, rev)
+			x.requeue(wait)
+			stop = true
+			continue
+		}
+		x.set(i, to)
+		prev = &x.nodes[i]
+		reason := fmt.Sprintf("starting revision %d", rev)
+		if retry {
+			reason = fmt.Sprintf("retrying revision %d after %s", rev, failures(max(n.LastFailedCount, n.LastFallbackCount)))
+		}
+		from := n.CurrentRevision
+		if n.RegressedRevision != 0 {
+			from = n.RegressedRevision
+		}
+		x.d.Steps = append(x.d.Steps, NodeDecision{
+			Node: n.NodeName, Reason: reason, To: &to, Create: &create,
+			Events: []converge.Event{{Type: converge.EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged,
+				Message: fmt.Sprintf("Updating node %q from revision %d to %d because %s", n.NodeName, from, rev, reason)}},
+		})
+		inTransition++
+		if !down && self == 0 {
+			unavailable++
+		}
+	}
+	x.requeue(backoff)
+}
+
+// holdByUnavailable explains a healthy start held back by the unavailable
+// nodes that are not simply installing.
+func (x *decider) holdByUnavailable(budget int) {
+	var names []string
+	for i := range x.nodes {
+		if x.unavailable(i) && !installing(&x.nodes[i], &x.views[i]) {
+			names = append(names, x.nodes[i].NodeName+" ("+x.whyDown(i)+")")
+		}
+	}
+	if len(names) > 0 {
+		x.heldByUnavailable = true
+		x.hold("maxUnavailable %d reached by unavailable nodes %s: raise maxUnavailable, or drop a node that is gone for good from the node list",
+			budget, listNames(names))
+	}
+}
+
+// updateHold keeps Status.HeldSince: set when a hold starts, cleared when it
+// ends, moved to now if it lies in the future. It returns how long until
+// the hold turns Degraded.
+func updateHold(holds []string, st *Status, p Policy, now time.Time) time.Duration {
+	if len(holds) == 0 {
+		st.HeldSince = nil
+		return 0
+	}
+	if st.HeldSince == nil || st.HeldSince.After(now) {
+		st.HeldSince = metaTime(now)
+	}
+	if left := st.HeldSince.Add(p.holdDegradedAfter()).Sub(now); left > 0 {
+		return left
+	}
+	return 0
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// leaderView is how a node sees the node before it in the walk: a node in
+// transition that is not failing counts as already at its target.
+func leaderView(prev *NodeStatus) *NodeStatus {
+	if prev == nil || !prev.InTransition() || prev.Failing() {
+		return prev
+	}
+	v := *prev
+	v.CurrentRevision, v.TargetRevision = prev.TargetRevision, 0
+	return &v
 }
 
 // written names what writing Status changes, for an error: the nodes of
@@ -235,371 +860,6 @@ func timeEqual(a, b *metav1.Time) bool {
 		return a == b
 	}
 	return a.Equal(b)
-}
-
-// members returns the status nodes that are still observed, sorted by
-// name, with the observations aligned to them, plus new observed nodes. A
-// node that left gets a Remove step and its unfinished installer must go.
-// When nothing joined or left and the status is sorted, the nodes returned
-// are the status's own (shared reports it): the caller copies them before
-// changing one.
-func members(plan *Decision, out *Status, status []NodeStatus, obs Observation) ([]NodeStatus, []NodeObservation, bool, error) {
-	if !sortedByName(status) {
-		status = sortNodes(status)
-	}
-	views := make([]NodeObservation, len(status))
-	left := false
-	for i, n := range status {
-		o, ok := obs[n.NodeName]
-		if !ok {
-			left = true
-			break
-		}
-		if err := o.validate(n.NodeName); err != nil {
-			return nil, nil, false, err
-		}
-		views[i] = o
-	}
-	if !left && len(status) == len(obs) {
-		return status, views, true, nil
-	}
-	nodes := make([]NodeStatus, 0, len(status))
-	views = views[:0]
-	for _, n := range status {
-		o, ok := obs[n.NodeName]
-		if !ok {
-			d := NodeDecision{Node: n.NodeName, Remove: true, Reason: "left the cluster"}
-			if n.InTransition() && n.InstallerOrderedTime != nil {
-				d.Delete = []Installer{installerFor(n)}
-			}
-			addDeletes(out, d.Delete)
-			plan.Steps = append(plan.Steps, d)
-			continue
-		}
-		if err := o.validate(n.NodeName); err != nil {
-			return nil, nil, false, err
-		}
-		nodes = append(nodes, n)
-		views = append(views, o)
-	}
-	if len(nodes) == len(obs) {
-		return nodes, views, false, nil
-	}
-	var joined []string
-	for name := range obs {
-		if _, found := slices.BinarySearchFunc(nodes, name, func(n NodeStatus, name string) int { return strings.Compare(n.NodeName, name) }); !found {
-			joined = append(joined, name)
-		}
-	}
-	slices.Sort(joined)
-	for _, name := range joined {
-		if name == "" {
-			return nil, nil, false, input.Invalidf("rollout", "observation", "a node with an empty name")
-		}
-		if err := obs[name].validate(name); err != nil {
-			return nil, nil, false, err
-		}
-		n := NodeStatus{NodeName: name}
-		plan.Steps = append(plan.Steps, NodeDecision{Node: name, To: &n, Reason: "joined the cluster"})
-		nodes = append(nodes, n)
-		views = append(views, obs[name])
-	}
-	idx := make([]int, len(nodes))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(nodes[a].NodeName, nodes[b].NodeName) })
-	sortedNodes, sortedViews := make([]NodeStatus, len(nodes)), make([]NodeObservation, len(nodes))
-	for i, j := range idx {
-		sortedNodes[i], sortedViews[i] = nodes[j], views[j]
-	}
-	return sortedNodes, sortedViews, false, nil
-}
-
-// validateAligned checks observations aligned with sorted nodes.
-func validateAligned(nodes []NodeStatus, views []NodeObservation) error {
-	if len(nodes) != len(views) || !sortedByName(nodes) {
-		return input.Invalidf("rollout", "observation", "aligned observations of %d nodes for %d nodes", len(views), len(nodes))
-	}
-	for i, o := range views {
-		if err := o.validate(nodes[i].NodeName); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// addDeletes records installers that must go, once each.
-func addDeletes(st *Status, del []Installer) {
-	for _, inst := range del {
-		if !slices.ContainsFunc(st.InstallersToDelete, func(i Installer) bool { return i.Name == inst.Name }) {
-			st.InstallersToDelete = append(st.InstallersToDelete, inst)
-		}
-	}
-	if len(del) > 0 {
-		slices.SortFunc(st.InstallersToDelete, func(a, b Installer) int { return strings.Compare(a.Name, b.Name) })
-	}
-}
-
-// idleNeedsWork reports whether idleNode would change a node not in
-// transition: a time in the future, errors to trim, an operand below the
-// node's current revision or back from there.
-func idleNeedsWork(n *NodeStatus, o *NodeObservation, p Policy, now time.Time) bool {
-	if future(n.InstallerOrderedTime, now) || future(n.InstalledTime, now) || future(n.LastFailedTime, now) ||
-		(n.RetryTime != nil && n.RetryTime.Sub(now) > p.longestBackoff(n.LastFailedCount)) ||
-		needsTrim(n.LastFailedErrors) {
-		return true
-	}
-	if o.Operand.Phase == OperandNotFound {
-		return false
-	}
-	rev := o.Operand.Revision
-	return (rev > 0 && rev < n.CurrentRevision && n.RegressedRevision != rev) ||
-		(o.Operand.Phase == OperandReady && rev >= n.CurrentRevision && n.RegressedRevision != 0)
-}
-
-// idleNode decides a node not in transition: it records an operand that
-// runs below the node's current revision (and clears that record once the
-// operand is ready at it again), moves times a stepped-back clock left in the future, and
-// trims failure errors persisted longer than the bounds.
-func idleNode(n NodeStatus, in NodeInput) NodeDecision {
-	d := NodeDecision{Node: n.NodeName}
-	next, changed := reanchored(n, in)
-	if needsTrim(next.LastFailedErrors) {
-		next.LastFailedErrors = trimErrors(next.LastFailedErrors)
-		changed = true
-	}
-	op := in.Observation.Operand
-	seen := op.Phase != OperandNotFound
-	switch {
-	case seen && op.Revision > 0 && op.Revision < n.CurrentRevision && n.RegressedRevision != op.Revision:
-		next.RegressedRevision = op.Revision
-		changed = true
-		d.Reason = fmt.Sprintf("operand runs revision %d below its current revision %d", op.Revision, n.CurrentRevision)
-		d.Events = []converge.Event{{Type: converge.EventTypeWarning, Reason: ReasonNodeRevisionRegressed,
-			Message: fmt.Sprintf("Node %q runs revision %d below its current revision %d; installing revision %d again",
-				n.NodeName, op.Revision, n.CurrentRevision, max(n.CurrentRevision, in.Latest))}}
-	case op.Phase == OperandReady && op.Revision >= n.CurrentRevision && n.RegressedRevision != 0:
-		next.RegressedRevision = 0
-		changed = true
-		d.Reason = fmt.Sprintf("operand is back at revision %d", op.Revision)
-	}
-	if changed {
-		to := next
-		d.To = &to
-		if d.Reason == "" {
-			d.Reason = "status normalised"
-		}
-	}
-	return d
-}
-
-// planStarts walks the nodes in ring order from the start node and starts
-// what the budget allows. It returns the nodes (copied before the first
-// start when shared) and how long a soak or a backoff still holds it back.
-func planStarts(plan *Decision, nodes []NodeStatus, shared bool, views []NodeObservation, deleting map[string]bool, p Policy, now time.Time) ([]NodeStatus, time.Duration) {
-	start, why := startNode(nodes, views)
-
-	budget := p.maxUnavailable()
-	inTransition, unavailable := 0, 0
-	var soakUntil time.Time
-	failingOn := map[int32]int{}
-	for i := range nodes {
-		n, o := &nodes[i], &views[i]
-		if n.InTransition() {
-			inTransition++
-		}
-		if o.Unreachable || n.InTransition() || !o.operandReady() || n.RegressedRevision != 0 {
-			unavailable++
-		}
-		if o.Unreachable {
-			continue
-		}
-		if _, seen := failingOn[n.LastFailedRevision]; n.Failing() && !seen {
-			failingOn[n.LastFailedRevision] = i
-		}
-		if p.MinReadyDuration.Duration > 0 && o.operandReady() && !o.Operand.ReadySince.IsZero() && !o.Operand.ReadySince.After(now) {
-			if until := o.Operand.ReadySince.Add(p.MinReadyDuration.Duration); until.After(soakUntil) {
-				soakUntil = until
-			}
-		}
-	}
-
-	// Only the node that failed a revision retries it, and only as the start
-	// of a pass. A start node held back by a revision another node failed
-	// hands the start to that node, so the rollout never waits forever on a
-	// retry nobody makes.
-	if rev := RevisionToStart(nodes[start], nil, plan.Latest); rev != 0 && !views[start].Unreachable {
-		if f, ok := failingOn[rev]; ok && f != start && !nodes[f].InTransition() {
-			why = fmt.Sprintf("%s failed revision %d, which %s would start", nodes[f].NodeName, rev, nodes[start].NodeName)
-			start = f
-		}
-	}
-	plan.Start, plan.StartReason = nodes[start].NodeName, why
-
-	var prev *NodeStatus
-	var backoff time.Duration // the start node's retry waits this long
-	for k := range nodes {
-		i := (start + k) % len(nodes)
-		o := &views[i]
-		if o.Unreachable {
-			continue
-		}
-		leader := leaderView(prev)
-		prev = &nodes[i]
-		if nodes[i].InTransition() {
-			continue
-		}
-		n := nodes[i]
-		rev := RevisionToStart(n, leader, plan.Latest)
-		down := isDown(&n, o)
-		if !n.InTransition() && down && n.CurrentRevision < plan.Latest && !(n.Failing() && n.LastFailedRevision == plan.Latest) {
-			// A node already down goes straight to the latest revision,
-			// whatever its leader runs: it has nothing to lose.
-			rev = plan.Latest
-		}
-		if rev == 0 || deleting[n.NodeName] {
-			continue
-		}
-		retry := n.LastFailedRevision == rev && n.Failing()
-		if retry && i != start {
-			continue // only the start of a pass retries a revision it failed
-		}
-		// A node held back is skipped, not the end of the walk: a node
-		// further on that is already down may still start (it takes
-		// nothing more down, and waiting for it could hold the rollout
-		// forever); a healthy one meets the same checks.
-		switch {
-		case p.Paused:
-			block(plan, nil, "paused: not starting revision %d on %s", rev, n.NodeName)
-			return nodes, 0
-		case !retry && !down && hasKey(failingOn, rev) && failingOn[rev] != i:
-			block(plan, nil, "revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
-			continue
-		case retry && p.retriesExhausted(n):
-			block(plan, nil, "%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount))
-			continue
-		case retry && now.Before(p.retryAt(n)):
-			wait := p.retryAt(n).Sub(now)
-			block(plan, nil, "%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), wait)
-			backoff = wait
-			continue
-		case inTransition+1 > budget:
-			// Nodes installing hold the rest back; one that is
-			// unreachable may do so for good: report it.
-			block(plan, heldBy(nodes, views, true), "maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
-				budget, inTransition, unavailable, n.NodeName, rev)
-			return nodes, backoff
-		case !down && unavailable+1 > budget:
-			block(plan, heldBy(nodes, views, false), "maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",
-				budget, inTransition, unavailable, n.NodeName, rev)
-			continue
-		case soakUntil.After(now):
-			wait := min(soakUntil.Sub(now), p.MinReadyDuration.Duration)
-			block(plan, nil, "operands soaking for another %v before %s starts revision %d", wait, n.NodeName, rev)
-			return nodes, wait
-		}
-		to := n
-		to.TargetRevision = rev
-		to.InstallerOrderedTime, to.InstalledTime = metaTime(now), nil
-		if shared {
-			nodes, shared = slices.Clone(nodes), false
-		}
-		nodes[i] = to
-		prev = &nodes[i]
-		create := installerFor(to)
-		reason := fmt.Sprintf("starting revision %d", rev)
-		if retry {
-			reason = fmt.Sprintf("retrying revision %d after %s", rev, failures(n.LastFailedCount))
-		}
-		plan.Steps = append(plan.Steps, NodeDecision{
-			Node: n.NodeName, Reason: reason, To: &to, Create: &create,
-			Events: []converge.Event{{Type: converge.EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged,
-				Message: fmt.Sprintf("Updating node %q from revision %d to %d because %s", n.NodeName, n.CurrentRevision, rev, reason)}},
-		})
-		inTransition++
-		if !down {
-			unavailable++
-		}
-	}
-	return nodes, backoff
-}
-
-// block records why the walk held a node back, unless an earlier node
-// already explains it.
-func block(plan *Decision, heldBy []string, format string, args ...any) {
-	if plan.Blocked != "" {
-		return
-	}
-	plan.Blocked, plan.HeldBy = fmt.Sprintf(format, args...), heldBy
-}
-
-// isDown reports whether a reachable node is already unavailable: its
-// operand is not ready or runs below its current revision. Starting it takes
-// nothing more down.
-func isDown(n *NodeStatus, o *NodeObservation) bool {
-	return !o.operandReady() || n.RegressedRevision != 0
-}
-
-// heldBy names the unavailable nodes that are not simply installing (only
-// the unreachable ones with onlyUnreachable): they hold a start back. It is
-// nil when every unavailable node is in transition and reachable (the
-// rollout is moving, not held).
-func heldBy(nodes []NodeStatus, views []NodeObservation, onlyUnreachable bool) []string {
-	var out []string
-	for i, n := range nodes {
-		o := views[i]
-		why := ""
-		switch {
-		case o.Unreachable:
-			why = "unreachable"
-		case onlyUnreachable:
-			continue
-		case n.InTransition():
-			continue
-		case n.RegressedRevision != 0:
-			why = fmt.Sprintf("runs revision %d below %d", n.RegressedRevision, n.CurrentRevision)
-		case !o.operandReady():
-			why = "operand not ready"
-		default:
-			continue
-		}
-		out = append(out, n.NodeName+" ("+why+")")
-	}
-	return out
-}
-
-// updateHold keeps Status.HeldSince: set when a hold starts, cleared when it
-// ends, moved to now if it lies in the future. It returns how long until
-// the hold turns Degraded.
-func updateHold(plan *Decision, st *Status, p Policy, now time.Time) time.Duration {
-	if len(plan.HeldBy) == 0 {
-		st.HeldSince = nil
-		return 0
-	}
-	if st.HeldSince == nil || st.HeldSince.After(now) {
-		st.HeldSince = metaTime(now)
-	}
-	if left := st.HeldSince.Add(p.holdDegradedAfter()).Sub(now); left > 0 {
-		return left
-	}
-	return 0
-}
-
-func hasKey[K comparable, V any](m map[K]V, k K) bool {
-	_, ok := m[k]
-	return ok
-}
-
-// leaderView is how a node sees the node before it in the walk: a node in
-// transition that is not failing counts as already at its target.
-func leaderView(prev *NodeStatus) *NodeStatus {
-	if prev == nil || !prev.InTransition() || prev.Failing() {
-		return prev
-	}
-	v := *prev
-	v.CurrentRevision, v.TargetRevision = prev.TargetRevision, 0
-	return &v
 }
 
 func summarize(p Decision) string {
@@ -645,8 +905,14 @@ func (p Decision) String() string {
 			fmt.Fprintf(&b, "; create %s", s.Create.Name)
 		}
 	}
+	if q := p.Unadmitted; q != nil {
+		fmt.Fprintf(&b, "\n  %s: ask the gate about %s, with %s down", q.Installer.Node, q.Installer.Name, listNames(q.Down))
+	}
 	if p.Blocked != "" {
 		fmt.Fprintf(&b, "\nblocked: %s", p.Blocked)
+	}
+	for _, h := range p.Holds {
+		fmt.Fprintf(&b, "\nheld: %s", h)
 	}
 	if p.RequeueAfter > 0 {
 		fmt.Fprintf(&b, "\nrequeue after %v", p.RequeueAfter)

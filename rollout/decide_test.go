@@ -121,6 +121,7 @@ func TestDecide(t *testing.T) {
 			policy:      Policy{MaxUnavailable: 3, MaxInstallerRetries: 1},
 			wantStart:   "c",
 			wantBlocked: "c gave up on revision 2 after 2 failures",
+			wantRequeue: defaultHoldDegradedAfter, // the hold turns Degraded then
 		},
 		{
 			name: "a start node held back by another node's failure hands the retry to that node",
@@ -138,7 +139,7 @@ func TestDecide(t *testing.T) {
 			name: "a node already down is not held back by a revision another node failed",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0),
 				retryAt(failed(node("b", 1, 0), 2, 1, ReasonOperandFailed, t0, "crash"), t0), node("c", 0, 0)}},
-			obs:         Observation{"a": ready(2), "b": ready(2)},
+			obs:         Observation{"a": ready(2), "b": ready(1)},
 			wantSteps:   []stepSummary{{"c", 2, "installer-2-c"}},
 			wantStart:   "b",
 			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; b waits for revision 2",
@@ -164,7 +165,7 @@ func TestDecide(t *testing.T) {
 			name: "a healthy node held back by a failing revision does not stop a node already down further on",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
 				retryAt(failed(node("a", 1, 0), 2, 1, ReasonOperandFailed, t0, "crashed"), t0), node("b", 2, 0), node("c", 1, 0), node("d", 0, 0)}},
-			obs:         Observation{"a": ready(2), "b": ready(2), "c": ready(1)},
+			obs:         Observation{"a": ready(1), "b": ready(2), "c": ready(1)},
 			wantSteps:   []stepSummary{{"d", 2, "installer-2-d"}},
 			wantStart:   "a",
 			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; a waits for revision 2",
@@ -250,7 +251,7 @@ func TestDecide(t *testing.T) {
 		{
 			name:      "unreachable nodes count as unavailable and are never started",
 			st:        Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0), node("c", 1, 0)}},
-			obs:       Observation{"a": {Unreachable: true}, "b": ready(1), "c": ready(1)},
+			obs:       Observation{"a": {Unreachable: true, Operand: ready(1).Operand}, "b": ready(1), "c": ready(1)},
 			policy:    Policy{MaxUnavailable: 2},
 			wantSteps: []stepSummary{{"b", 2, "installer-2-b"}},
 			wantStart: "b", wantBlocked: "maxUnavailable 2 reached: 1 in transition, 2 unavailable; c waits for revision 2",
@@ -392,7 +393,7 @@ start a (a is moving to revision 3)
   a: installer installer-3-a is Running
   c: new revision pending; current 1, target 3; delete installer-2-c
 blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; b waits for revision 3
-requeue after 1m0s`, plan.String())
+requeue after 1s`, plan.String())
 
 	done, err := planFor(Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 0)}}, Observation{"a": ready(1)}, Policy{}, t0)
 	require.NoError(t, err)
@@ -415,6 +416,7 @@ requeue after 15s`, timedOut.String())
 // naming the nodes and the way out.
 func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 	now := t0.Add(time.Hour)
+	const heldByC = "maxUnavailable 1 reached by unavailable nodes c (unreachable): raise maxUnavailable, or drop a node that is gone for good from the node list"
 	three := []NodeStatus{node("a", 1, 0), node("b", 1, 0), node("c", 1, 0)}
 	tests := []struct {
 		name         string
@@ -422,15 +424,15 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 		obs          Observation
 		policy       Policy
 		wantSteps    []stepSummary
-		wantHeldBy   []string
+		wantHolds    []string
 		wantProgress string
 		wantDegraded string
 	}{
 		{
 			name:         "one of three unreachable, maxUnavailable 1: nothing starts (etcd keeps quorum)",
 			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three},
-			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true}},
-			wantHeldBy:   []string{"c (unreachable)"},
+			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: ready(1).Operand}},
+			wantHolds:    []string{heldByC},
 			wantProgress: ReasonRolloutHeld,
 			wantDegraded: conditions.ReasonAsExpected,
 		},
@@ -440,36 +442,36 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 				ordered(node("c", 1, 2), now.Add(-time.Second))}},
 			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: OperandState{Phase: OperandReady, Revision: 1}, Installer: InstallerState{Phase: InstallerRunning}}},
 			policy:       Policy{MaxUnavailable: 1},
-			wantHeldBy:   []string{"c (unreachable)"},
+			wantHolds:    []string{"unreachable nodes c cannot move: drop a node that is gone for good from the node list"},
 			wantProgress: ReasonRolloutHeld,
 			wantDegraded: conditions.ReasonAsExpected,
 		},
 		{
 			name:         "maxUnavailable 2: one more node may go, the unreachable one is skipped",
 			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three},
-			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true}},
+			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: ready(1).Operand}},
 			policy:       Policy{MaxUnavailable: 2},
 			wantSteps:    []stepSummary{{"a", 2, "installer-2-a"}},
-			wantHeldBy:   []string{"c (unreachable)"},
+			wantHolds:    []string{strings.Replace(heldByC, "maxUnavailable 1", "maxUnavailable 2", 1)},
 			wantProgress: ReasonRolloutHeld,
 			wantDegraded: conditions.ReasonAsExpected,
 		},
 		{
 			name:         "a hold older than HoldDegradedAfter is Degraded",
 			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three, HeldSince: mt(now.Add(-defaultHoldDegradedAfter))},
-			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true}},
-			wantHeldBy:   []string{"c (unreachable)"},
+			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: ready(1).Operand}},
+			wantHolds:    []string{heldByC},
 			wantProgress: ReasonRolloutHeld,
-			wantDegraded: ReasonNodesUnavailable,
+			wantDegraded: ReasonRolloutHeld,
 		},
 		{
 			name:         "a custom HoldDegradedAfter",
 			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three, HeldSince: mt(now.Add(-time.Minute))},
-			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true}},
+			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: ready(1).Operand}},
 			policy:       Policy{HoldDegradedAfter: dur(time.Minute)},
-			wantHeldBy:   []string{"c (unreachable)"},
+			wantHolds:    []string{heldByC},
 			wantProgress: ReasonRolloutHeld,
-			wantDegraded: ReasonNodesUnavailable,
+			wantDegraded: ReasonRolloutHeld,
 		},
 		{
 			name:         "the node is dropped from the observation once gone for good: the rollout goes on",
@@ -485,16 +487,16 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 			plan, err := Decide(Input{Status: tt.st, Observation: tt.obs, Policy: tt.policy, Now: now})
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantSteps, summarizeSteps(plan))
-			assert.Equal(t, tt.wantHeldBy, plan.HeldBy)
+			assert.Equal(t, tt.wantHolds, plan.Holds)
 			prog, _ := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
 			assert.Equal(t, tt.wantProgress, prog.Reason)
 			deg, _ := conditions.Get(plan.Status.Conditions, conditions.TypeDegraded)
 			assert.Equal(t, tt.wantDegraded, deg.Reason)
-			if tt.wantDegraded == ReasonNodesUnavailable {
+			if tt.wantDegraded == ReasonRolloutHeld {
 				assert.Contains(t, deg.Message, "c (unreachable)")
-				assert.Contains(t, deg.Message, "raise maxUnavailable, or drop a node that is gone for good from the observation")
+				assert.Contains(t, deg.Message, "raise maxUnavailable, or drop a node that is gone for good from the node list")
 			}
-			if len(tt.wantHeldBy) > 0 {
+			if len(tt.wantHolds) > 0 {
 				assert.Contains(t, prog.Message, "starting nodes is held")
 				require.NotNil(t, plan.Status.HeldSince)
 			} else {
@@ -537,7 +539,7 @@ func TestCurrentRevisionNeverGoesBackSilently(t *testing.T) {
 	require.NoError(t, err)
 	a, _ = done.Status.Node("a")
 	assert.Equal(t, NodeStatus{NodeName: "a", CurrentRevision: 3}, a)
-	assert.True(t, done.Status.Converged())
+	assert.True(t, done.Final.Converged())
 }
 
 // TestRegressedReinstallBacksOff: a node whose operand regressed and whose
@@ -570,7 +572,8 @@ func TestLatestBelowWhatNodesRun(t *testing.T) {
 	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 3, 0), node("b", 2, 0), node("c", 1, 4)}}
 	plan, err := Decide(Input{Status: st, Observation: Observation{"a": ready(3), "b": ready(2), "c": withInstaller(ready(4), InstallerSucceeded)}, Now: t0})
 	require.NoError(t, err)
-	assert.True(t, plan.Status.Converged(), "c finished its install of 4; nobody is moved down to 2")
+	assert.True(t, plan.Final.Converged(), "c finished its install of 4; nobody is moved down to 2")
+	assert.Equal(t, []Installer{{Name: "installer-4-c", Node: "c", Revision: 4}}, plan.Status.InstallersToDelete, "its finished installer goes")
 	prog, _ := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
 	assert.Equal(t, metav1.ConditionFalse, prog.Status)
 }

@@ -18,15 +18,21 @@ const (
 	// Policy.OperandReadyTimeout after its installer succeeded (a failure, an
 	// event, Degraded).
 	ReasonOperandNotReady = "OperandNotReady"
+	// ReasonOperandFailedFallback: a node fell back from a revision to its
+	// last good one, because the startup monitor on the node did, or
+	// because the operand was not ready within Policy.FallbackTimeout (a
+	// failure, an event, Degraded); the revision is retried after
+	// Policy.FallbackBackoff.
+	ReasonOperandFailedFallback = "OperandFailedFallback"
 	// ReasonInstallerRetriesExhausted: a node failed its revision more often
 	// than Policy.MaxInstallerRetries allows and gave up (an event, Degraded).
 	ReasonInstallerRetriesExhausted = "InstallerRetriesExhausted"
 	// ReasonNodeRevisionRegressed: a node's operand runs a revision below the
 	// node's current revision (an event, Degraded); the node is installed again.
 	ReasonNodeRevisionRegressed = "NodeRevisionRegressed"
-	// ReasonNodesUnavailable: unavailable nodes held the rollout back for
-	// longer than Policy.HoldDegradedAfter (Degraded).
-	ReasonNodesUnavailable = "NodesUnavailable"
+	// ReasonNodeOperandMissing: a node at a revision runs no operand (an
+	// event, Degraded); the node is installed again.
+	ReasonNodeOperandMissing = "NodeOperandMissing"
 
 	// ReasonNodeTargetRevisionChanged: a node starts installing a revision, or
 	// jumps to a newer one (an event).
@@ -38,17 +44,21 @@ const (
 	// ReasonNodesActive and ReasonZeroNodesActive: Available.
 	ReasonNodesActive     = "NodesActive"
 	ReasonZeroNodesActive = "ZeroNodesActive"
-	// ReasonNodesProgressing, ReasonRolloutHeld and
-	// ReasonAllNodesAtLatestRevision: Progressing.
+	// ReasonNodesProgressing and ReasonAllNodesAtLatestRevision:
+	// Progressing.
 	ReasonNodesProgressing         = "NodesProgressing"
-	ReasonRolloutHeld              = "RolloutHeld"
 	ReasonAllNodesAtLatestRevision = "AllNodesAtLatestRevision"
+	// ReasonRolloutHeld: something holds back the start of a node (nodes
+	// unavailable past MaxUnavailable, an unreachable node, the gate, a
+	// failure, an installer not yet deleted): Progressing at once, and
+	// Degraded once the hold is older than Policy.HoldDegradedAfter.
+	ReasonRolloutHeld = "RolloutHeld"
 )
 
 // isFailureReason reports whether r may be persisted as LastFailedReason.
 func isFailureReason(r string) bool {
 	switch r {
-	case ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonOperandFailed, ReasonOperandNotReady:
+	case ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonOperandFailed, ReasonOperandNotReady, ReasonOperandFailedFallback:
 		return true
 	}
 	return false

@@ -15,15 +15,16 @@ type Installer struct {
 
 // InstallerName names the installer for a node's current target and attempt,
 // as library-go does: "installer-<rev>-<node>" for the first attempt and
-// "installer-<rev>-retry-<n>-<node>" for the n-th retry after n recorded
-// failures of that revision. It returns "" when the node targets nothing.
+// "installer-<rev>-retry-<n>-<node>" for a retry after n recorded failures
+// and fallbacks of that revision. It returns "" when the node targets
+// nothing.
 func InstallerName(n NodeStatus) string {
 	if n.TargetRevision == 0 {
 		return ""
 	}
 	rev := strconv.FormatInt(int64(n.TargetRevision), 10)
-	if n.LastFailedRevision == n.TargetRevision && n.LastFailedCount > 0 {
-		return "installer-" + rev + "-retry-" + strconv.FormatInt(int64(n.LastFailedCount), 10) + "-" + n.NodeName
+	if retries := int64(n.LastFailedCount) + int64(n.LastFallbackCount); n.LastFailedRevision == n.TargetRevision && retries > 0 {
+		return "installer-" + rev + "-retry-" + strconv.FormatInt(retries, 10) + "-" + n.NodeName
 	}
 	return "installer-" + rev + "-" + n.NodeName
 }

@@ -90,13 +90,14 @@ func TestNextNodeStatus(t *testing.T) {
 	runNodeCases(t, []nodeCase{
 		{
 			name: "not in transition", node: node("a", 2, 0), latest: 3, obs: ready(2),
-			want: node("a", 2, 0), wantReason: "not in transition",
+			want: node("a", 2, 0), wantReason: "nothing to do",
 		},
 		{
 			name: "operand ready at the target: current moves", node: installed(node("a", 1, 2), t0), latest: 2,
 			obs:  withInstaller(ready(2), InstallerSucceeded),
 			want: node("a", 2, 0), wantEvents: []string{ReasonNodeCurrentRevisionChanged},
 			wantReason: "static pod is ready",
+			wantDelete: []string{"installer-2-a"},
 		},
 		{
 			name: "operand ready at the target keeps the failure record", latest: 2,
@@ -121,6 +122,8 @@ func TestNextNodeStatus(t *testing.T) {
 			name: "newer revision pending on an unreachable node: jump without installer", node: node("a", 1, 2), latest: 3,
 			obs:  NodeObservation{Unreachable: true, Installer: InstallerState{Phase: InstallerSucceeded}},
 			want: node("a", 1, 3), wantEvents: []string{ReasonNodeTargetRevisionChanged}, wantReason: "new revision pending",
+			wantDelete:  []string{"installer-2-a"},
+			wantRequeue: time.Second,
 		},
 		{
 			name: "installer pending: wait with the pod message", node: ordered(node("a", 1, 2), t0), latest: 2,
@@ -152,6 +155,7 @@ func TestNextNodeStatus(t *testing.T) {
 				{Name: "installer", Message: "no space left"}, {Name: "sidecar", Message: "gone"}, {Name: "quiet"}}}},
 			want:       retryAt(failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, now, "installer: no space left", "sidecar: gone"), now.Add(15*time.Second)),
 			wantEvents: []string{ReasonInstallerPodFailed}, wantReason: "InstallerPodFailed 1 time, retrying in 15s", wantRequeue: 15 * time.Second,
+			wantDelete: []string{"installer-2-a"},
 		},
 		{
 			name: "installer OOM killed counts as a failure", latest: 2,
@@ -160,12 +164,14 @@ func TestNextNodeStatus(t *testing.T) {
 				{Name: "installer", OOMKilled: true}}}},
 			want:       retryAt(failed(node("a", 1, 2), 2, 2, ReasonInstallerPodFailed, now, "installer: OOMKilled"), now.Add(23*time.Second)),
 			wantEvents: []string{ReasonInstallerPodFailed}, wantReason: "InstallerPodFailed 2 times, retrying in 23s", wantRequeue: 23 * time.Second,
+			wantDelete: []string{"installer-2-retry-1-a"},
 		},
 		{
 			name: "installer failed without messages: library-go's fallback text", node: node("a", 1, 2), latest: 2,
 			obs:        NodeObservation{Installer: InstallerState{Phase: InstallerFailed, Message: "evicted"}},
 			want:       retryAt(failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, now, "no detailed termination message, see the installer pod installer-2-a: evicted"), now.Add(15*time.Second)),
 			wantEvents: []string{ReasonInstallerPodFailed}, wantReason: "InstallerPodFailed 1 time, retrying in 15s", wantRequeue: 15 * time.Second,
+			wantDelete: []string{"installer-2-a"},
 		},
 		{
 			name: "failure of an older revision restarts the count", latest: 3,
@@ -173,6 +179,7 @@ func TestNextNodeStatus(t *testing.T) {
 			obs:  NodeObservation{Installer: InstallerState{Phase: InstallerFailed, Containers: []ContainerTermination{{Name: "i", Message: "m"}}}},
 			want: retryAt(failed(node("a", 1, 3), 3, 1, ReasonInstallerPodFailed, now, "i: m"), now.Add(15*time.Second)), wantEvents: []string{ReasonInstallerPodFailed},
 			wantReason: "InstallerPodFailed 1 time, retrying in 15s", wantRequeue: 15 * time.Second,
+			wantDelete: []string{"installer-3-a"},
 		},
 		{
 			name: "in backoff: no retry yet", latest: 2,
@@ -195,6 +202,7 @@ func TestNextNodeStatus(t *testing.T) {
 			want:       retryAt(failed(node("a", 1, 2), 2, 2, ReasonInstallerPodFailed, now, "no detailed termination message, see the installer pod installer-2-retry-1-a"), now.Add(23*time.Second)),
 			wantEvents: []string{ReasonInstallerPodFailed, ReasonInstallerRetriesExhausted},
 			wantReason: "InstallerPodFailed 2 times, giving up on revision 2",
+			wantDelete: []string{"installer-2-retry-1-a"},
 		},
 		{
 			name: "retries exhausted: no new installer", latest: 2, policy: Policy{MaxInstallerRetries: 1},
@@ -236,6 +244,7 @@ func TestNextNodeStatus(t *testing.T) {
 			want:       retryAt(failed(node("a", 1, 0), 2, 1, ReasonOperandFailed, now, "CrashLoopBackOff"), now.Add(15*time.Second)),
 			wantEvents: []string{ReasonOperandFailed}, wantReason: "OperandFailed 1 time, retrying in 15s",
 			wantRequeue: 15 * time.Second,
+			wantDelete:  []string{"installer-2-a"},
 		},
 		{
 			name: "operand failed on the last allowed retry: give up", policy: Policy{MaxInstallerRetries: 1}, latest: 2,
@@ -245,6 +254,7 @@ func TestNextNodeStatus(t *testing.T) {
 			want:       retryAt(failed(node("a", 1, 0), 2, 2, ReasonOperandFailed, now, "CrashLoopBackOff"), now.Add(23*time.Second)),
 			wantEvents: []string{ReasonOperandFailed, ReasonInstallerRetriesExhausted},
 			wantReason: "OperandFailed 2 times, giving up on revision 2",
+			wantDelete: []string{"installer-2-retry-1-a"},
 		},
 		{
 			name: "operand failed at an old revision: wait for the new one", node: installed(node("a", 1, 2), t0), latest: 2,
@@ -266,11 +276,13 @@ func TestNoInstallerOutlivesItsDecision(t *testing.T) {
 			obs:  withInstaller(ready(1), InstallerRunning),
 			want: node("a", 1, 4), wantDelete: []string{"installer-2-a"},
 			wantEvents: []string{ReasonNodeTargetRevisionChanged}, wantReason: "new revision pending",
+			wantRequeue: time.Second,
 		},
 		{
 			name: "superseded while an older installer is still being deleted: no new installer yet", node: node("a", 1, 2), latest: 4,
 			obs: ready(1), deleting: true,
 			want: node("a", 1, 4), wantEvents: []string{ReasonNodeTargetRevisionChanged}, wantReason: "new revision pending",
+			wantRequeue: time.Second,
 		},
 		{
 			name: "missing installer while an older one is being deleted: wait", node: node("a", 1, 4), latest: 4,
@@ -299,12 +311,14 @@ func TestVanishingInstallerIsAFailedAttempt(t *testing.T) {
 			name: "ordered, then missing: a failure with a backoff", node: ordered(node("a", 1, 2), t0), latest: 2, obs: ready(1),
 			want:       retryAt(failed(node("a", 1, 2), 2, 1, ReasonInstallerPodDisappeared, now, "installer installer-2-a disappeared before it finished"), now.Add(15*time.Second)),
 			wantEvents: []string{ReasonInstallerPodDisappeared}, wantReason: "InstallerPodDisappeared 1 time, retrying in 15s", wantRequeue: 15 * time.Second,
+			wantDelete: []string{"installer-2-a"},
 		},
 		{
 			name: "the last allowed attempt vanishes: give up", node: ordered(failed(node("a", 1, 2), 2, 1, ReasonInstallerPodDisappeared, t0, "x"), t0), latest: 2,
 			obs: ready(1), policy: Policy{MaxInstallerRetries: 1},
 			want:       retryAt(failed(node("a", 1, 2), 2, 2, ReasonInstallerPodDisappeared, now, "installer installer-2-retry-1-a disappeared before it finished"), now.Add(23*time.Second)),
 			wantEvents: []string{ReasonInstallerPodDisappeared, ReasonInstallerRetriesExhausted}, wantReason: "InstallerPodDisappeared 2 times, giving up on revision 2",
+			wantDelete: []string{"installer-2-retry-1-a"},
 		},
 	})
 }
@@ -326,6 +340,7 @@ func TestStuckOperandIsAFailure(t *testing.T) {
 			want: retryAt(failed(node("a", 1, 0), 2, 1, ReasonOperandNotReady, now,
 				"static pod of revision 2 was not ready within 3m0s of its installer succeeding"), now.Add(15*time.Second)),
 			wantEvents: []string{ReasonOperandNotReady}, wantReason: "OperandNotReady 1 time, retrying in 15s", wantRequeue: 15 * time.Second,
+			wantDelete: []string{"installer-2-a"},
 		},
 		{
 			name: "no timeout: wait forever", node: installed(node("a", 1, 2), t0.Add(-24*time.Hour)), latest: 2,

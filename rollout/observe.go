@@ -83,6 +83,40 @@ type OperandState struct {
 	Message string
 	// ReadySince is when the pod became ready (its Ready condition's transition time).
 	ReadySince time.Time
+	// Fallback is set when the operand is a startup monitor's fallback:
+	// the monitor on the node found a revision not ready in time and
+	// started the node's last good revision, Revision, instead. The engine
+	// records the fallback once (see Policy.FallbackTimeout).
+	Fallback *OperandFallback
+}
+
+// OperandFallback is what a startup monitor's fallback operand says about
+// the fallback: library-go's startup-monitor.static-pods.openshift.io
+// annotations on the operand pod.
+type OperandFallback struct {
+	// ForRevision is the revision the operand stands in for (its
+	// fallback-for-revision annotation).
+	ForRevision int32
+	// Reason is the monitor's machine-readable reason (fallback-reason).
+	Reason string
+	// Message is the monitor's human-readable message (fallback-message).
+	Message string
+	// Time is when the fallback happened (the fallback pod's creation
+	// time): one no earlier than the node's installer was ordered is a new
+	// fallback, an older one is what the installer is about to replace.
+	Time time.Time
+}
+
+// fallback reports whether the operand is a startup monitor's fallback.
+func (o OperandState) fallback() bool { return o.Fallback != nil }
+
+// fallbackFor is the revision a fallback operand stands in for, 0 for any
+// other operand.
+func (o OperandState) fallbackFor() int32 {
+	if o.Fallback == nil {
+		return 0
+	}
+	return o.Fallback.ForRevision
 }
 
 // ContainerTermination is how one installer container ended.
@@ -111,6 +145,11 @@ type InstallerState struct {
 // NodeObservation is what the host observed about one node during a sync.
 // The zero value means: no operand, no installer, node reachable.
 type NodeObservation struct {
+	// UID is the node object's UID ("" when the host does not know it: the
+	// node is then known by its name alone). A node observed with another
+	// UID than its status records is a new machine under the same name: it
+	// starts afresh, and its predecessor's installer is deleted.
+	UID string
 	// Operand is the node's operand pod.
 	Operand OperandState
 	// Installer is the installer for the node's current target and attempt
@@ -140,6 +179,8 @@ func (o NodeObservation) validate(node string) error {
 		return input.Invalidf("rollout", "observation", "node %q: negative operand revision %d", node, o.Operand.Revision)
 	case o.Installer.Phase > InstallerFailed:
 		return input.Invalidf("rollout", "observation", "node %q: unknown installer phase %v", node, o.Installer.Phase)
+	case o.Operand.Fallback != nil && o.Operand.Fallback.ForRevision <= 0:
+		return input.Invalidf("rollout", "observation", "node %q: a fallback for revision %d", node, o.Operand.Fallback.ForRevision)
 	}
 	return nil
 }

@@ -21,15 +21,17 @@ const defaultHoldDegradedAfter = 10 * time.Minute
 // +kubebuilder:object:generate=true
 type Policy struct {
 	// MaxUnavailable is how many nodes may be unavailable at once (0 means
-	// 1). A node is unavailable while it is unreachable, in transition, its
-	// operand is not ready, or its operand runs below its current revision,
-	// as a DaemonSet counts it. A node whose operand is ready is started only
-	// while fewer than MaxUnavailable nodes are unavailable; a reachable node
-	// that is already unavailable may be started while fewer than
-	// MaxUnavailable nodes are in transition, since starting it takes
-	// nothing more down. A node that stays unreachable therefore holds a
-	// rollout with MaxUnavailable 1: raise it, or drop the node from the
-	// observation once it is gone for good.
+	// 1). A node is unavailable while it is unreachable, an installer of it
+	// may run (ordered and not seen finished, or recorded for deletion and
+	// not confirmed gone), its operand is not ready or missing, or its
+	// operand runs below its current revision, as a DaemonSet counts it. A
+	// node whose operand is ready is taken down (started, or given its next
+	// installer in transition) only while fewer than MaxUnavailable other
+	// nodes are unavailable; a reachable node that is already down may be
+	// started while fewer than MaxUnavailable nodes are installing, since
+	// starting it takes nothing more down. A node that stays unreachable
+	// therefore holds a rollout with MaxUnavailable 1: raise it, or drop the
+	// node from the node list once it is gone for good.
 	// +optional
 	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
 	// InstallerBackoff spaces the retries of a failed revision on a node:
@@ -56,6 +58,27 @@ type Policy struct {
 	// failed attempt (0 means forever, library-go's behaviour).
 	// +optional
 	OperandReadyTimeout metav1.Duration `json:"operandReadyTimeout,omitempty"`
+	// FallbackTimeout is how long an operand may take to become ready at a
+	// newer revision once its installer succeeded before the engine falls
+	// back (0, the default, never does): it installs the node's current
+	// revision, its last good one, again, records the fallback
+	// (LastFailedReason OperandFailedFallback, LastFallbackCount), and the
+	// node retries the revision after FallbackBackoff. It is the one way,
+	// opt-in and recorded, in which the engine moves a node's operand down.
+	// A node with no current revision has nothing to fall back to and
+	// waits. Set OperandReadyTimeout, if at all, longer: it would count the
+	// same wait as a failed attempt first.
+	// +optional
+	FallbackTimeout metav1.Duration `json:"fallbackTimeout,omitempty"`
+	// FallbackBackoff spaces the retries of a revision a node fell back
+	// from, whether the engine (FallbackTimeout) or the startup monitor on
+	// the node (OperandState.Fallback) did it: the n-th fallback
+	// waits Initial·(FactorPercent/100)^(n-1), at most Max. Unset fields are
+	// library-go's fallback backoff (10 min · 2^n after n fallbacks):
+	// Initial 20 min, FactorPercent 200, Max 2 h, no jitter (20 min, 40
+	// min, 80 min, 2 h). Fallbacks do not count against MaxInstallerRetries.
+	// +optional
+	FallbackBackoff converge.Backoff `json:"fallbackBackoff,omitempty"`
 	// MinReadyDuration is how long every ready operand must have been ready
 	// before another node is started (0 means no soak). A ready time in the
 	// future (a clock that stepped back) counts as soaked.
@@ -88,28 +111,45 @@ func (p Policy) Validate() error {
 		d    metav1.Duration
 	}{
 		{"installerPendingTimeout", p.InstallerPendingTimeout}, {"operandReadyTimeout", p.OperandReadyTimeout},
-		{"minReadyDuration", p.MinReadyDuration}, {"holdDegradedAfter", p.HoldDegradedAfter},
+		{"fallbackTimeout", p.FallbackTimeout}, {"minReadyDuration", p.MinReadyDuration}, {"holdDegradedAfter", p.HoldDegradedAfter},
 	} {
 		if d.d.Duration < 0 {
 			problems = append(problems, fmt.Sprintf("%s %v is negative", d.name, d.d.Duration))
 		}
 	}
 	problems = append(problems, input.Problems(p.InstallerBackoff.Validate(), "installerBackoff: ")...)
+	problems = append(problems, input.Problems(p.FallbackBackoff.Validate(), "fallbackBackoff: ")...)
 	return input.Invalid("rollout", "policy", problems...)
 }
 
-// defaultInstallerBackoff is library-go's installer backoff, documented on
-// Policy.InstallerBackoff.
-var defaultInstallerBackoff = converge.Backoff{
-	Initial:       metav1.Duration{Duration: 15 * time.Second},
-	Max:           metav1.Duration{Duration: 10 * time.Minute},
-	FactorPercent: 150,
-}
+// The backoffs' defaults, library-go's, documented on Policy.InstallerBackoff
+// and Policy.FallbackBackoff.
+var (
+	defaultInstallerBackoff = converge.Backoff{
+		Initial:       metav1.Duration{Duration: 15 * time.Second},
+		Max:           metav1.Duration{Duration: 10 * time.Minute},
+		FactorPercent: 150,
+	}
+	defaultFallbackBackoff = converge.Backoff{
+		Initial:       metav1.Duration{Duration: 20 * time.Minute},
+		Max:           metav1.Duration{Duration: 2 * time.Hour},
+		FactorPercent: 200,
+	}
+)
 
 // backoff returns the installer backoff with its unset fields defaulted: the
 // one place the defaults apply.
 func (p Policy) backoff() converge.Backoff {
 	return p.InstallerBackoff.WithDefaults(defaultInstallerBackoff)
+}
+
+// retryDelay is how long a node waits before it retries the revision it
+// failed, after its failures or fallbacks so far, with jitter in [0, 1).
+func (p Policy) retryDelay(n NodeStatus, jitter float64) time.Duration {
+	if n.LastFailedReason == ReasonOperandFailedFallback {
+		return p.FallbackBackoff.WithDefaults(defaultFallbackBackoff).Delay(n.LastFallbackCount, jitter)
+	}
+	return p.backoff().Delay(n.LastFailedCount, jitter)
 }
 
 // retryAt is the earliest time a node may retry the revision it failed (its
@@ -124,13 +164,10 @@ func (p Policy) retryAt(n NodeStatus) time.Time {
 	case n.RetryTime != nil:
 		return n.RetryTime.Time
 	case n.LastFailedTime != nil:
-		return n.LastFailedTime.Add(p.backoff().Delay(n.LastFailedCount, 0))
+		return n.LastFailedTime.Add(p.retryDelay(n, 0))
 	}
 	return time.Time{}
 }
-
-// longestBackoff is the longest wait the backoff gives after failures.
-func (p Policy) longestBackoff(failures int32) time.Duration { return p.backoff().Delay(failures, 1) }
 
 // maxUnavailable returns the effective MaxUnavailable: at least 1.
 func (p Policy) maxUnavailable() int { return max(int(p.MaxUnavailable), 1) }

@@ -10,8 +10,8 @@ package rollout
 // For the next nodes it follows the previous node's current revision when
 // that is ahead, unless this node already failed that revision; nothing while
 // the previous node is still in transition. A node whose operand regressed
-// below its current revision, with nothing newer to start, installs its
-// current revision again.
+// below its current revision or went missing, with nothing newer to start,
+// installs its current revision again, whatever the previous node does.
 func RevisionToStart(curr NodeStatus, prev *NodeStatus, latest int32) int32 {
 	if curr.InTransition() {
 		return 0
@@ -23,12 +23,12 @@ func RevisionToStart(curr NodeStatus, prev *NodeStatus, latest int32) int32 {
 			rev = latest
 		}
 	case prev.InTransition():
-		return 0
+		// nothing new while the previous node moves
 	case prev.CurrentRevision > curr.CurrentRevision && prev.CurrentRevision <= latest &&
 		curr.LastFailedRevision != prev.CurrentRevision:
 		rev = prev.CurrentRevision
 	}
-	if rev == 0 && curr.RegressedRevision != 0 {
+	if rev == 0 && curr.reinstall() {
 		rev = curr.CurrentRevision
 	}
 	return rev

@@ -117,6 +117,21 @@ func (s *sim) check() {
 	}
 }
 
+// orderedAt is when the engine ordered the named installer, as the writes
+// tell (its finished installers are deleted).
+func (s *sim) orderedAt(name string) time.Time {
+	s.t.Helper()
+	for _, w := range s.store.Writes {
+		for _, n := range w.NodeStatuses {
+			if n.InstallerOrderedTime != nil && rollout.InstallerName(n) == name {
+				return n.InstallerOrderedTime.Time
+			}
+		}
+	}
+	s.t.Fatalf("no write orders %s", name)
+	return time.Time{}
+}
+
 func (s *sim) installerOrder() []string {
 	var out []string
 	for _, i := range s.cluster.CreatedInstallers() {
@@ -264,8 +279,8 @@ func TestUnreachableCountsAsUnavailable(t *testing.T) {
 	assert.Equal(t, rollout.ReasonRolloutHeld, prog.Reason)
 	assert.Contains(t, prog.Message, "maxUnavailable 1 reached by unavailable nodes a (unreachable)")
 	deg, _ := conditions.Get(st.Conditions, conditions.TypeDegraded)
-	assert.Equal(t, rollout.ReasonNodesUnavailable, deg.Reason, "the hold lasted longer than 10 minutes")
-	assert.Contains(t, deg.Message, "raise maxUnavailable, or drop a node that is gone for good from the observation")
+	assert.Equal(t, rollout.ReasonRolloutHeld, deg.Reason, "the hold lasted longer than 10 minutes")
+	assert.Contains(t, deg.Message, "raise maxUnavailable, or drop a node that is gone for good from the node list")
 
 	s.cluster.SetUnreachable("a", false)
 	require.True(t, s.run(s.controller(), 100))
@@ -292,8 +307,7 @@ func TestSimulationSoak(t *testing.T) {
 	require.Len(t, created, 5)
 	for i := 1; i < len(created); i++ {
 		prev := s.cluster.Operand(created[i-1].Node).ReadySince
-		start := s.cluster.Pods[created[i].Name].State.StartTime
-		assert.GreaterOrEqual(t, start.Sub(prev), 30*time.Second,
+		assert.GreaterOrEqual(t, s.orderedAt(created[i].Name).Sub(prev), 30*time.Second,
 			"%s started only after %s soaked", created[i].Name, created[i-1].Node)
 	}
 }
@@ -335,7 +349,7 @@ func TestSimulationOperandFailsOnceThenRecovers(t *testing.T) {
 
 	assert.Equal(t, []string{"installer-4-d", "installer-4-b", "installer-4-retry-1-b", "installer-4-c", "installer-4-e", "installer-4-a"},
 		s.installerOrder(), "b retries under a new name before anyone else starts revision 4")
-	retry := s.cluster.Pods["installer-4-retry-1-b"].State.StartTime
+	retry := s.orderedAt("installer-4-retry-1-b")
 	assert.GreaterOrEqual(t, retry.Sub(failedAt), 15*time.Second, "retried after the backoff")
 	assert.LessOrEqual(t, s.maxUnavailable, 1, "MaxUnavailable never exceeded")
 	assert.Equal(t, 1, s.maxTransition)
@@ -359,7 +373,8 @@ func TestSimulationOperandFailsUntilRetriesExhausted(t *testing.T) {
 	deg, _ := conditions.Get(s.store.Current().Conditions, conditions.TypeDegraded)
 	assert.Equal(t, metav1.ConditionTrue, deg.Status)
 	assert.Equal(t, rollout.ReasonInstallerRetriesExhausted, deg.Reason)
-	assert.Equal(t, "1 node is failing on revision 4:\nb: CrashLoopBackOff\nb: gave up after 3 failures (maxInstallerRetries 2)", deg.Message)
+	assert.Equal(t, "1 node is failing on revision 4:\nb: CrashLoopBackOff\nb: gave up after 3 failures (maxInstallerRetries 2); "+
+		"starting nodes is held: b gave up on revision 4 after 3 failures; revision 4 is failing on b: e waits", deg.Message)
 	assert.Contains(t, s.reasons(), rollout.ReasonInstallerRetriesExhausted)
 
 	// A newer revision moves the node that gave up, and the rollout converges.

@@ -15,7 +15,7 @@ var errNoNodes = input.Invalidf("rollout", "input", "StartNode needs nodes")
 // matches wins, ties go to the earlier node:
 //
 //  1. a node already moving to a target revision;
-//  2. a node whose operand runs below its current revision;
+//  2. a node whose operand runs below its current revision, or none at all;
 //  3. a node whose last failed revision is newer than every node's current revision;
 //  4. the node whose operand is not ready (or missing) with the oldest operand revision;
 //  5. the node whose operand runs another revision than its current one, oldest first;
@@ -49,7 +49,7 @@ func startNode(nodes []NodeStatus, views []NodeObservation) (int, string) {
 		if transition < 0 && n.InTransition() {
 			transition = i
 		}
-		if regressed < 0 && n.RegressedRevision != 0 {
+		if regressed < 0 && n.reinstall() {
 			regressed = i
 		}
 	}
@@ -58,6 +58,9 @@ func startNode(nodes []NodeStatus, views []NodeObservation) (int, string) {
 	}
 	if regressed >= 0 {
 		n := nodes[regressed]
+		if n.OperandMissing {
+			return regressed, fmt.Sprintf("%s runs no operand at its current revision %d", n.NodeName, n.CurrentRevision)
+		}
 		return regressed, fmt.Sprintf("%s runs revision %d below its current revision %d", n.NodeName, n.RegressedRevision, n.CurrentRevision)
 	}
 	for i := range nodes {

@@ -20,12 +20,21 @@ import (
 type NodeStatus struct {
 	// NodeName is the name of the node.
 	NodeName string `json:"nodeName"`
-	// CurrentRevision is the revision the node's operand runs successfully
-	// (0 = none). It never goes down.
+	// NodeUID is the UID of the node object the status is about ("" while
+	// the host reports none). A node observed with another UID is a new
+	// machine: its status starts afresh.
+	// +optional
+	NodeUID string `json:"nodeUID,omitempty"`
+	// CurrentRevision is the revision the node's operand last ran ready
+	// (0 = none); a node that joins starts at the revision its operand runs.
+	// It goes down only through a fallback the startup monitor on the node
+	// made, which the status records (LastFailedReason
+	// OperandFailedFallback).
 	// +optional
 	CurrentRevision int32 `json:"currentRevision,omitempty"`
 	// TargetRevision is the revision being installed (0 = none). It equals
-	// CurrentRevision only while a node whose operand regressed is installed again.
+	// CurrentRevision while the current revision is installed again: the
+	// operand regressed or went missing, or the node falls back to it.
 	// +optional
 	TargetRevision int32 `json:"targetRevision,omitempty"`
 	// InstallerOrderedTime is when the engine decided to create the installer
@@ -42,6 +51,10 @@ type NodeStatus struct {
 	// operand was seen running (0 = none). The node is installed again.
 	// +optional
 	RegressedRevision int32 `json:"regressedRevision,omitempty"`
+	// OperandMissing is true once the node's operand was seen missing while
+	// the node was at CurrentRevision. The node is installed again.
+	// +optional
+	OperandMissing bool `json:"operandMissing,omitempty"`
 	// LastFailedRevision is the revision of the last failed install (0 = none).
 	// +optional
 	LastFailedRevision int32 `json:"lastFailedRevision,omitempty"`
@@ -52,13 +65,19 @@ type NodeStatus struct {
 	// LastFailedTime plus the installer backoff, rounded up to seconds.
 	// +optional
 	RetryTime *metav1.Time `json:"retryTime,omitempty"`
-	// LastFailedCount counts the consecutive failures of LastFailedRevision;
-	// it saturates at the largest int32.
+	// LastFailedCount counts the consecutive failed installs of
+	// LastFailedRevision (fallbacks not included); it saturates at the
+	// largest int32.
 	// +optional
 	LastFailedCount int32 `json:"lastFailedCount,omitempty"`
+	// LastFallbackCount counts the fallbacks from LastFailedRevision to the
+	// node's last good revision; it saturates at the largest int32.
+	// +optional
+	LastFallbackCount int32 `json:"lastFallbackCount,omitempty"`
 	// LastFailedReason is the reason of the last failure:
 	// ReasonInstallerPodFailed, ReasonInstallerPodDisappeared,
-	// ReasonOperandFailed or ReasonOperandNotReady.
+	// ReasonOperandFailed, ReasonOperandNotReady or
+	// ReasonOperandFailedFallback.
 	// +optional
 	LastFailedReason string `json:"lastFailedReason,omitempty"`
 	// LastFailedErrors are the messages of the last failure, at most
@@ -103,18 +122,32 @@ type Status struct {
 // InTransition reports whether the node is moving to a target revision.
 func (n NodeStatus) InTransition() bool { return n.TargetRevision != 0 }
 
-// Failing reports whether the node's last failure is still in its way: the
-// failed revision is the one it targets, or it targets nothing and has not
-// reached the failed revision, or its operand regressed and installing its
-// current revision again failed.
+// Failing reports whether the node's last failure is still in its way: it
+// targets a newer revision and that is the one it failed; or it targets
+// nothing newer (no revision, or its current one again) and has not
+// reached the failed revision, or installing its current revision again
+// failed.
 func (n NodeStatus) Failing() bool {
-	if n.LastFailedRevision == 0 {
+	switch {
+	case n.LastFailedRevision == 0:
 		return false
-	}
-	if n.TargetRevision != 0 {
+	case n.TargetRevision > n.CurrentRevision:
 		return n.LastFailedRevision == n.TargetRevision
+	case n.LastFailedRevision > n.CurrentRevision:
+		return true
 	}
-	return n.LastFailedRevision > n.CurrentRevision || (n.RegressedRevision != 0 && n.LastFailedRevision == n.CurrentRevision)
+	return n.LastFailedRevision == n.CurrentRevision && (n.TargetRevision != 0 || n.reinstall())
+}
+
+// reinstall reports whether the node's current revision must be installed
+// again: its operand regressed below it or went missing.
+func (n NodeStatus) reinstall() bool { return n.RegressedRevision != 0 || n.OperandMissing }
+
+// fallenBack reports whether the node is in fallback for a revision it has
+// not reached: it retries that revision after the fallback backoff, and no
+// other node starts it meanwhile.
+func (n NodeStatus) fallenBack() bool {
+	return n.LastFailedReason == ReasonOperandFailedFallback && n.Failing()
 }
 
 // Node returns the status of the named node.
@@ -128,14 +161,14 @@ func (s Status) Node(name string) (NodeStatus, bool) {
 }
 
 // Converged reports whether every node runs the latest revision (or a newer
-// one), none is in transition, none has regressed and no installer waits to
-// be deleted.
+// one), none is in transition, none's operand regressed or went missing, and
+// no installer waits to be deleted.
 func (s Status) Converged() bool {
 	if len(s.NodeStatuses) == 0 || len(s.InstallersToDelete) > 0 {
 		return false
 	}
 	for _, n := range s.NodeStatuses {
-		if n.InTransition() || n.RegressedRevision != 0 || n.CurrentRevision < s.LatestAvailableRevision {
+		if n.InTransition() || n.reinstall() || n.CurrentRevision < s.LatestAvailableRevision {
 			return false
 		}
 	}
@@ -179,7 +212,8 @@ func (s *Status) Validate() error {
 }
 
 func (n NodeStatus) validate() error {
-	if n.CurrentRevision < 0 || n.TargetRevision < 0 || n.LastFailedRevision < 0 || n.LastFailedCount < 0 || n.RegressedRevision < 0 {
+	if n.CurrentRevision < 0 || n.TargetRevision < 0 || n.LastFailedRevision < 0 || n.LastFailedCount < 0 ||
+		n.LastFallbackCount < 0 || n.RegressedRevision < 0 {
 		return input.Invalidf("rollout", "status", "node %q has a negative revision or failure count", n.NodeName)
 	}
 	if n.TargetRevision != 0 && n.TargetRevision < n.CurrentRevision {

@@ -65,6 +65,8 @@ func (in *Policy) DeepCopyInto(out *Policy) {
 	in.InstallerBackoff.DeepCopyInto(&out.InstallerBackoff)
 	out.InstallerPendingTimeout = in.InstallerPendingTimeout
 	out.OperandReadyTimeout = in.OperandReadyTimeout
+	out.FallbackTimeout = in.FallbackTimeout
+	in.FallbackBackoff.DeepCopyInto(&out.FallbackBackoff)
 	out.MinReadyDuration = in.MinReadyDuration
 	out.HoldDegradedAfter = in.HoldDegradedAfter
 }

@@ -92,7 +92,7 @@ func ExampleLeaderElected() {
 // rollout's installers run as pods, and its operands and nodes are read,
 // through a controller-runtime client (here the fake one).
 func ExampleNewRolloutPods() {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-0"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "master-0", UID: "6f1c"}}
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	c := fake.NewClientBuilder().WithObjects(node).Build()
 	pods, err := crconverge.NewRolloutPods(c, kube.RolloutPodsConfig{
@@ -112,13 +112,13 @@ func ExampleNewRolloutPods() {
 	fmt.Println("ensure:", pods.EnsureInstaller(ctx, inst))
 	st, _ := pods.GetInstaller(ctx, inst)
 	fmt.Println("installer:", st.Phase)
-	op, _ := pods.GetOperand(ctx, "master-0")
-	fmt.Println("operand:", op.Phase)
+	ops := make([]rollout.OperandState, 1)
+	fmt.Println("operands:", pods.GetOperands(ctx, []string{"master-0"}, ops), ops[0].Phase)
 	// Output:
-	// nodes: [{Name:master-0 Unreachable:false}]
+	// nodes: [{Name:master-0 UID:6f1c Unreachable:false}]
 	// ensure: <nil>
 	// installer: Pending
-	// operand: NotFound
+	// operands: <nil> NotFound
 }
 
 // An add-on custom resource as the add-on engine's Store, through a

@@ -83,8 +83,9 @@ func (p *PodClient) ListNodes(ctx context.Context, selector labels.Selector) ([]
 }
 
 // NewRolloutPods returns kube's RolloutPods, rollout's InstallerClient,
-// OperandReader and NodeLister, on c: cfg is kube's, without its Client,
-// Pods and Nodes, which c replaces.
+// OperandBatchReader and NodeLister, on c: cfg is kube's, without its
+// Client, Pods and Nodes, which c replaces. A sync reads every operand in
+// one call, each from the manager's cache.
 func NewRolloutPods(c client.Client, cfg kube.RolloutPodsConfig) (*kube.RolloutPods, error) {
 	pc, err := NewPodClient(c)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,7 +20,7 @@ import (
 )
 
 func readyNode(name string, ready corev1.ConditionStatus, lbls map[string]string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls, UID: types.UID("uid-" + name)},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}}}
 }
 
@@ -65,9 +66,13 @@ func TestRolloutPodsOnAControllerRuntimeClient(t *testing.T) {
 	op, err = pods.GetOperand(ctx, "b")
 	require.NoError(t, err)
 	assert.Equal(t, rollout.OperandNotFound, op.Phase)
+	ops := make([]rollout.OperandState, 2)
+	require.NoError(t, pods.GetOperands(ctx, []string{"a", "b"}, ops), "every operand in one call, through the same client")
+	assert.Equal(t, []rollout.OperandState{{Phase: rollout.OperandReady, Revision: 2}, {Phase: rollout.OperandNotFound}}, ops)
 	nodes, err := pods.ListNodes(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, []rollout.Node{{Name: "a", Unreachable: true}, {Name: "b"}}, nodes, "the selected nodes, in name order")
+	assert.Equal(t, []rollout.Node{{Name: "a", UID: "uid-a", Unreachable: true}, {Name: "b", UID: "uid-b"}}, nodes,
+		"the selected nodes, in name order, known by their UIDs")
 }
 
 func TestDeletePodHasNoGracePeriod(t *testing.T) {

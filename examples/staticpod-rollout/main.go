@@ -3,9 +3,10 @@
 //
 // It is the wiring a host writes: informers cache pods and nodes,
 // kube.RolloutPods creates installer pods and reads the mirror pods
-// <operand>-<node>, kube.ConfigMapStatusStore keeps the status, and a loop
-// calls Controller.Sync, records its events with kube.RecordLegacyEvents and
-// honours Result.RequeueAfter. The rest of the cluster is
+// <operand>-<node>, kube.ConfigMapStatusStore keeps the status, an
+// etcd-style quorum gate admits a node's start only while the others keep a
+// quorum, and a loop calls Controller.Sync, records its events with
+// kube.RecordLegacyEvents and honours Result.RequeueAfter. The rest of the cluster is
 // internal/e2e/staticpodrollout: in memory (no flags), a simulated kubelet
 // runs the installers on a fake clock, one failing once, while revisions 2
 // and 3 are published; -kubeconfig rolls -revision out on a real cluster,
@@ -18,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,8 +116,8 @@ func rollOut(ctx context.Context, c staticpodrollout.Config, client kubernetes.I
 	if err != nil {
 		return err
 	}
-	rc := rollout.Config{Status: store, Installers: adapter, Operands: adapter, Nodes: adapter, Clock: cluster.Clock(),
-		Policy: rollout.Policy{MaxUnavailable: int32(c.MaxUnavailable)}}
+	rc := rollout.Config{Status: store, Installers: adapter, Operands: adapter, Nodes: adapter, Gate: quorumGate(adapter),
+		Clock: cluster.Clock(), Policy: rollout.Policy{MaxUnavailable: int32(c.MaxUnavailable)}}
 	hooks.WrapConfig(&rc)
 	ctrl, err := rollout.NewController(rc)
 	if err != nil {
@@ -161,4 +163,47 @@ func rollOut(ctx context.Context, c staticpodrollout.Config, client kubernetes.I
 		}
 	}
 	return cluster.Finish(ctx)
+}
+
+// quorumGate admits taking a member down only while a majority of the
+// members stays ready without it and without those the rollout already
+// counts down, as an etcd operator asks before it restarts a member. A
+// member that is not ready (never installed, failed, unreachable) casts no
+// vote, so installing on it costs the quorum nothing and is admitted: the
+// first install of a cluster starts. A denial holds the node (Progressing
+// says why); the rollout starts it once the quorum allows. One or two
+// members keep no quorum through any restart: there is none to protect.
+func quorumGate(members interface {
+	rollout.NodeLister
+	rollout.OperandBatchReader
+}) rollout.GateFunc {
+	return func(ctx context.Context, d rollout.Disruption) error {
+		nodes, err := members.ListNodes(ctx)
+		if err != nil {
+			return err
+		}
+		names := make([]string, len(nodes))
+		for i, n := range nodes {
+			names[i] = n.Name
+		}
+		operands := make([]rollout.OperandState, len(nodes))
+		if err := members.GetOperands(ctx, names, operands); err != nil {
+			return err
+		}
+		ready, member := 0, false
+		for i, n := range nodes {
+			if n.Unreachable || operands[i].Phase != rollout.OperandReady || slices.Contains(d.Down, n.Name) {
+				continue
+			}
+			if n.Name == d.Installer.Node {
+				member = true // a ready member: restarting it costs a vote
+				continue
+			}
+			ready++
+		}
+		if quorum := len(nodes)/2 + 1; member && quorum < len(nodes) && ready < quorum {
+			return fmt.Errorf("etcd quorum needs %d of %d members ready, %d would be without %s", quorum, len(nodes), ready, d.Installer.Node)
+		}
+		return nil
+	}
 }

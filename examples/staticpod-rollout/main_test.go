@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/converge-dev/converge/fake"
+	"github.com/converge-dev/converge/rollout"
 )
 
 func TestRunInMemory(t *testing.T) {
@@ -21,6 +24,10 @@ func TestRunInMemory(t *testing.T) {
 			assert.Contains(t, s, "creating installer installer-2-retry-1-")
 			assert.Contains(t, s, "converged on revision 3")
 			assert.Contains(t, s, "Progressing  False   AllNodesAtLatestRevision")
+			if len(args) > 0 && args[0] == "-max-unavailable" {
+				assert.Contains(t, s, "starting nodes is held: the gate holds master-1: etcd quorum needs 2 of 3 members ready",
+					"two of three members down would lose the quorum: the gate holds the second")
+			}
 			assert.Empty(t, errOut.String())
 		})
 	}
@@ -101,6 +108,56 @@ func TestRunFlags(t *testing.T) {
 			}
 			assert.True(t, strings.HasPrefix(stderr, tt.stderr), stderr)
 			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+		})
+	}
+}
+
+// TestQuorumGate: a member goes down only while a majority of the members
+// stays ready without it and without those the rollout counts down; a
+// member that is not ready costs no vote; one or two members keep no quorum
+// to protect.
+func TestQuorumGate(t *testing.T) {
+	tests := []struct {
+		name    string
+		nodes   []string
+		notOK   []string // operands not ready
+		away    []string // unreachable
+		down    []string // what the rollout counts down already
+		ask     string
+		wantErr string
+	}{
+		{name: "three ready members: one may go", nodes: []string{"a", "b", "c"}, ask: "a"},
+		{name: "one down already: no second", nodes: []string{"a", "b", "c"}, down: []string{"b"}, ask: "a",
+			wantErr: "etcd quorum needs 2 of 3 members ready, 1 would be without a"},
+		{name: "a member whose operand is not ready counts as down", nodes: []string{"a", "b", "c"}, notOK: []string{"c"}, ask: "a",
+			wantErr: "etcd quorum needs 2 of 3 members ready, 1 would be without a"},
+		{name: "an unreachable member counts as down", nodes: []string{"a", "b", "c"}, away: []string{"c"}, ask: "a",
+			wantErr: "etcd quorum needs 2 of 3 members ready, 1 would be without a"},
+		{name: "five members: two may be down", nodes: []string{"a", "b", "c", "d", "e"}, down: []string{"b"}, ask: "a"},
+		{name: "five members: not three", nodes: []string{"a", "b", "c", "d", "e"}, down: []string{"b", "c"}, ask: "a",
+			wantErr: "etcd quorum needs 3 of 5 members ready, 2 would be without a"},
+		{name: "a member that is not ready costs no vote", nodes: []string{"a", "b", "c"}, notOK: []string{"a", "c"}, ask: "a"},
+		{name: "the first install: no member is ready, so none costs a vote", nodes: []string{"a", "b", "c"}, notOK: []string{"a", "b", "c"}, ask: "a"},
+		{name: "an unreachable member costs no vote", nodes: []string{"a", "b", "c"}, away: []string{"a"}, down: []string{"b"}, ask: "a"},
+		{name: "a single member keeps no quorum to protect", nodes: []string{"a"}, ask: "a"},
+		{name: "two members keep no quorum to protect", nodes: []string{"a", "b"}, down: []string{"b"}, ask: "a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster := fake.NewRolloutCluster(nil, 1, tt.nodes...)
+			for _, n := range tt.notOK {
+				cluster.SetOperand(n, rollout.OperandState{Phase: rollout.OperandPending, Revision: 1})
+			}
+			for _, n := range tt.away {
+				cluster.SetUnreachable(n, true)
+			}
+			err := quorumGate(cluster)(context.Background(), rollout.Disruption{
+				Installer: rollout.Installer{Name: "installer-2-" + tt.ask, Node: tt.ask, Revision: 2}, Down: tt.down})
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.EqualError(t, err, tt.wantErr)
 		})
 	}
 }
