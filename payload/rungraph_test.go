@@ -475,7 +475,7 @@ func TestRunGraphCriticalPathFirst(t *testing.T) {
 		priority Priority
 		want     []string
 	}{
-		{LowestIndexFirst, []string{"n0", "n1", "n4", "n2", "n3"}}, // n4 is queued while n1 runs
+		{LowestIndexFirst, []string{"n0", "n1", "n4", "n2", "n3"}},  // n4 is queued while n1 runs
 		{CriticalPathFirst, []string{"n1", "n2", "n0", "n3", "n4"}}, // n3 and n0 tie: lowest index
 	}
 	for _, tt := range tests {
