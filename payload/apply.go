@@ -73,6 +73,9 @@ func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 	out.Total = int32(len(manifests))
 	w.progress(release, 0, out.Total)
 	if d.CheckPreconditions && w.cfg.Preconditions != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		from := Release{}
 		if last := lastCompleted(d.Status.History); last != nil {
 			from = Release{Version: last.Version, Image: last.Image}
@@ -205,6 +208,9 @@ func priorityFor(state State) Priority {
 func (w *Worker) load(ctx context.Context, release Release) (*Payload, error) {
 	if w.loaded != nil && w.loadedFor == release {
 		return w.loaded, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	var p *Payload
 	err := guard("loading the payload", func() error {
