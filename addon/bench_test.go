@@ -28,7 +28,7 @@ func benchInputs(b *testing.B) map[string]addon.Input {
 	upgrading := upgrade.Status
 	return map[string]addon.Input{
 		"look/running-not-due":    {Spec: meshSpec, Now: tNow.Add(time.Second), Status: running},
-		"outcome/running-healthy": {Spec: meshSpec, Now: tNow.Add(addon.DefaultRunningInterval), Status: running, Observation: health(addon.HealthHealthy, nil)},
+		"outcome/running-healthy": {Spec: meshSpec, Now: tNow.Add(defaultRunningInterval), Status: running, Observation: health(addon.HealthHealthy, nil)},
 		"outcome/upgrade-failed":  {Spec: v2, Now: tNow.Add(time.Second), Status: upgrading, Observation: ran(upgrading, errBoom)},
 	}
 }

@@ -6,7 +6,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Input is everything Decide looks at.
@@ -15,7 +17,8 @@ type Input struct {
 	Spec Spec
 	// Status is the persisted status (zero for a new add-on).
 	Status Status
-	// Observation is the outcome of the action just run, or zero for a look.
+	// Observation is what the host reported for this pass: zero for a look,
+	// or what its Driver returned for the action the previous decision chose.
 	Observation Observation
 	// Policy holds the retry, remediation, deadline and polling rules.
 	Policy Policy
@@ -26,7 +29,7 @@ type Input struct {
 	// Jitter in [0, 1) scales the backoff jitter of a failure decided now.
 	Jitter float64
 	// Owner names whoever will run the decided action: the owner of its
-	// claim (Config.Identity); empty means DefaultOwner.
+	// claim (Config.Identity); empty means "addon".
 	Owner string
 	// Redact cleans driver error text before it reaches the status, the
 	// conditions or the events; nil means DefaultRedact. (A function cannot
@@ -34,8 +37,8 @@ type Input struct {
 	Redact func(string) string
 }
 
-// DefaultOwner is the claim owner when Input.Owner and Config.Identity are empty.
-const DefaultOwner = "addon"
+// defaultOwner is the claim owner when Input.Owner and Config.Identity are empty.
+const defaultOwner = "addon"
 
 // ClaimGrace is how long a claim outlives Policy.ActionTimeout, for the
 // outcome's write.
@@ -48,23 +51,6 @@ const RequeueNow = time.Millisecond
 // maxMessage bounds Status.Message and event messages.
 const maxMessage = 1024
 
-// Event is a Kubernetes event for the host to emit on its object (with its
-// own recorder). Every converge engine has this exact shape.
-type Event struct {
-	// Type is EventTypeNormal or EventTypeWarning.
-	Type string `json:"type"`
-	// Reason is a CamelCase reason (the trigger, or Flux's wording).
-	Reason string `json:"reason"`
-	// Message is the human-readable text; it names the versions involved.
-	Message string `json:"message"`
-}
-
-// The event types, as corev1.EventTypeNormal and EventTypeWarning.
-const (
-	EventTypeNormal  = "Normal"
-	EventTypeWarning = "Warning"
-)
-
 // Decision is what Decide decided.
 type Decision struct {
 	// Status is the new status to persist. It may share unchanged slices and
@@ -72,10 +58,12 @@ type Decision struct {
 	Status Status
 	// Action is the one action to run now (ActionNone: nothing). A mutating
 	// action is claimed in Status.InFlight: persist the status before
-	// running it, then report its outcome (with that claim) in Observation.
+	// running it, then report what the Driver returned (with that claim)
+	// in the next Input's Observation.
 	Action Action
-	// Events are the transitions and failures to emit, in order.
-	Events []Event
+	// Events are the transitions and failures to emit, in order; a
+	// Reason is the trigger, or Flux's wording.
+	Events []converge.Event
 	// RequeueAfter is when to look again: RequeueNow when the next action is
 	// due at once, the time to the next retry, health check, deadline or
 	// claim expiry otherwise, and zero to wait for a change of the spec.
@@ -89,13 +77,14 @@ type Decision struct {
 // persisted status, what was observed, the policy, the table and the time, it
 // returns the new status, the one action to run, the events and when to look
 // again. It does no I/O and reads no clock. It is total: for every valid input
-// it returns a decision; invalid input returns an error matching ErrInvalid.
+// it returns a decision; invalid input returns an error matching
+// converge.ErrInvalid.
 //
 // With an empty Observation it looks: a stale spec generation is ignored;
 // an unexpired claim waits; an expired one counts as a failed attempt;
 // deletion, suspension, spec changes and requests fire their triggers; then
 // the pending action is returned (and claimed) if due. With an Observation
-// it records the action's outcome, if the claim it ran under still holds.
+// it records what the action did, if the claim it ran under still holds.
 func Decide(in Input) (Decision, error) {
 	if err := in.validate(); err != nil {
 		return Decision{}, err
@@ -124,22 +113,18 @@ func (in *Input) validate() error {
 	sErr, stErr, pErr := in.Spec.Validate(), in.Status.Validate(), in.Policy.Validate()
 	obs := &in.Observation
 	ok := sErr == nil && stErr == nil && pErr == nil && !in.Now.IsZero() && in.Jitter >= 0 && in.Jitter < 1 &&
-		(in.Table == nil || len(in.Table.rows) > 0) && obs.Action.Known() && obs.Action != ActionRemediate &&
+		(in.Table == nil || len(in.Table.rows) > 0) && obs.Action.known() && obs.Action != ActionRemediate &&
 		(!obs.Action.mutates() || obs.Claim != nil)
-	if ok && (in.Status.Phase == "" || in.tableOrDefault().Has(in.Status.Phase) && in.tableOrDefault().handles(in.Status.Phase, in.Status.PendingAction)) {
+	if ok && (in.Status.Phase == "" || in.tableOrDefault().has(in.Status.Phase) && in.tableOrDefault().handles(in.Status.Phase, in.Status.PendingAction)) {
 		return nil
 	}
 	var problems []string
-	for _, err := range [...]error{sErr, stErr, pErr} {
-		if ie, ok := err.(*InvalidError); ok {
-			for _, p := range ie.Problems {
-				problems = append(problems, ie.What+": "+p)
-			}
-		}
-	}
+	problems = append(problems, input.Problems(sErr, "spec: ")...)
+	problems = append(problems, input.Problems(stErr, "status: ")...)
+	problems = append(problems, input.Problems(pErr, "policy: ")...)
 	if in.Table != nil && len(in.Table.rows) == 0 {
 		problems = append(problems, "table: no rows (build tables with NewTable)")
-	} else if p := in.Status.Phase; p != "" && p.Known() && !in.tableOrDefault().Has(p) {
+	} else if p := in.Status.Phase; p != "" && p.known() && !in.tableOrDefault().has(p) {
 		problems = append(problems, fmt.Sprintf("status: phase %s is not in the table", p))
 	} else if a := in.Status.PendingAction; p != "" && !in.tableOrDefault().handles(p, a) {
 		problems = append(problems, fmt.Sprintf("status: the table has no rows in %s for the outcome of %s", p, a))
@@ -150,12 +135,12 @@ func (in *Input) validate() error {
 	if !(in.Jitter >= 0 && in.Jitter < 1) {
 		problems = append(problems, fmt.Sprintf("jitter %v is outside [0, 1)", in.Jitter))
 	}
-	if !obs.Action.Known() || obs.Action == ActionRemediate {
+	if !obs.Action.known() || obs.Action == ActionRemediate {
 		problems = append(problems, fmt.Sprintf("observation: unknown action %q", obs.Action))
 	} else if obs.Action.mutates() && obs.Claim == nil {
 		problems = append(problems, fmt.Sprintf("observation: outcome of %s without the claim it ran under", obs.Action))
 	}
-	return invalid("input", problems...)
+	return input.Invalid("addon", "input", problems...)
 }
 
 func (in *Input) tableOrDefault() *Table {
@@ -172,7 +157,7 @@ type decider struct {
 	now    metav1.Time
 	st     Status
 	action Action
-	events []Event
+	events []converge.Event
 	// condsOwned is true once st.Conditions is a copy Decide may change.
 	condsOwned bool
 	// waitUntil is the expiry of a claim another attempt holds.
@@ -199,7 +184,7 @@ func (d *decider) start() {
 	st.LastResetToken, st.LastForceToken = d.in.Spec.ResetToken, d.in.Spec.ForceToken
 	st.Reason = "Created"
 	st.Message = "installing " + d.in.Spec.Version
-	d.event(EventTypeNormal, "Created", "-> "+string(PhaseInitializing)+": "+st.Message)
+	d.event(converge.EventTypeNormal, "Created", "-> "+string(PhaseInitializing)+": "+st.Message)
 }
 
 // at returns now plus wait, as a stored time.
@@ -209,7 +194,7 @@ func (d *decider) at(wait time.Duration) *metav1.Time {
 }
 
 func (d *decider) event(typ, reason, msg string) {
-	d.events = append(d.events, Event{Type: typ, Reason: reason, Message: conditions.TruncateMessage(msg, maxMessage)})
+	d.events = append(d.events, converge.Event{Type: typ, Reason: reason, Message: conditions.TruncateMessage(msg, maxMessage)})
 }
 
 // look handles a fresh reconcile: claims, the spec, then the pending action.
@@ -221,7 +206,7 @@ func (d *decider) look() {
 	}
 	if spec.Generation < st.ObservedGeneration {
 		d.stale = true
-		d.event(EventTypeWarning, "StaleGeneration", fmt.Sprintf("ignored spec generation %d: generation %d is already observed", spec.Generation, st.ObservedGeneration))
+		d.event(converge.EventTypeWarning, "StaleGeneration", fmt.Sprintf("ignored spec generation %d: generation %d is already observed", spec.Generation, st.ObservedGeneration))
 		return
 	}
 	if c := st.InFlight; c != nil {
@@ -229,7 +214,7 @@ func (d *decider) look() {
 			d.waitUntil = &c.Expires
 			return
 		}
-		d.outcome(c, fmt.Errorf("claim by %s expired at %s before its outcome was recorded", c.Owner, c.Expires.UTC().Format(time.RFC3339)), OutcomeLost)
+		d.outcome(c, fmt.Errorf("claim by %s expired at %s before its outcome was recorded", c.Owner, c.Expires.UTC().Format(time.RFC3339)), OutcomeLost, "")
 	}
 	force := spec.ForceToken != "" && spec.ForceToken != st.LastForceToken
 	reset := spec.ResetToken != "" && spec.ResetToken != st.LastResetToken
@@ -250,7 +235,7 @@ func (d *decider) look() {
 	case spec.Suspended:
 		if st.SuspendedTime == nil {
 			st.SuspendedTime = d.at(0)
-			d.event(EventTypeNormal, "Suspended", "reconciliation suspended in "+string(st.Phase))
+			d.event(converge.EventTypeNormal, "Suspended", "reconciliation suspended in "+string(st.Phase))
 		}
 		st.Reason, st.Message = "Suspended", "suspended in "+string(st.Phase)
 		return
@@ -298,7 +283,7 @@ func (d *decider) take() {
 	st := &d.st
 	if a := st.PendingAction; a == ActionInstall || a == ActionUpgrade {
 		e := resolve(st.Phase, a, st.InstalledVersion != "")
-		if d.table.Has(e.phase) && d.table.handles(e.phase, e.action) {
+		if d.table.has(e.phase) && d.table.handles(e.phase, e.action) {
 			st.Phase, st.PendingAction = e.phase, e.action
 		}
 	}
@@ -317,7 +302,7 @@ func (d *decider) take() {
 
 func (d *decider) owner() string {
 	if d.in.Owner == "" {
-		return DefaultOwner
+		return defaultOwner
 	}
 	return d.in.Owner
 }
@@ -348,7 +333,7 @@ func (d *decider) resume() {
 	}
 	st.SuspendedTime = nil
 	st.Reason, st.Message = "Resumed", fmt.Sprintf("resumed in %s after %s", st.Phase, suspended)
-	d.event(EventTypeNormal, "Resumed", st.Message)
+	d.event(converge.EventTypeNormal, "Resumed", st.Message)
 }
 
 // reset clears what failures recorded against the retries (Flux's resetAt);
@@ -414,21 +399,26 @@ func (d *decider) record() {
 		return
 	}
 	if !obs.Claim.same(st.InFlight) {
-		d.event(EventTypeWarning, "OutcomeDiscarded", fmt.Sprintf("outcome of %s by %s discarded: its claim no longer holds", obs.Action, obs.Claim.Owner))
+		d.event(converge.EventTypeWarning, "OutcomeDiscarded", fmt.Sprintf("outcome of %s by %s discarded: its claim no longer holds", obs.Action, obs.Claim.Owner))
 		return
 	}
 	outcome := OutcomeSucceeded
 	if obs.Err != nil {
 		outcome = OutcomeFailed
 	}
-	d.outcome(st.InFlight, obs.Err, outcome)
+	revision := obs.Revision
+	if len(revision) > MaxRevisionLength {
+		revision = ""
+	}
+	d.outcome(st.InFlight, obs.Err, outcome, revision)
 }
 
-// outcome records how the claimed attempt c ended.
-func (d *decider) outcome(c *Claim, err error, o Outcome) {
+// outcome records how the claimed attempt c ended, with the driver's
+// revision it returned.
+func (d *decider) outcome(c *Claim, err error, o Outcome, revision string) {
 	st := &d.st
 	st.InFlight = nil
-	d.remember(c, o)
+	d.remember(c, o, revision)
 	if c.Action == ActionTest {
 		d.recordTest(err)
 		return
@@ -455,15 +445,15 @@ func (d *decider) outcome(c *Claim, err error, o Outcome) {
 	msg := what + " succeeded"
 	switch c.Action {
 	case ActionInstall, ActionUpgrade:
-		st.InstalledVersion = c.To
+		st.InstalledVersion, st.InstalledRevision = c.To, revision
 		d.setCond(TypeReleased, metav1.ConditionTrue, string(successTrigger(c.Action)), msg)
 		d.removeCond(TypeRemediated)
 		d.removeCond(TypeTestSuccess)
 	case ActionRollback:
-		st.InstalledVersion = c.To
+		st.InstalledVersion, st.InstalledRevision = c.To, revision
 		d.setCond(TypeRemediated, metav1.ConditionTrue, string(TriggerRollbackSucceeded), msg)
 	case ActionUninstall:
-		st.InstalledVersion = ""
+		st.InstalledVersion, st.InstalledRevision = "", ""
 		st.UninstallFailures = 0
 		if st.Phase != PhaseDeleting {
 			d.setCond(TypeRemediated, metav1.ConditionTrue, string(TriggerUninstallSucceeded), msg)
@@ -482,7 +472,7 @@ func (d *decider) redact(s string) string {
 }
 
 // remember appends the attempt to the bounded history.
-func (d *decider) remember(c *Claim, o Outcome) {
+func (d *decider) remember(c *Claim, o Outcome, revision string) {
 	limit := d.rules.historyLimit
 	h := d.st.History
 	if len(h) >= limit {
@@ -490,12 +480,16 @@ func (d *decider) remember(c *Claim, o Outcome) {
 	}
 	out := make([]Attempt, len(h), len(h)+1)
 	copy(out, h)
-	d.st.History = append(out, Attempt{Action: c.Action, Version: cut(c.To, maxHistoryVersion), Outcome: o, Started: c.Started, Finished: d.now})
+	d.st.History = append(out, Attempt{Action: c.Action, Version: cut(c.To, maxHistoryVersion), Revision: revision, Outcome: o, Started: c.Started, Finished: d.now})
 }
 
 // maxHistoryVersion bounds a version in Status.History, so a full history
 // stays within 2 KiB.
 const maxHistoryVersion = 63
+
+// MaxRevisionLength bounds a driver's revision the engine records: a longer
+// one is not recorded (a cut one would name another revision).
+const MaxRevisionLength = 63
 
 // describe names an action with its versions, for messages.
 func (d *decider) describe(a Action, from, to string) string {
@@ -541,7 +535,7 @@ func (d *decider) recordHealth() {
 		}
 		if was != HealthHealthy && st.Phase == PhaseRunning {
 			st.Reason, st.Message = string(TriggerHealthy), st.InstalledVersion+" is healthy"
-			d.event(EventTypeNormal, string(TriggerHealthy), st.Message)
+			d.event(converge.EventTypeNormal, string(TriggerHealthy), st.Message)
 		}
 	case st.Phase == PhaseChecking && d.pastDeadline():
 		d.fail(st.Verifying, st.InstalledVersion, fmt.Sprintf("%s: not healthy within %s (health %s)", d.describeVerifying(), d.rules.checkTimeout, h))
@@ -582,7 +576,7 @@ func (d *decider) drift() bool {
 		return d.fire(TriggerDriftDetected, msg+"; correcting")
 	}
 	if !d.condIs(TypeDrifted, metav1.ConditionTrue) {
-		d.event(EventTypeWarning, string(TriggerDriftDetected), msg)
+		d.event(converge.EventTypeWarning, string(TriggerDriftDetected), msg)
 	}
 	d.setCond(TypeDrifted, metav1.ConditionTrue, string(TriggerDriftDetected), msg)
 	return false
@@ -707,7 +701,7 @@ func (d *decider) fire(t Trigger, msg string) bool {
 			st.InstallFailures, st.UpgradeFailures, st.Failures = 0, 0, 0
 			st.LastFailedAction = ActionNone
 		}
-		st.LastGoodVersion = st.InstalledVersion
+		st.LastGoodVersion, st.LastGoodRevision = st.InstalledVersion, st.InstalledRevision
 		if st.FailedVersion == st.InstalledVersion {
 			st.FailedVersion = ""
 		}
@@ -728,9 +722,10 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	}
 	reason := string(t)
 	if next == ActionRollback {
-		if stop := d.rollbackProblem(); stop != "" && d.table.Has(PhaseFailed) {
+		if stop := d.rollbackProblem(); stop != "" && d.table.has(PhaseFailed) {
+			// The reason goes first: a long failure text is cut at the end.
 			reason = stop
-			msg += "; not rolling back: " + d.rollbackProblemMessage(stop)
+			msg = "not rolling back: " + d.rollbackProblemMessage(stop) + "; " + msg
 			to, next = PhaseFailed, ActionNone
 		}
 	}
@@ -750,9 +745,9 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	st.NextAttemptTime = d.schedule(next, t)
 	msg = conditions.TruncateMessage(msg, maxMessage)
 	st.Reason, st.Message = reason, msg
-	typ := EventTypeNormal
+	typ := converge.EventTypeNormal
 	if isWarning(t) || reason != string(t) {
-		typ = EventTypeWarning
+		typ = converge.EventTypeWarning
 	}
 	text := string(from) + " -> " + string(to) + ": " + msg
 	if next != ActionNone {

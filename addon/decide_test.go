@@ -10,7 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/conditions"
 )
@@ -118,7 +120,7 @@ func TestDecideLifecycle(t *testing.T) {
 			want: want{phase: addon.PhaseInitializing, action: addon.ActionInstall, pending: addon.ActionInstall, reason: "Created",
 				check: func(t *testing.T, d addon.Decision) {
 					claimOf(t, d, "", "v1")
-					assert.Equal(t, at(tNow.Add(addon.DefaultInstallTimeout)), d.Status.Deadline)
+					assert.Equal(t, at(tNow.Add(defaultInstallTimeout)), d.Status.Deadline)
 				}}},
 		{name: "install succeeded: Checking verifies it at once",
 			status: st(addon.PhaseInitializing, addon.ActionInstall, func(s *addon.Status) { s.InstalledVersion, s.LastGoodVersion = "", "" }, claimed(addon.ActionInstall, "", "v1")),
@@ -136,7 +138,7 @@ func TestDecideLifecycle(t *testing.T) {
 		{name: "a healthy check goes Running and records the last good version",
 			status: st(addon.PhaseChecking, addon.ActionCheckHealth, func(s *addon.Status) { s.InstalledVersion, s.Verifying = "v2", addon.ActionUpgrade }),
 			spec:   gen(1, "v2"), obs: read(addon.HealthHealthy, nil),
-			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, after: addon.DefaultRunningInterval, reason: "Healthy",
+			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, after: defaultRunningInterval, reason: "Healthy",
 				check: func(t *testing.T, d addon.Decision) {
 					assert.Equal(t, "v2", d.Status.LastGoodVersion)
 					assert.Nil(t, d.Status.Deadline, "Running waits for nothing")
@@ -144,7 +146,7 @@ func TestDecideLifecycle(t *testing.T) {
 				}}},
 		{name: "an unhealthy check in Checking polls again at the check interval",
 			status: st(addon.PhaseChecking, addon.ActionCheckHealth), obs: read(addon.HealthUnhealthy, nil),
-			want: want{phase: addon.PhaseChecking, pending: addon.ActionCheckHealth, after: addon.DefaultCheckInterval}},
+			want: want{phase: addon.PhaseChecking, pending: addon.ActionCheckHealth, after: defaultCheckInterval}},
 		{name: "deletion from Running uninstalls at once",
 			status: st(addon.PhaseRunning, addon.ActionCheckHealth, func(s *addon.Status) { s.NextAttemptTime = at(tNow.Add(time.Hour)) }),
 			spec:   func(s *addon.Spec) { s.Deleting = true },
@@ -159,11 +161,11 @@ func TestDecideLifecycle(t *testing.T) {
 		{name: "a failed uninstall in Deleting retries after the backoff",
 			status: st(addon.PhaseDeleting, addon.ActionUninstall, claimed(addon.ActionUninstall, "v1", "")),
 			spec:   func(s *addon.Spec) { s.Deleting = true }, obs: outcome(errBoom),
-			want: want{phase: addon.PhaseDeleting, pending: addon.ActionUninstall, after: addon.DefaultBackoffInitial, check: func(t *testing.T, d addon.Decision) {
+			want: want{phase: addon.PhaseDeleting, pending: addon.ActionUninstall, after: defaultBackoffInitial, check: func(t *testing.T, d addon.Decision) {
 				assert.False(t, d.Deleted)
 			}}},
 		{name: "Deleting stops at its deadline, Stalled, until a reset",
-			status: st(addon.PhaseDeleting, addon.ActionUninstall), now: t0.Add(addon.DefaultDeleteTimeout),
+			status: st(addon.PhaseDeleting, addon.ActionUninstall), now: t0.Add(defaultDeleteTimeout),
 			spec: func(s *addon.Spec) { s.Deleting = true },
 			want: want{phase: addon.PhaseDeleting, pending: addon.ActionNone, check: func(t *testing.T, d addon.Decision) {
 				assert.Equal(t, metav1.ConditionTrue, cond(t, d, conditions.TypeStalled).Status)
@@ -227,7 +229,7 @@ func TestRuleReapplyIsNeverAFreshInstall(t *testing.T) {
 			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade}},
 		{name: "a failed install retried without remediation is an upgrade once it was applied",
 			status: st(addon.PhaseChecking, addon.ActionCheckHealth, func(s *addon.Status) { s.Verifying, s.LastGoodVersion = addon.ActionInstall, "" }),
-			policy: addon.Policy{InstallRemediation: addon.RemediationNone}, now: t0.Add(addon.DefaultCheckTimeout), obs: read(addon.HealthUnhealthy, nil),
+			policy: addon.Policy{InstallRemediation: addon.RemediationNone}, now: t0.Add(defaultCheckTimeout), obs: read(addon.HealthUnhealthy, nil),
 			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, reason: "InstallFailed"}},
 		{name: "a failed upgrade to a new version rolls back to the last good version",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2")), spec: gen(2, "v2"), obs: outcome(errBoom),
@@ -249,7 +251,7 @@ func TestRuleNoHealthyVersionIsUninstalled(t *testing.T) {
 	runDecide(t, []decideRow{
 		{name: "an unhealthy Running add-on stays Running, Degraded",
 			status: st(addon.PhaseRunning, addon.ActionCheckHealth), obs: read(addon.HealthUnhealthy, nil),
-			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, after: addon.DefaultRunningInterval, reason: "Unhealthy",
+			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, after: defaultRunningInterval, reason: "Unhealthy",
 				check: func(t *testing.T, d addon.Decision) {
 					assert.Equal(t, metav1.ConditionFalse, cond(t, d, conditions.TypeReady).Status)
 					assert.Equal(t, metav1.ConditionTrue, cond(t, d, conditions.TypeDegraded).Status)
@@ -267,7 +269,7 @@ func TestRuleNoHealthyVersionIsUninstalled(t *testing.T) {
 			want:   want{phase: addon.PhaseRemediating, pending: addon.ActionUninstall}},
 		{name: "an upgrade that fails its check rolls back, never uninstalls",
 			status: st(addon.PhaseChecking, addon.ActionCheckHealth, func(s *addon.Status) { s.InstalledVersion = "v2" }),
-			spec:   gen(1, "v2"), now: t0.Add(addon.DefaultCheckTimeout), obs: read(addon.HealthUnhealthy, nil),
+			spec:   gen(1, "v2"), now: t0.Add(defaultCheckTimeout), obs: read(addon.HealthUnhealthy, nil),
 			want: want{phase: addon.PhaseRemediating, pending: addon.ActionRollback, reason: "UpgradeFailed"}},
 	})
 }
@@ -277,7 +279,7 @@ func TestRuleNoHealthyVersionIsUninstalled(t *testing.T) {
 func TestRuleForcedRetryRunsNow(t *testing.T) {
 	rolledBack := func(s *addon.Status) {
 		s.FailedVersion, s.LastFailedAction, s.UpgradeFailures, s.Failures, s.ObservedGeneration = "v2", addon.ActionUpgrade, 1, 1, 2
-		s.NextAttemptTime, s.LastAttemptTime = at(tNow.Add(addon.DefaultRunningInterval)), at(tNow.Add(-time.Second))
+		s.NextAttemptTime, s.LastAttemptTime = at(tNow.Add(defaultRunningInterval)), at(tNow.Add(-time.Second))
 	}
 	runDecide(t, []decideRow{
 		{name: "force on a rolled-back upgrade upgrades at once",
@@ -299,7 +301,7 @@ func TestRuleForcedRetryRunsNow(t *testing.T) {
 // included; an expired one is a lost attempt; an outcome is recorded only
 // under the claim it ran with.
 func TestRuleOneActionInFlight(t *testing.T) {
-	expires := t0.Add(30*time.Second + addon.DefaultActionTimeout + addon.ClaimGrace)
+	expires := t0.Add(30*time.Second + defaultActionTimeout + addon.ClaimGrace)
 	runDecide(t, []decideRow{
 		{name: "deletion while an install runs waits for its claim",
 			status: st(addon.PhaseInitializing, addon.ActionInstall, func(s *addon.Status) { s.InstalledVersion, s.LastGoodVersion = "", "" }, claimed(addon.ActionInstall, "", "v1")),
@@ -320,7 +322,7 @@ func TestRuleOneActionInFlight(t *testing.T) {
 		{name: "an expired claim counts as a failure and backs off",
 			status: st(addon.PhaseInitializing, addon.ActionInstall, func(s *addon.Status) { s.InstalledVersion, s.LastGoodVersion = "", "" }, claimed(addon.ActionInstall, "", "v1")),
 			now:    expires, policy: addon.Policy{InstallRemediation: addon.RemediationNone},
-			want: want{phase: addon.PhaseReinitializing, pending: addon.ActionInstall, after: addon.DefaultBackoffInitial,
+			want: want{phase: addon.PhaseReinitializing, pending: addon.ActionInstall, after: defaultBackoffInitial,
 				check: func(t *testing.T, d addon.Decision) { assert.Equal(t, int32(1), d.Status.InstallFailures) }}},
 		{name: "an outcome under a claim that no longer holds is discarded",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2")), spec: gen(1, "v2"),
@@ -347,7 +349,7 @@ func TestRuleTimeAndGenerationsGoForward(t *testing.T) {
 		{name: "a spec generation below the observed one is ignored, with an event",
 			status: st(addon.PhaseRunning, addon.ActionCheckHealth, func(s *addon.Status) { s.ObservedGeneration, s.NextAttemptTime = 3, at(tNow) }),
 			spec:   gen(2, "v0"),
-			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, after: addon.DefaultCheckInterval,
+			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, after: defaultCheckInterval,
 				check: func(t *testing.T, d addon.Decision) {
 					assert.Equal(t, int64(3), d.Status.ObservedGeneration)
 					assert.Equal(t, "StaleGeneration", d.Events[0].Reason)
@@ -365,7 +367,7 @@ func TestRuleTimeAndGenerationsGoForward(t *testing.T) {
 			spec:   gen(2, "v2"), now: t0.Add(time.Hour),
 			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade, reason: "Resumed",
 				check: func(t *testing.T, d addon.Decision) {
-					assert.Equal(t, at(t0.Add(addon.DefaultUpgradeTimeout+56*time.Minute)), d.Status.Deadline)
+					assert.Equal(t, at(t0.Add(defaultUpgradeTimeout+56*time.Minute)), d.Status.Deadline)
 					assert.Nil(t, d.Status.SuspendedTime)
 					assert.Equal(t, string(addon.PhaseUpgrading), cond(t, d, conditions.TypeReconciling).Reason)
 				}}},
@@ -392,14 +394,14 @@ func TestRuleNoPhaseWaitsWithoutDeadline(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.s.Validate()
-			require.ErrorIs(t, err, addon.ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
 	unknownSince := func(s *addon.Status) { s.Health, s.HealthUnknownSince = addon.HealthUnknown, at(t0) }
 	runDecide(t, []decideRow{
 		{name: "health unreadable in Running past HealthUnknownTimeout turns Ready Unknown and Degraded",
-			status: st(addon.PhaseRunning, addon.ActionCheckHealth, unknownSince), now: t0.Add(addon.DefaultHealthUnknownFor), obs: read("", errBoom),
+			status: st(addon.PhaseRunning, addon.ActionCheckHealth, unknownSince), now: t0.Add(defaultHealthUnknownTimeout), obs: read("", errBoom),
 			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, check: func(t *testing.T, d addon.Decision) {
 				assert.Equal(t, metav1.ConditionUnknown, cond(t, d, conditions.TypeReady).Status)
 				assert.Equal(t, addon.ReasonHealthUnknown, cond(t, d, conditions.TypeDegraded).Reason)
@@ -416,7 +418,7 @@ func TestRuleNoPhaseWaitsWithoutDeadline(t *testing.T) {
 				s.LastAttemptTime, s.LastResetToken, s.NextAttemptTime = at(tNow.Add(-5*time.Second)), "r3", at(tNow.Add(time.Minute))
 			}),
 			spec: func(s *addon.Spec) { s.Generation, s.Version, s.ResetToken = 2, "v2", "r4" },
-			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, reason: "VersionChanged", after: 2*addon.DefaultBackoffInitial - 5*time.Second,
+			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, reason: "VersionChanged", after: 2*defaultBackoffInitial - 5*time.Second,
 				check: func(t *testing.T, d addon.Decision) {
 					assert.Equal(t, int32(3), d.Status.Failures, "a reset keeps the backoff step")
 				}}},
@@ -426,7 +428,7 @@ func TestRuleNoPhaseWaitsWithoutDeadline(t *testing.T) {
 				s.LastAttemptTime, s.LastForceToken = at(tNow.Add(-5*time.Second)), "f3"
 			}),
 			spec: func(s *addon.Spec) { s.Generation, s.Version, s.ForceToken = 2, "v2", "f4" },
-			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, after: 2*addon.DefaultBackoffInitial - 5*time.Second}},
+			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, after: 2*defaultBackoffInitial - 5*time.Second}},
 	})
 }
 
@@ -466,17 +468,17 @@ func TestDecideFluxParity(t *testing.T) {
 	runDecide(t, []decideRow{
 		{name: "Flux: MaxRetries 0 means no retries: the first failed install exhausts and is remediated",
 			status: st(addon.PhaseInitializing, addon.ActionInstall, installing, claimed(addon.ActionInstall, "", "v1")), obs: outcome(errBoom),
-			policy: addon.Policy{MaxRetries: ptr[int32](0)},
+			policy: addon.Policy{MaxRetries: ptr.To[int32](0)},
 			want:   want{phase: addon.PhaseFailed, pending: addon.ActionUninstall, after: addon.RequeueNow, reason: "RetriesExhausted"}},
 		{name: "Flux: RemediateLastFailure false leaves the last failure in place",
 			status: st(addon.PhaseInitializing, addon.ActionInstall, installing, claimed(addon.ActionInstall, "", "v1")), obs: outcome(errBoom),
-			policy: addon.Policy{MaxRetries: ptr[int32](0), RemediateLastFailure: ptr(false)},
+			policy: addon.Policy{MaxRetries: ptr.To[int32](0), RemediateLastFailure: ptr.To(false)},
 			want:   want{phase: addon.PhaseFailed, pending: addon.ActionNone, reason: "RetriesExhausted"}},
 		{name: "Flux: MaxRetries -1 retries without end",
 			status: st(addon.PhaseRemediating, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2"), func(s *addon.Status) { s.UpgradeFailures, s.Failures = 100, 100 }),
 			spec:   gen(1, "v2"), obs: outcome(errBoom),
-			policy: addon.Policy{MaxRetries: ptr[int32](-1), UpgradeRemediation: addon.RemediationNone},
-			want:   want{phase: addon.PhaseRemediating, pending: addon.ActionUpgrade, after: addon.DefaultBackoffMax}},
+			policy: addon.Policy{MaxRetries: ptr.To[int32](-1), UpgradeRemediation: addon.RemediationNone},
+			want:   want{phase: addon.PhaseRemediating, pending: addon.ActionUpgrade, after: defaultBackoffMax}},
 		{name: "Flux: the default MaxRetries is 5",
 			status: st(addon.PhaseRemediating, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2"), func(s *addon.Status) { s.UpgradeFailures = 5 }),
 			spec:   gen(1, "v2"), obs: outcome(errBoom), policy: addon.Policy{UpgradeRemediation: addon.RemediationNone},
@@ -548,7 +550,7 @@ func TestDecideFluxParity(t *testing.T) {
 			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, check: func(t *testing.T, d addon.Decision) {
 				assert.Equal(t, metav1.ConditionTrue, cond(t, d, addon.TypeDrifted).Status)
 				require.Len(t, d.Events, 1)
-				assert.Equal(t, addon.Event{Type: addon.EventTypeWarning, Reason: "DriftDetected", Message: "drift from v1: replicas"}, d.Events[0])
+				assert.Equal(t, converge.Event{Type: converge.EventTypeWarning, Reason: "DriftDetected", Message: "drift from v1: replicas"}, d.Events[0])
 			}}},
 		{name: "Flux: no drift reads Drifted False",
 			status: st(addon.PhaseRunning, addon.ActionCheckHealth), policy: addon.Policy{Drift: addon.DriftWarn}, obs: read(addon.HealthHealthy, nil),
@@ -576,15 +578,15 @@ func TestDecideFluxParity(t *testing.T) {
 func TestHistoryIsBounded(t *testing.T) {
 	s := st(addon.PhaseUpgrading, addon.ActionUpgrade)
 	long := strings.Repeat("v", 300)
-	for i := 0; i < 3*addon.MaxHistoryLimit; i++ {
+	for i := 0; i < 3*maxHistoryLimit; i++ {
 		s.InFlight = &addon.Claim{Action: addon.ActionUpgrade, Owner: "m1", From: "v1", To: long, Started: metav1.NewTime(tNow), Expires: metav1.NewTime(tNow.Add(time.Hour))}
 		s.PendingAction, s.Phase, s.UpgradeFailures, s.Deadline = addon.ActionUpgrade, addon.PhaseUpgrading, 0, at(tNow.Add(time.Hour))
 		d, err := addon.Decide(addon.Input{Spec: addon.Spec{Name: "mesh", Generation: 1, Version: long}, Status: s, Now: tNow, Owner: "m1",
-			Policy: addon.Policy{HistoryLimit: addon.MaxHistoryLimit}, Observation: ran(s, nil)})
+			Policy: addon.Policy{HistoryLimit: maxHistoryLimit}, Observation: ran(s, nil)})
 		require.NoError(t, err)
 		s = d.Status
 	}
-	require.Len(t, s.History, addon.MaxHistoryLimit)
+	require.Len(t, s.History, maxHistoryLimit)
 	out, err := json.Marshal(s.History)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(out), 2048, "a full history stays within 2 KiB")
@@ -605,13 +607,13 @@ func TestDecideRejectsBadInput(t *testing.T) {
 			in.Status = st(addon.PhaseUpgrading, addon.ActionUpgrade)
 			in.Observation = addon.Observation{Action: addon.ActionUpgrade}
 		}, "without the claim"},
-		{"a bad policy", func(in *addon.Input) { in.Policy.Backoff.JitterPercent = 101 }, "jitterPercent"},
+		{"a bad policy", func(in *addon.Input) { in.Policy.Backoff.JitterPercent = ptr.To[int32](101) }, "jitterPercent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := good
 			tc.mod(&in)
 			_, err := addon.Decide(in)
-			require.ErrorIs(t, err, addon.ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
@@ -641,7 +643,7 @@ func TestDecideFuzzFindings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := addon.Decide(addon.Input{Spec: meshSpec, Status: tc.s, Now: tNow})
-			require.ErrorIs(t, err, addon.ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}

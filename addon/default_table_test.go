@@ -10,7 +10,6 @@ import (
 )
 
 func TestDefaultTableIsValid(t *testing.T) {
-	require.NoError(t, addon.DefaultTable().Validate())
 	_, err := addon.NewTable(addon.DefaultTable().Rows())
 	require.NoError(t, err)
 }
@@ -53,11 +52,15 @@ func TestDefaultTableCoversTheSeedLifecycle(t *testing.T) {
 
 func TestDefaultTableHasNoDeadEnds(t *testing.T) {
 	tb := addon.DefaultTable()
-	for _, p := range addon.Phases() {
+	in := map[addon.Phase]bool{}
+	for _, r := range tb.Rows() {
+		in[r.From], in[r.To] = true, true
+	}
+	for _, p := range allPhases {
 		if p == addon.PhaseDeleted {
 			continue
 		}
-		require.True(t, tb.Has(p), "%s is in the default table", p)
+		require.True(t, in[p], "%s is in the default table", p)
 		if p != addon.PhaseDeleting {
 			r, ok := tb.Next(p, addon.TriggerDeletionRequested)
 			require.True(t, ok, "%s can be deleted", p)

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
@@ -83,19 +86,59 @@ func ExampleNewTable() {
 	})
 	fmt.Println(err)
 	// Output:
-	// addon: invalid table: 4 problems: ["phase Deleting has no UninstallSucceeded row to Deleted" "phase Initializing has no DeletionRequested row to Deleting" "phase Running cannot be left" "phase Running has no DeletionRequested row to Deleting"]
+	// addon: invalid table: phase Deleting has no UninstallSucceeded row to Deleted; phase Initializing has no DeletionRequested row to Deleting; phase Running cannot be left; phase Running has no DeletionRequested row to Deleting
 }
 
-func ExampleBackoff_Delay() {
-	b := addon.Backoff{Initial: dur(10 * time.Second), Max: dur(time.Minute), JitterPercent: 20}
-	for n := int32(1); n <= 4; n++ {
-		fmt.Println(b.Delay(n, 0), b.Delay(n, 0.5))
+// A Policy embeds in a custom resource. Here installs that keep failing
+// are retried after 1s, 2s, 4s, then at the 5s cap: jitterPercent: 0 turns
+// the jitter off, however large the jitter drawn.
+func ExamplePolicy() {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	driver := &fake.AddonDriver{}
+	for range 4 {
+		driver.Push(fake.AddonInstall, fake.AddonOutcome{Err: errors.New("image pull backoff")})
+	}
+	store := &fake.AddonStore{}
+	store.Put(addon.Object{Spec: addon.Spec{Name: "tke/log-collector", Generation: 1, Version: "v1"}})
+	m, err := addon.NewMachine(addon.Config{
+		Driver: driver,
+		Store:  store,
+		Policy: addon.Policy{
+			InstallRemediation: addon.RemediationNone,
+			Backoff: converge.Backoff{
+				Initial:       metav1.Duration{Duration: time.Second},
+				Max:           metav1.Duration{Duration: 5 * time.Second},
+				JitterPercent: ptr.To[int32](0),
+			},
+		},
+		Clock:  clk,
+		Jitter: func() float64 { return 0.99 },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	for range 5 {
+		obj, err := store.Get(ctx, "tke/log-collector")
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		res, err := m.Reconcile(ctx, obj)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(res.RequeueAfter)
+		clk.Step(res.RequeueAfter)
 	}
 	// Output:
-	// 10s 11s
-	// 20s 22s
-	// 40s 44s
-	// 1m0s 1m6s
+	// 1s
+	// 2s
+	// 4s
+	// 5s
+	// 1ms
 }
 
 func ExampleDefaultRedact() {

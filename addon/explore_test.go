@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/ptr"
 
 	"github.com/converge-dev/converge/addon"
 )
@@ -35,9 +36,9 @@ func TestExploreOtherPoliciesAndTables(t *testing.T) {
 		table  *addon.Table
 		policy addon.Policy
 	}{
-		{"no retries, uninstall after a failed upgrade", nil, addon.Policy{MaxRetries: ptr[int32](0), UpgradeRemediation: addon.RemediationUninstall}},
-		{"no remediation, unlimited retries", nil, addon.Policy{MaxRetries: ptr[int32](-1), InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone}},
-		{"tests and drift correction, last failure kept", nil, addon.Policy{Test: addon.TestPolicy{Enable: true}, Drift: addon.DriftCorrect, RemediateLastFailure: ptr(false)}},
+		{"no retries, uninstall after a failed upgrade", nil, addon.Policy{MaxRetries: ptr.To[int32](0), UpgradeRemediation: addon.RemediationUninstall}},
+		{"no remediation, unlimited retries", nil, addon.Policy{MaxRetries: ptr.To[int32](-1), InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone}},
+		{"tests and drift correction, last failure kept", nil, addon.Policy{Test: addon.TestPolicy{Enable: true}, Drift: addon.DriftCorrect, RemediateLastFailure: ptr.To(false)}},
 		{"a table of one's own", minimalTable, addon.Policy{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

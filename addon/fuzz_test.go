@@ -6,7 +6,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 )
 
@@ -29,7 +31,7 @@ func FuzzDecide(f *testing.F) {
 			return v
 		}
 		pick := func(n int) int { return next() % n }
-		phases := append(addon.Phases(), "")
+		phases := append(allPhases, "")
 		actions := []addon.Action{addon.ActionNone, addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback, addon.ActionUninstall, addon.ActionCheckHealth, addon.ActionTest}
 		versions := []string{"", "v1", "v2"}
 		ts := func() *metav1.Time {
@@ -67,10 +69,10 @@ func FuzzDecide(f *testing.F) {
 				}
 			}
 		}
-		policy := []addon.Policy{{}, {Drift: addon.DriftCorrect, Test: addon.TestPolicy{Enable: true}}, {MaxRetries: ptr[int32](0), UpgradeRemediation: addon.RemediationUninstall}}[pick(3)]
+		policy := []addon.Policy{{}, {Drift: addon.DriftCorrect, Test: addon.TestPolicy{Enable: true}}, {MaxRetries: ptr.To[int32](0), UpgradeRemediation: addon.RemediationUninstall}}[pick(3)]
 		d, err := addon.Decide(addon.Input{Spec: spec, Status: st, Observation: obs, Policy: policy, Now: t0.Add(time.Duration(pick(30)) * time.Minute), Owner: "m1"})
 		if err != nil {
-			if !errors.Is(err, addon.ErrInvalid) {
+			if !errors.Is(err, converge.ErrInvalid) {
 				t.Fatalf("an error that is not ErrInvalid: %v", err)
 			}
 			return

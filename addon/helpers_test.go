@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
@@ -22,7 +23,40 @@ var (
 	meshSpec = addon.Spec{Name: "tke/mesh-manager", Generation: 1, Version: "v1"}
 )
 
+// The defaults of a zero Policy, as its documentation gives them: the
+// tests that use them pin them.
+const (
+	defaultBackoffInitial       = 10 * time.Second
+	defaultBackoffMax           = 5 * time.Minute
+	defaultCheckInterval        = 5 * time.Second
+	defaultRunningInterval      = 5 * time.Minute
+	defaultCheckTimeout         = 5 * time.Minute
+	defaultActionTimeout        = 2 * time.Minute
+	defaultHealthUnknownTimeout = 5 * time.Minute
+	defaultInstallTimeout       = 10 * time.Minute
+	defaultUpgradeTimeout       = 10 * time.Minute
+	defaultRemediationTimeout   = 10 * time.Minute
+	defaultDeleteTimeout        = 10 * time.Minute
+	maxHistoryLimit             = 10
+)
+
+// defaultTimeouts are the deadlines a zero Policy gives the phases that
+// wait (TestPolicyTimeoutsAreThePhaseDeadlines pins them).
+var defaultTimeouts = map[addon.Phase]time.Duration{
+	addon.PhaseInitializing: defaultInstallTimeout, addon.PhaseReinitializing: defaultInstallTimeout,
+	addon.PhaseChecking: defaultCheckTimeout, addon.PhaseUpgrading: defaultUpgradeTimeout,
+	addon.PhaseRemediating: defaultRemediationTimeout, addon.PhaseDeleting: defaultDeleteTimeout,
+}
+
+// allPhases lists every phase.
+var allPhases = []addon.Phase{
+	addon.PhaseInitializing, addon.PhaseReinitializing, addon.PhaseChecking, addon.PhaseRunning, addon.PhaseUpgrading,
+	addon.PhaseRemediating, addon.PhaseFailed, addon.PhaseDeleting, addon.PhaseDeleted,
+}
+
 func at(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
+
+func dur(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 
 // st builds a status in phase p with pending action a, entered at t0 with
 // its deadline, with v1 installed and good, observing generation 1, last
@@ -30,8 +64,7 @@ func at(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
 func st(p addon.Phase, a addon.Action, mods ...func(*addon.Status)) addon.Status {
 	s := addon.Status{Phase: p, PendingAction: a, LastTransitionTime: metav1.NewTime(t0),
 		InstalledVersion: "v1", LastGoodVersion: "v1", ObservedGeneration: 1, Health: addon.HealthHealthy}
-	pol := addon.Policy{}
-	if d := pol.Timeout(p); d > 0 {
+	if d := defaultTimeouts[p]; d > 0 {
 		s.Deadline = at(t0.Add(d))
 	}
 	if p == addon.PhaseChecking {
@@ -48,7 +81,7 @@ func claimed(a addon.Action, from, to string) func(*addon.Status) {
 	return func(s *addon.Status) {
 		s.PendingAction = a
 		s.InFlight = &addon.Claim{Action: a, Owner: "m1", From: from, To: to,
-			Started: metav1.NewTime(t0.Add(30 * time.Second)), Expires: metav1.NewTime(t0.Add(30*time.Second + addon.DefaultActionTimeout + addon.ClaimGrace))}
+			Started: metav1.NewTime(t0.Add(30 * time.Second)), Expires: metav1.NewTime(t0.Add(30*time.Second + defaultActionTimeout + addon.ClaimGrace))}
 	}
 }
 
@@ -61,8 +94,6 @@ func health(h addon.Health, err error) addon.Observation {
 	return addon.Observation{Action: addon.ActionCheckHealth, Health: h, Err: err}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // harness drives one add-on through a Machine with a fake driver, store
 // and clock.
 type harness struct {
@@ -73,7 +104,7 @@ type harness struct {
 	policy addon.Policy
 	m      *addon.Machine
 	last   addon.Result
-	events []addon.Event
+	events []converge.Event
 	trace  []string
 }
 

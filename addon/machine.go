@@ -2,26 +2,34 @@ package addon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"time"
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Driver is what the host implements to act on its add-ons. Each call must be
 // idempotent (an action whose outcome a crash lost runs again) and must
 // return when ctx ends. Request carries the host's object (Object.Host), so
 // one Driver serves every add-on.
+//
+// Install and Upgrade return the driver's revision: its own name for what the
+// call applied, such as a Helm release revision ("" for a driver that has
+// none). The engine records it with the attempt (Attempt.Revision) and, on
+// success, as the installed version's revision; a rollback to a verified
+// version hands that version's revision back in Request.Revision. A revision
+// longer than MaxRevisionLength bytes is not recorded.
 type Driver interface {
 	// Install applies req.To onto a cluster where nothing is installed.
-	Install(ctx context.Context, req Request) error
+	Install(ctx context.Context, req Request) (revision string, err error)
 	// Upgrade applies req.To onto the installed req.From (the same version
-	// for a re-apply; the last good one when req.Rollback).
-	Upgrade(ctx context.Context, req Request) error
+	// for a re-apply; the last good one, at req.Revision, when req.Rollback).
+	Upgrade(ctx context.Context, req Request) (revision string, err error)
 	// Uninstall removes the add-on; removing what is already gone succeeds.
 	Uninstall(ctx context.Context, req Request) error
 	// Health reports the add-on's health; an error means it could not be read.
@@ -50,19 +58,16 @@ type Store interface {
 	// UpdateStatus writes status if the add-on is still at
 	// obj.ResourceVersion and returns the add-on as written (with its new
 	// ResourceVersion). A lost race returns the apiserver's 409 Conflict
-	// unchanged or an error wrapping ErrConflict.
+	// unchanged or an error marked with converge.Conflict.
 	UpdateStatus(ctx context.Context, obj Object, status Status) (Object, error)
 }
 
-// Result is what the host returns to its work queue; it has the meaning of
-// controller-runtime's reconcile.Result (without the deprecated Requeue).
+// Result is what the host returns to its work queue (RequeueAfter is
+// RequeueNow when the next action is due at once) and the events to emit
+// on its object, returned even beside an error for what was already
+// persisted.
 type Result struct {
-	// RequeueAfter asks to reconcile again after that long (RequeueNow when
-	// the next action is due at once); zero means: wait for a change.
-	RequeueAfter time.Duration
-	// Events are the events to emit on the object, in order; returned even
-	// beside an error for what was already persisted.
-	Events []Event
+	converge.Result
 	// Deleted is true when the add-on is uninstalled after a deletion
 	// request: the host drops its finalizer. (Indispensable: the status the
 	// Store wrote says so too, but the host's copy may be older.)
@@ -80,7 +85,7 @@ type Config struct {
 	// the action runs) and what a conflict re-reads.
 	Store Store
 	// Identity names this Machine in claims (Status.InFlight.Owner): make it
-	// unique per process (such as the pod name). Empty means DefaultOwner.
+	// unique per process (such as the pod name). Empty means "addon".
 	Identity string
 	// Policy and Table: see Decide. A nil Table is DefaultTable.
 	Policy Policy
@@ -120,28 +125,21 @@ type Machine struct {
 	tester Tester
 }
 
-// NewMachine validates cfg and returns a Machine. The error matches ErrInvalid.
+// NewMachine validates cfg and returns a Machine. The error matches
+// converge.ErrInvalid.
 func NewMachine(cfg Config) (*Machine, error) {
 	var problems []string
-	if isNil(cfg.Driver) {
+	if input.IsNil(cfg.Driver) {
 		problems = append(problems, "nil driver")
 	}
-	if isNil(cfg.Store) {
+	if input.IsNil(cfg.Store) {
 		problems = append(problems, "nil store")
 	}
-	if err := cfg.Policy.Validate(); err != nil {
-		var ie *InvalidError
-		if !errors.As(err, &ie) {
-			return nil, err
-		}
-		for _, p := range ie.Problems {
-			problems = append(problems, "policy: "+p)
-		}
-	}
+	problems = append(problems, input.Problems(cfg.Policy.Validate(), "policy: ")...)
 	if cfg.Table != nil && len(cfg.Table.rows) == 0 {
 		problems = append(problems, "empty table (build tables with NewTable)")
 	}
-	if cfg.Clock != nil && isNil(cfg.Clock) {
+	if cfg.Clock != nil && input.IsNil(cfg.Clock) {
 		problems = append(problems, "nil clock")
 	}
 	m := &Machine{cfg: cfg, rules: cfg.Policy.rules()}
@@ -154,7 +152,7 @@ func NewMachine(cfg Config) (*Machine, error) {
 		problems = append(problems, "policy test needs a Driver that implements Tester")
 	}
 	if len(problems) > 0 {
-		return nil, invalid("config", problems...)
+		return nil, input.Invalid("addon", "config", problems...)
 	}
 	if m.cfg.Clock == nil {
 		m.cfg.Clock = clock.RealClock{}
@@ -163,19 +161,6 @@ func NewMachine(cfg Config) (*Machine, error) {
 		m.cfg.Jitter = rand.Float64
 	}
 	return m, nil
-}
-
-// isNil reports a nil interface and one holding a nil pointer, func, map,
-// chan, slice or interface.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch r := reflect.ValueOf(v); r.Kind() {
-	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
-		return r.IsNil()
-	}
-	return false
 }
 
 // Reconcile advances one add-on. It decides from obj, writes the status
@@ -187,15 +172,14 @@ func isNil(v any) bool {
 // A conflict on any write makes it re-read the add-on (Store.Get) and
 // decide again: a look is made afresh, an outcome is recorded on the fresh
 // status. The error is for bad input, a failed read or write, conflicts that
-// went on past a few re-reads before any action ran (matching ErrConflict;
-// the outcome of an action that ran is re-recorded until it is written or
-// ctx ends), or an action cut
-// short because ctx ended (its claim then expires and it runs again). The
-// Result is returned beside an error too, with the events of what was
-// persisted.
+// went on past a few re-reads before any action ran (matching
+// converge.ErrConflict; the outcome of an action that ran is re-recorded
+// until it is written or ctx ends), or an action cut short because ctx ended
+// (its claim then expires and it runs again). The Result is returned beside
+// an error too, with the events of what was persisted.
 func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 	if m == nil || m.cfg.Store == nil {
-		return Result{}, invalid("Machine", "Reconcile on a Machine not made by NewMachine")
+		return Result{}, input.Invalid("addon", "Machine", "Reconcile on a Machine not made by NewMachine")
 	}
 	log := klog.FromContext(ctx).WithValues("addon", obj.Spec.Name)
 	var res Result
@@ -242,7 +226,7 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 // record writes the outcome obs onto obj, re-reading after a conflict.
 // The events of an unwritten look come first, unless a conflict replaced
 // that look's status with a fresh one.
-func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result, look []Event) (Result, error) {
+func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result, look []converge.Event) (Result, error) {
 	for {
 		d, err := m.decide(obj, obs)
 		if err != nil {
@@ -265,7 +249,7 @@ func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs O
 // of an action that ran, which must not be lost) it reads again after every
 // conflict until the write lands or ctx ends.
 func (m *Machine) reread(ctx context.Context, obj Object, err error, conflicts *int) (Object, error) {
-	if !isConflict(err) {
+	if !converge.IsConflict(err) {
 		return Object{}, fmt.Errorf("addon: write status: %w", err)
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -274,7 +258,7 @@ func (m *Machine) reread(ctx context.Context, obj Object, err error, conflicts *
 	if conflicts != nil {
 		*conflicts++
 		if *conflicts >= maxConflicts {
-			return Object{}, fmt.Errorf("%w: %d in a row: %w", ErrConflict, *conflicts, err)
+			return Object{}, fmt.Errorf("addon: %d status conflicts in a row: %w", *conflicts, converge.Conflict(err))
 		}
 	}
 	fresh, err := m.cfg.Store.Get(ctx, obj.Spec.Name)
@@ -331,12 +315,12 @@ func (m *Machine) run(ctx context.Context, obj Object, d Decision) Observation {
 	drv := m.cfg.Driver
 	switch d.Action {
 	case ActionInstall:
-		obs.Err = drv.Install(ctx, req)
+		obs.Revision, obs.Err = drv.Install(ctx, req)
 	case ActionUpgrade:
-		obs.Err = drv.Upgrade(ctx, req)
+		obs.Revision, obs.Err = drv.Upgrade(ctx, req)
 	case ActionRollback:
-		req.Rollback = true
-		obs.Err = drv.Upgrade(ctx, req)
+		req.Rollback, req.Revision = true, st.LastGoodRevision
+		obs.Revision, obs.Err = drv.Upgrade(ctx, req)
 	case ActionUninstall:
 		obs.Err = drv.Uninstall(ctx, req)
 	case ActionTest:

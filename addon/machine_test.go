@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
@@ -19,9 +20,9 @@ import (
 // healthOnly is a Driver that is neither a DriftDetector nor a Tester.
 type healthOnly struct{}
 
-func (healthOnly) Install(context.Context, addon.Request) error   { return nil }
-func (healthOnly) Upgrade(context.Context, addon.Request) error   { return nil }
-func (healthOnly) Uninstall(context.Context, addon.Request) error { return nil }
+func (healthOnly) Install(context.Context, addon.Request) (string, error) { return "", nil }
+func (healthOnly) Upgrade(context.Context, addon.Request) (string, error) { return "", nil }
+func (healthOnly) Uninstall(context.Context, addon.Request) error         { return nil }
 func (healthOnly) Health(context.Context, addon.Request) (addon.Health, error) {
 	return addon.HealthHealthy, nil
 }
@@ -32,12 +33,12 @@ type hookDriver struct {
 	before func(addon.Request)
 }
 
-func (d hookDriver) Install(ctx context.Context, req addon.Request) error {
+func (d hookDriver) Install(ctx context.Context, req addon.Request) (string, error) {
 	d.before(req)
 	return d.AddonDriver.Install(ctx, req)
 }
 
-func (d hookDriver) Upgrade(ctx context.Context, req addon.Request) error {
+func (d hookDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
 	d.before(req)
 	return d.AddonDriver.Upgrade(ctx, req)
 }
@@ -55,7 +56,7 @@ func TestReconcileRunsOneActionPerCallToRunning(t *testing.T) {
 	assert.Equal(t, []string{"Created", "InstallSucceeded", "Healthy"}, reasons(h.events))
 }
 
-func reasons(events []addon.Event) []string {
+func reasons(events []converge.Event) []string {
 	var out []string
 	for _, e := range events {
 		out = append(out, e.Reason)
@@ -117,7 +118,7 @@ func TestRuleConflictsLoseNothing(t *testing.T) {
 			assert.Equal(t, int32(1), s.InstallFailures, "the failure is counted")
 			assert.Equal(t, int32(1), s.Failures)
 			assert.Nil(t, s.InFlight)
-			assert.GreaterOrEqual(t, res.RequeueAfter, addon.DefaultBackoffInitial, "a failing install backs off")
+			assert.GreaterOrEqual(t, res.RequeueAfter, defaultBackoffInitial, "a failing install backs off")
 			assert.Equal(t, []string{"Created", "InstallFailed"}, reasons(res.Events))
 			assert.Equal(t, 1, h.driver.Count(fake.AddonInstall))
 		})
@@ -136,7 +137,7 @@ func TestReconcileRecognisesTheAPIServerConflict(t *testing.T) {
 	m, err := addon.NewMachine(addon.Config{Driver: h.driver, Store: conflictStore{h.store}, Clock: h.clock})
 	require.NoError(t, err)
 	_, err = m.Reconcile(context.Background(), h.obj())
-	require.ErrorIs(t, err, addon.ErrConflict)
+	require.ErrorIs(t, err, converge.ErrConflict)
 	assert.True(t, apierrors.IsConflict(err), "the apiserver's error is kept")
 	assert.Zero(t, h.driver.Count(fake.AddonInstall), "nothing runs without its claim written")
 }
@@ -148,7 +149,7 @@ type blockingDriver struct {
 	release chan struct{}
 }
 
-func (d blockingDriver) Install(ctx context.Context, req addon.Request) error {
+func (d blockingDriver) Install(ctx context.Context, req addon.Request) (string, error) {
 	close(d.started)
 	<-d.release
 	return d.AddonDriver.Install(ctx, req)
@@ -177,7 +178,7 @@ func TestRuleOneActionInFlightAcrossDeletion(t *testing.T) {
 	h.spec(func(s *addon.Spec) { s.Deleting = true })
 	resB, err := b.Reconcile(context.Background(), h.obj())
 	require.NoError(t, err)
-	assert.Greater(t, resB.RequeueAfter, addon.DefaultActionTimeout, "b waits for a's claim to be recorded or to expire")
+	assert.Greater(t, resB.RequeueAfter, defaultActionTimeout, "b waits for a's claim to be recorded or to expire")
 	assert.Zero(t, h.driver.Count(fake.AddonUninstall), "no uninstall while the install runs")
 	close(drv.release)
 	wg.Wait()
@@ -266,6 +267,6 @@ func TestAMachineNotMadeByNewMachineIsAnErrorNotAPanic(t *testing.T) {
 	var nilMachine *addon.Machine
 	for _, m := range []*addon.Machine{nilMachine, new(addon.Machine)} {
 		_, err := m.Reconcile(context.Background(), addon.Object{Spec: addon.Spec{Name: "mesh", Version: "v1"}})
-		require.ErrorIs(t, err, addon.ErrInvalid)
+		require.ErrorIs(t, err, converge.ErrInvalid)
 	}
 }

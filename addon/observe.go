@@ -28,12 +28,18 @@ type Request struct {
 	To string
 	// Rollback is true when an Upgrade call rolls back.
 	Rollback bool
+	// Revision is, for a rollback, the driver's revision that carried To
+	// when it was last seen healthy (Status.LastGoodRevision); "" when none
+	// was recorded.
+	Revision string
 }
 
-// Observation is what the Machine saw since the last decision: the outcome of
-// the action it just ran, or nothing (a fresh look, Action == ActionNone).
+// Observation is what the host reported for this pass, as in every
+// converge engine: nothing for a look (Action == ActionNone), or what its
+// Driver returned for the action the previous decision chose: the action's
+// error, or the health (and drift) it read.
 type Observation struct {
-	// Action is the action just run.
+	// Action is the action the Driver ran.
 	Action Action
 	// Claim is the claim it ran under (Decision.Status.InFlight), for an
 	// action that mutates; the outcome is recorded only while the status
@@ -42,6 +48,9 @@ type Observation struct {
 	// Err is the action's error; for ActionCheckHealth, a failure to read the
 	// health, which counts as HealthUnknown.
 	Err error
+	// Revision is what an install, upgrade or rollback returned: the
+	// driver's revision that carries what it applied.
+	Revision string
 	// Health is the result of ActionCheckHealth.
 	Health Health
 	// Drifted and DriftDetail are the drift a DriftDetector reported with

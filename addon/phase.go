@@ -47,11 +47,8 @@ var allPhases = [...]Phase{
 	PhaseRemediating, PhaseFailed, PhaseDeleting, PhaseDeleted,
 }
 
-// Phases lists every known phase in lifecycle order.
-func Phases() []Phase { return append([]Phase(nil), allPhases[:]...) }
-
-// Known reports whether p is one of the phases above.
-func (p Phase) Known() bool {
+// known reports whether p is one of the phases above.
+func (p Phase) known() bool {
 	for _, k := range allPhases {
 		if p == k {
 			return true
@@ -135,11 +132,8 @@ var allTriggers = [...]Trigger{
 	TriggerDriftDetected,
 }
 
-// Triggers lists every known trigger.
-func Triggers() []Trigger { return append([]Trigger(nil), allTriggers[:]...) }
-
-// Known reports whether t is one of the triggers above.
-func (t Trigger) Known() bool {
+// known reports whether t is one of the triggers above.
+func (t Trigger) known() bool {
 	for _, k := range allTriggers {
 		if t == k {
 			return true
@@ -189,8 +183,8 @@ const (
 	ActionRemediate Action = "Remediate"
 )
 
-// Known reports whether a is one of the actions above.
-func (a Action) Known() bool {
+// known reports whether a is one of the actions above.
+func (a Action) known() bool {
 	switch a {
 	case ActionNone, ActionInstall, ActionUpgrade, ActionRollback, ActionUninstall, ActionCheckHealth, ActionTest, ActionRemediate:
 		return true

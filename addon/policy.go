@@ -5,6 +5,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Remediation is what the engine does after an install or upgrade failed.
@@ -58,30 +62,37 @@ type TestPolicy struct {
 	IgnoreFailures bool `json:"ignoreFailures,omitempty"`
 }
 
-// Defaults used for zero Policy fields.
+// The defaults of zero Policy fields, as their documentation gives them.
 const (
-	// DefaultMaxRetries is the retries a nil Policy.MaxRetries allows.
-	DefaultMaxRetries       = 5
-	DefaultCheckInterval    = 5 * time.Second
-	DefaultRunningInterval  = 5 * time.Minute
-	DefaultCheckTimeout     = 5 * time.Minute
-	DefaultActionTimeout    = 2 * time.Minute
-	DefaultHealthUnknownFor = 5 * time.Minute
-	// DefaultInstallTimeout bounds Initializing and Reinitializing: long
+	defaultMaxRetries           = 5
+	defaultCheckInterval        = 5 * time.Second
+	defaultRunningInterval      = 5 * time.Minute
+	defaultCheckTimeout         = 5 * time.Minute
+	defaultActionTimeout        = 2 * time.Minute
+	defaultHealthUnknownTimeout = 5 * time.Minute
+	// defaultInstallTimeout bounds Initializing and Reinitializing: long
 	// enough for the default five retries at the default backoff.
-	DefaultInstallTimeout     = 10 * time.Minute
-	DefaultUpgradeTimeout     = 10 * time.Minute
-	DefaultRemediationTimeout = 10 * time.Minute
-	DefaultDeleteTimeout      = 10 * time.Minute
-	DefaultHistoryLimit       = 5
-	// MaxHistoryLimit bounds Policy.HistoryLimit, so the history stays
+	defaultInstallTimeout     = 10 * time.Minute
+	defaultUpgradeTimeout     = 10 * time.Minute
+	defaultRemediationTimeout = 10 * time.Minute
+	defaultDeleteTimeout      = 10 * time.Minute
+	defaultHistoryLimit       = 5
+	// maxHistoryLimit bounds Policy.HistoryLimit, so the history stays
 	// within 2 KiB.
-	MaxHistoryLimit = 10
+	maxHistoryLimit = 10
 )
+
+// defaultBackoff is what an unset field of Policy.Backoff means.
+var defaultBackoff = converge.Backoff{
+	Initial:       metav1.Duration{Duration: 10 * time.Second},
+	Max:           metav1.Duration{Duration: 5 * time.Minute},
+	FactorPercent: 200,
+	JitterPercent: ptr.To[int32](10),
+}
 
 // Policy holds the retry, remediation, deadline, drift, test and polling
 // rules; embed it in a CRD's spec. The zero value is the conservative
-// default; every zero field takes its Default… constant.
+// default: every zero field takes the default its documentation gives.
 //
 // Every phase that waits for something has a deadline (Status.Deadline),
 // set when the phase is entered (or restarted by a request, a deletion or a
@@ -102,8 +113,8 @@ const (
 // +kubebuilder:object:generate=true
 type Policy struct {
 	// MaxRetries is how many times a failed install (and, separately, a
-	// failed upgrade) is retried before RetriesExhausted: nil means
-	// DefaultMaxRetries (5), 0 no retries, -1 unlimited.
+	// failed upgrade) is retried before RetriesExhausted: nil means 5, 0 no
+	// retries, -1 unlimited.
 	// +optional
 	MaxRetries *int32 `json:"maxRetries,omitempty"`
 	// RemediateLastFailure remediates the failure that exhausts the retries
@@ -111,9 +122,14 @@ type Policy struct {
 	// leaves the failed release in place to be inspected.
 	// +optional
 	RemediateLastFailure *bool `json:"remediateLastFailure,omitempty"`
-	// Backoff spaces retries.
+	// Backoff spaces the retries of a failing action: unset fields mean an
+	// Initial wait of 10 s, doubled (FactorPercent 200) after each further
+	// failure up to a Max of 5 min, plus up to 10 % of it at random
+	// (JitterPercent 10, drawn from Config.Jitter or Input.Jitter).
+	// JitterPercent 0 (jitterPercent: 0 in a CRD) turns the jitter off. An
+	// unset Max below a set Initial is Initial.
 	// +optional
-	Backoff Backoff `json:"backoff,omitempty"`
+	Backoff converge.Backoff `json:"backoff,omitempty"`
 	// InstallRemediation is RemediationDefault (Uninstall), None or Uninstall.
 	// +optional
 	InstallRemediation Remediation `json:"installRemediation,omitempty"`
@@ -127,47 +143,50 @@ type Policy struct {
 	// Test configures the test step.
 	// +optional
 	Test TestPolicy `json:"test,omitempty"`
-	// HistoryLimit is how many attempts Status.History keeps: 0 means
-	// DefaultHistoryLimit, at most MaxHistoryLimit.
+	// HistoryLimit is how many attempts Status.History keeps: 0 means 5; at
+	// most 10.
 	// +optional
 	HistoryLimit int32 `json:"historyLimit,omitempty"`
-	// CheckInterval is the poll interval in PhaseChecking.
+	// CheckInterval is the poll interval in PhaseChecking; 0 means 5 s.
 	// +optional
 	CheckInterval metav1.Duration `json:"checkInterval,omitempty"`
-	// RunningInterval is the poll interval in PhaseRunning.
+	// RunningInterval is the poll interval in PhaseRunning; 0 means 5 min.
 	// +optional
 	RunningInterval metav1.Duration `json:"runningInterval,omitempty"`
-	// CheckTimeout is how long PhaseChecking waits for a healthy add-on.
+	// CheckTimeout is how long PhaseChecking waits for a healthy add-on; 0
+	// means 5 min.
 	// +optional
 	CheckTimeout metav1.Duration `json:"checkTimeout,omitempty"`
-	// ActionTimeout bounds each Driver call the Machine makes; a claim
-	// expires ActionTimeout plus a grace after the action started.
+	// ActionTimeout bounds each Driver call the Machine makes; 0 means
+	// 2 min. A claim expires ActionTimeout plus ClaimGrace after the action
+	// started.
 	// +optional
 	ActionTimeout metav1.Duration `json:"actionTimeout,omitempty"`
 	// HealthUnknownTimeout is how long the health may stay unreadable in
-	// Running before Ready turns Unknown and Degraded True.
+	// Running before Ready turns Unknown and Degraded True; 0 means 5 min.
 	// +optional
 	HealthUnknownTimeout metav1.Duration `json:"healthUnknownTimeout,omitempty"`
 	// InstallTimeout is how long PhaseInitializing and PhaseReinitializing
-	// may take, retries included.
+	// may take, retries included; 0 means 10 min, long enough for the
+	// default five retries at the default backoff.
 	// +optional
 	InstallTimeout metav1.Duration `json:"installTimeout,omitempty"`
-	// UpgradeTimeout is how long PhaseUpgrading may take.
+	// UpgradeTimeout is how long PhaseUpgrading may take; 0 means 10 min.
 	// +optional
 	UpgradeTimeout metav1.Duration `json:"upgradeTimeout,omitempty"`
 	// RemediationTimeout is how long PhaseRemediating may take, retries
-	// included.
+	// included; 0 means 10 min.
 	// +optional
 	RemediationTimeout metav1.Duration `json:"remediationTimeout,omitempty"`
-	// DeleteTimeout is how long PhaseDeleting retries the uninstall.
+	// DeleteTimeout is how long PhaseDeleting retries the uninstall; 0
+	// means 10 min.
 	// +optional
 	DeleteTimeout metav1.Duration `json:"deleteTimeout,omitempty"`
 }
 
-// Validate reports negative durations, MaxRetries below -1, a backoff
-// factor below 100 or jitter outside 0..100, a history limit outside
-// 0..MaxHistoryLimit and values that do not apply. The error matches
-// ErrInvalid.
+// Validate reports negative durations, MaxRetries below -1, an invalid
+// Backoff (converge.Backoff.Validate), a history limit outside 0..10 and
+// values that do not apply. The error matches converge.ErrInvalid.
 func (p Policy) Validate() error {
 	var problems []string
 	if p.MaxRetries != nil && *p.MaxRetries < -1 {
@@ -187,9 +206,9 @@ func (p Policy) Validate() error {
 			problems = append(problems, fmt.Sprintf("%s %s is negative", d.name, d.v))
 		}
 	}
-	problems = append(problems, p.Backoff.problems("backoff.")...)
-	if p.HistoryLimit < 0 || p.HistoryLimit > MaxHistoryLimit {
-		problems = append(problems, fmt.Sprintf("historyLimit %d is outside 0..%d", p.HistoryLimit, MaxHistoryLimit))
+	problems = append(problems, input.Problems(p.Backoff.Validate(), "backoff.")...)
+	if p.HistoryLimit < 0 || p.HistoryLimit > maxHistoryLimit {
+		problems = append(problems, fmt.Sprintf("historyLimit %d is outside 0..%d", p.HistoryLimit, maxHistoryLimit))
 	}
 	switch p.InstallRemediation {
 	case RemediationDefault, RemediationNone, RemediationUninstall:
@@ -206,17 +225,14 @@ func (p Policy) Validate() error {
 	default:
 		problems = append(problems, fmt.Sprintf("drift %q is not Ignore (empty), Warn or Correct", p.Drift))
 	}
-	if len(problems) > 0 {
-		return invalid("policy", problems...)
-	}
-	return nil
+	return input.Invalid("addon", "policy", problems...)
 }
 
 // rules is a Policy with every default applied, in the units Decide uses.
 type rules struct {
 	maxRetries           int32
 	remediateLastFailure bool
-	backoff              Backoff
+	backoff              converge.Backoff
 	install, upgrade     Remediation
 	drift                DriftPolicy
 	test                 TestPolicy
@@ -232,21 +248,24 @@ type rules struct {
 	deleteTimeout        time.Duration
 }
 
-// rules applies the defaults.
+// rules applies the defaults, the one place they are applied.
 func (p *Policy) rules() rules {
 	r := rules{
-		maxRetries: DefaultMaxRetries, remediateLastFailure: true, backoff: p.Backoff.withDefaults(),
+		maxRetries: defaultMaxRetries, remediateLastFailure: true, backoff: p.Backoff.WithDefaults(defaultBackoff),
 		install: p.InstallRemediation, upgrade: p.UpgradeRemediation, drift: p.Drift, test: p.Test,
 		historyLimit:         int(p.HistoryLimit),
-		checkInterval:        orDefault(p.CheckInterval, DefaultCheckInterval),
-		runningInterval:      orDefault(p.RunningInterval, DefaultRunningInterval),
-		checkTimeout:         orDefault(p.CheckTimeout, DefaultCheckTimeout),
-		actionTimeout:        orDefault(p.ActionTimeout, DefaultActionTimeout),
-		healthUnknownTimeout: orDefault(p.HealthUnknownTimeout, DefaultHealthUnknownFor),
-		installTimeout:       orDefault(p.InstallTimeout, DefaultInstallTimeout),
-		upgradeTimeout:       orDefault(p.UpgradeTimeout, DefaultUpgradeTimeout),
-		remediationTimeout:   orDefault(p.RemediationTimeout, DefaultRemediationTimeout),
-		deleteTimeout:        orDefault(p.DeleteTimeout, DefaultDeleteTimeout),
+		checkInterval:        orDefault(p.CheckInterval, defaultCheckInterval),
+		runningInterval:      orDefault(p.RunningInterval, defaultRunningInterval),
+		checkTimeout:         orDefault(p.CheckTimeout, defaultCheckTimeout),
+		actionTimeout:        orDefault(p.ActionTimeout, defaultActionTimeout),
+		healthUnknownTimeout: orDefault(p.HealthUnknownTimeout, defaultHealthUnknownTimeout),
+		installTimeout:       orDefault(p.InstallTimeout, defaultInstallTimeout),
+		upgradeTimeout:       orDefault(p.UpgradeTimeout, defaultUpgradeTimeout),
+		remediationTimeout:   orDefault(p.RemediationTimeout, defaultRemediationTimeout),
+		deleteTimeout:        orDefault(p.DeleteTimeout, defaultDeleteTimeout),
+	}
+	if p.Backoff.Max.Duration == 0 {
+		r.backoff.Max.Duration = max(r.backoff.Max.Duration, r.backoff.Initial.Duration)
 	}
 	if p.MaxRetries != nil {
 		r.maxRetries = *p.MaxRetries
@@ -261,7 +280,7 @@ func (p *Policy) rules() rules {
 		r.upgrade = RemediationRollback
 	}
 	if r.historyLimit == 0 {
-		r.historyLimit = DefaultHistoryLimit
+		r.historyLimit = defaultHistoryLimit
 	}
 	return r
 }
@@ -273,13 +292,8 @@ func orDefault(d metav1.Duration, def time.Duration) time.Duration {
 	return d.Duration
 }
 
-// Timeout returns how long phase p may last (defaults applied), and 0 for
-// the phases that wait for nothing: Running, Failed and Deleted.
-func (p Policy) Timeout(phase Phase) time.Duration {
-	r := p.rules()
-	return r.timeout(phase)
-}
-
+// timeout returns how long phase may last, and 0 for the phases that wait
+// for nothing: Running, Failed and Deleted.
 func (r *rules) timeout(phase Phase) time.Duration {
 	switch phase {
 	case PhaseInitializing, PhaseReinitializing:
@@ -296,13 +310,8 @@ func (r *rules) timeout(phase Phase) time.Duration {
 	return 0
 }
 
-// Exhausted reports whether failures (the count including the one just
+// exhausted reports whether failures (the count including the one just
 // recorded) exceed the retries the policy allows.
-func (p Policy) Exhausted(failures int32) bool {
-	r := p.rules()
-	return r.exhausted(failures)
-}
-
 func (r *rules) exhausted(failures int32) bool {
 	return r.maxRetries >= 0 && failures > r.maxRetries
 }

@@ -4,18 +4,18 @@ import (
 	"strings"
 )
 
-// Redacted replaces a credential in text that DefaultRedact cleans.
-const Redacted = "[REDACTED]"
+// redacted replaces a credential in text that DefaultRedact cleans.
+const redacted = "[REDACTED]"
 
 // credentialKeys are the names whose values DefaultRedact removes, lower case.
 var credentialKeys = [...]string{"password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "api-key", "access_key", "accesskey", "private_key", "credential", "authorization", "bearer"}
 
-// DefaultRedact removes values that look like credentials from driver error
-// text before it reaches status, conditions or events: the value after a
-// credential-looking key ("password=…", "token: …", "Authorization: Bearer
-// …", "secret \"…\""), and the user information of a URL
-// ("https://user:pass@host" → "https://[REDACTED]@host"). It is the default
-// of Config.Redact and Input.Redact.
+// DefaultRedact replaces with "[REDACTED]" the values that look like
+// credentials in driver error text before it reaches status, conditions or
+// events: the value after a credential-looking key ("password=…", "token:
+// …", "Authorization: Bearer …", "secret \"…\""), and the user information
+// of a URL ("https://user:pass@host" → "https://[REDACTED]@host"). It is the
+// default of Config.Redact and Input.Redact.
 func DefaultRedact(s string) string {
 	if !mayHoldCredential(s) {
 		return s
@@ -59,7 +59,7 @@ func DefaultRedact(s string) string {
 			continue
 		}
 		b.WriteString(s[last:k])
-		b.WriteString(Redacted)
+		b.WriteString(redacted)
 		last, i = end, end
 	}
 	if last == 0 {
@@ -125,7 +125,7 @@ func redactUserinfo(s string) string {
 		}
 		if end < len(s) && s[end] == '@' && end > start {
 			b.WriteString(s[last:start])
-			b.WriteString(Redacted)
+			b.WriteString(redacted)
 			last = end
 		}
 		i = end - 1

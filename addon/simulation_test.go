@@ -6,12 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
@@ -99,18 +102,22 @@ type simulation struct {
 	inFlight    int
 	cluster     string
 	uninstalled bool
-	stale       addon.Object
-	violation   error
-	prev        addon.Status
-	tokens      int
+	// carried names the version each revision the driver returned applied,
+	// as Helm numbers a release's revisions: one per install, upgrade or
+	// rollback.
+	carried   []string
+	stale     addon.Object
+	violation error
+	prev      addon.Status
+	tokens    int
 }
 
 var simPolicies = []addon.Policy{
 	{},
 	{Drift: addon.DriftCorrect, Test: addon.TestPolicy{Enable: true}},
-	{MaxRetries: ptr[int32](0), UpgradeRemediation: addon.RemediationUninstall},
+	{MaxRetries: ptr.To[int32](0), UpgradeRemediation: addon.RemediationUninstall},
 	{InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone, Drift: addon.DriftWarn},
-	{MaxRetries: ptr[int32](-1), RemediateLastFailure: ptr(false), Test: addon.TestPolicy{Enable: true, IgnoreFailures: true}},
+	{MaxRetries: ptr.To[int32](-1), RemediateLastFailure: ptr.To(false), Test: addon.TestPolicy{Enable: true, IgnoreFailures: true}},
 }
 
 func newSimulation(seed uint64) *simulation {
@@ -259,7 +266,7 @@ func (s *simulation) reconcile(i int, obj addon.Object) {
 		}
 	}
 	s.logf("m%d reconciled: after %s, events %v, err %v", i+1, res.RequeueAfter, res.Events, err)
-	if err != nil && !errors.Is(err, addon.ErrConflict) && !errors.Is(err, context.Canceled) {
+	if err != nil && !errors.Is(err, converge.ErrConflict) && !errors.Is(err, context.Canceled) {
 		s.violate("reconcile failed: %v", err)
 	}
 }
@@ -335,7 +342,7 @@ func (s *simulation) converge() error {
 // simDriver acts on the simulation's world with outcomes the schedule draws.
 type simDriver struct{ s *simulation }
 
-func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Request) error {
+func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Request) (string, error) {
 	s := d.s
 	st := s.obj().Status
 	s.inFlight++
@@ -350,18 +357,30 @@ func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Reques
 		st.FailedVersion != st.InstalledVersion && !(st.LastFailedAction == addon.ActionUpgrade && s.policy.UpgradeRemediation == addon.RemediationUninstall) {
 		s.violate("good version %s uninstalled outside deletion", st.InstalledVersion)
 	}
+	if a == addon.ActionRollback && !s.carries(req.Revision, req.To) {
+		s.violate("rollback to %s at revision %q, which carried %v", req.To, req.Revision, s.carried)
+	}
 	if err := d.fault(ctx, a); err != nil {
 		s.uninstalled = false
-		return err
+		return "", err
 	}
+	revision := ""
 	switch a {
 	case addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback:
 		s.cluster = req.To
+		s.carried = append(s.carried, req.To)
+		revision = strconv.Itoa(len(s.carried))
 	case addon.ActionUninstall:
 		s.cluster = ""
 	}
 	s.uninstalled = a == addon.ActionUninstall
-	return nil
+	return revision, nil
+}
+
+// carries reports whether the driver's revision carried version.
+func (s *simulation) carries(revision, version string) bool {
+	n, err := strconv.Atoi(revision)
+	return err == nil && n >= 1 && n <= len(s.carried) && s.carried[n-1] == version
 }
 
 // fault draws what goes wrong with a call, if faults are on.
@@ -388,7 +407,7 @@ func (d *simDriver) fault(ctx context.Context, a addon.Action) error {
 	case r < 25:
 		s.injected["hang past the action timeout"]++
 		s.logf("  %s hangs past the action timeout", a)
-		s.clock.Step(addon.DefaultActionTimeout)
+		s.clock.Step(defaultActionTimeout)
 		return context.DeadlineExceeded
 	case r < 45:
 		s.injected["action failed"]++
@@ -401,11 +420,11 @@ func (d *simDriver) fault(ctx context.Context, a addon.Action) error {
 	return nil
 }
 
-func (d *simDriver) Install(ctx context.Context, req addon.Request) error {
+func (d *simDriver) Install(ctx context.Context, req addon.Request) (string, error) {
 	return d.mutate(ctx, addon.ActionInstall, req)
 }
 
-func (d *simDriver) Upgrade(ctx context.Context, req addon.Request) error {
+func (d *simDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
 	if req.Rollback {
 		return d.mutate(ctx, addon.ActionRollback, req)
 	}
@@ -413,11 +432,13 @@ func (d *simDriver) Upgrade(ctx context.Context, req addon.Request) error {
 }
 
 func (d *simDriver) Uninstall(ctx context.Context, req addon.Request) error {
-	return d.mutate(ctx, addon.ActionUninstall, req)
+	_, err := d.mutate(ctx, addon.ActionUninstall, req)
+	return err
 }
 
 func (d *simDriver) Test(ctx context.Context, req addon.Request) error {
-	return d.mutate(ctx, addon.ActionTest, req)
+	_, err := d.mutate(ctx, addon.ActionTest, req)
+	return err
 }
 
 func (d *simDriver) Health(context.Context, addon.Request) (addon.Health, error) {

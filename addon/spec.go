@@ -2,6 +2,8 @@ package addon
 
 import (
 	"fmt"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Spec is the host's view of what the add-on should be, read from its object.
@@ -36,7 +38,7 @@ type Spec struct {
 }
 
 // Validate reports an empty name or version and a negative generation. The
-// error matches ErrInvalid.
+// error matches converge.ErrInvalid.
 func (s Spec) Validate() error {
 	if s.Name != "" && s.Version != "" && s.Generation >= 0 {
 		return nil
@@ -51,5 +53,5 @@ func (s Spec) Validate() error {
 	if s.Generation < 0 {
 		problems = append(problems, fmt.Sprintf("negative generation %d", s.Generation))
 	}
-	return invalid("spec", problems...)
+	return input.Invalid("addon", "spec", problems...)
 }

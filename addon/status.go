@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Status is everything the engine needs to continue, as plain data for the
@@ -69,9 +71,18 @@ type Status struct {
 	// or rollback applied ("" after an uninstall, and before any install).
 	// +optional
 	InstalledVersion string `json:"installedVersion,omitempty"`
+	// InstalledRevision is the driver's revision that carries
+	// InstalledVersion (Driver.Install and Upgrade return it; "" when the
+	// driver has none).
+	// +optional
+	InstalledRevision string `json:"installedRevision,omitempty"`
 	// LastGoodVersion is the last version seen healthy: the rollback target.
 	// +optional
 	LastGoodVersion string `json:"lastGoodVersion,omitempty"`
+	// LastGoodRevision is the driver's revision that carried LastGoodVersion
+	// when it was seen healthy: what a rollback rolls back to.
+	// +optional
+	LastGoodRevision string `json:"lastGoodRevision,omitempty"`
 	// FailedVersion is a desired version whose install or upgrade failed; it
 	// is not tried again until the spec changes or a request arrives.
 	// +optional
@@ -142,9 +153,13 @@ type Attempt struct {
 	// Action is what ran.
 	Action Action `json:"action"`
 	// Version is the version it applied (empty for an uninstall), cut to
-	// maxHistoryVersion bytes.
+	// 63 bytes.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// Revision is the driver's revision the attempt returned (a failed one
+	// too, when the driver named what it left).
+	// +optional
+	Revision string `json:"revision,omitempty"`
 	// Outcome is how it ended.
 	Outcome Outcome `json:"outcome"`
 	// Started and Finished bound the attempt.
@@ -158,17 +173,17 @@ type Attempt struct {
 // action it verifies, a phase that waits without a deadline, and one that waits
 // with nothing to do (nothing pending and nothing in flight). A Deleting
 // phase may wait with nothing pending: a deletion stopped at its deadline.
-// The error matches ErrInvalid.
+// The error matches converge.ErrInvalid.
 func (s *Status) Validate() error {
 	if s.valid() {
 		return nil
 	}
 	var problems []string
-	if s.Phase != "" && !s.Phase.Known() {
+	if s.Phase != "" && !s.Phase.known() {
 		problems = append(problems, "unknown phase "+quote(string(s.Phase)))
 	}
 	for _, a := range [...]Action{s.PendingAction, s.Verifying, s.LastFailedAction} {
-		if !a.Known() || a == ActionRemediate {
+		if !a.known() || a == ActionRemediate {
 			problems = append(problems, "unknown action "+quote(string(a)))
 		}
 	}
@@ -198,15 +213,15 @@ func (s *Status) Validate() error {
 	if s.idle() {
 		problems = append(problems, fmt.Sprintf("phase %s waits with nothing pending and nothing in flight", s.Phase))
 	}
-	return invalid("status", problems...)
+	return input.Invalid("addon", "status", problems...)
 }
 
 // valid is the allocation-free fast path of Validate.
 func (s *Status) valid() bool {
-	ok := (s.Phase == "" || s.Phase.Known()) &&
-		s.PendingAction.Known() && s.PendingAction != ActionRemediate &&
-		s.Verifying.Known() && s.Verifying != ActionRemediate &&
-		s.LastFailedAction.Known() && s.LastFailedAction != ActionRemediate &&
+	ok := (s.Phase == "" || s.Phase.known()) &&
+		s.PendingAction.known() && s.PendingAction != ActionRemediate &&
+		s.Verifying.known() && s.Verifying != ActionRemediate &&
+		s.LastFailedAction.known() && s.LastFailedAction != ActionRemediate &&
 		(s.InFlight == nil || (s.InFlight.Action.mutates() && s.InFlight.Owner != "" && s.InFlight.Action == s.PendingAction)) &&
 		(s.PendingAction != ActionTest || s.Phase == PhaseChecking) &&
 		(s.Health == "" || s.Health == HealthUnknown || s.Health == HealthHealthy || s.Health == HealthUnhealthy) &&

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Row is one transition: in phase From, trigger Trigger moves the add-on to
@@ -41,18 +43,33 @@ type Table struct {
 	phases map[Phase]bool
 }
 
-// NewTable validates rows and returns the table. The error matches ErrInvalid
-// and lists every problem Validate finds.
+// NewTable validates rows and returns the table. The error matches
+// converge.ErrInvalid and lists every problem of the rows: unknown phases,
+// triggers or actions; duplicate (From, Trigger) rows; phases that cannot be
+// reached from PhaseInitializing or cannot be left (PhaseDeleted is the only
+// terminal); phases without a DeletionRequested row (PhaseDeleting and
+// PhaseDeleted excepted); a phase with a failure row but no RetriesExhausted
+// row (Deleting excepted: uninstall failures never exhaust); a Deleting
+// phase that cannot reach PhaseDeleted, or that stops at its deadline (a
+// DeadlinePassed row that stays and runs nothing) without a ResetRequested
+// row that uninstalls again; no SpecChanged row out of PhaseFailed, or a
+// VersionChanged, ResetRequested or ForceRequested row that stays in it
+// (every spec request leaves Failed); a row that enters a waiting phase
+// other than Deleting with nothing to do; a row that runs ActionTest (only
+// Policy.Test runs it); remediating rows without PhaseFailed (where an
+// unusable rollback target stops); and a phase entered with an action that
+// has no row for that action's success or failure, with Install and Upgrade
+// resolved both ways (see Row).
 func NewTable(rows []Row) (*Table, error) {
 	t := indexRows(rows)
-	if err := t.Validate(); err != nil {
+	if err := t.validate(); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
 // indexRows copies rows into a Table; the first row of a duplicate pair wins
-// in Next (Validate reports the duplicate).
+// in Next (validate reports the duplicate).
 func indexRows(rows []Row) *Table {
 	t := &Table{rows: append([]Row(nil), rows...), index: make(map[rowKey]int, len(rows)), phases: map[Phase]bool{}}
 	for i, r := range t.rows {
@@ -77,8 +94,8 @@ func (t *Table) Next(from Phase, trigger Trigger) (Row, bool) {
 	return t.rows[i], true
 }
 
-// Has reports whether phase p appears in the table, as From or To.
-func (t *Table) Has(p Phase) bool {
+// has reports whether phase p appears in the table, as From or To.
+func (t *Table) has(p Phase) bool {
 	return t != nil && t.phases[p]
 }
 
@@ -212,25 +229,10 @@ func (t *Table) awaited(p Phase) []Action {
 	return out
 }
 
-// Validate reports every problem of the table: unknown phases, triggers or
-// actions; duplicate (From, Trigger) rows; phases that cannot be reached from
-// PhaseInitializing or cannot be left (PhaseDeleted is the only terminal);
-// phases without a DeletionRequested row (PhaseDeleting and PhaseDeleted
-// excepted, and Deleting may have none); a phase with a failure row but no RetriesExhausted row
-// (Deleting excepted: uninstall failures never exhaust); a Deleting phase
-// that cannot reach PhaseDeleted, or that stops at its deadline (a
-// DeadlinePassed row that stays and runs nothing) without a ResetRequested
-// row that uninstalls again; no SpecChanged row out of PhaseFailed, or a
-// VersionChanged, ResetRequested or ForceRequested row that stays in it
-// (every spec request leaves Failed); a row that enters a waiting phase
-// other than Deleting with nothing to do; a row that runs ActionTest (only
-// Policy.Test runs it); remediating rows without PhaseFailed (where an
-// unusable rollback target stops); and a phase entered with an action that
-// has no row for that action's success or failure, with Install and Upgrade
-// resolved both ways (see Row).
-func (t *Table) Validate() error {
+// validate reports the problems NewTable lists.
+func (t *Table) validate() error {
 	if t == nil || len(t.rows) == 0 {
-		return invalid("table", "no rows")
+		return input.Invalid("addon", "table", "no rows")
 	}
 	var problems []string
 	seen := map[rowKey]bool{}
@@ -239,16 +241,16 @@ func (t *Table) Validate() error {
 	next := map[Phase][]Phase{}
 	remediates := false
 	for i, r := range t.rows {
-		if !r.From.Known() {
+		if !r.From.known() {
 			problems = append(problems, fmt.Sprintf("row %d: unknown phase %q", i, r.From))
 		}
-		if !r.To.Known() {
+		if !r.To.known() {
 			problems = append(problems, fmt.Sprintf("row %d: unknown phase %q", i, r.To))
 		}
-		if !r.Trigger.Known() {
+		if !r.Trigger.known() {
 			problems = append(problems, fmt.Sprintf("row %d: unknown trigger %q", i, r.Trigger))
 		}
-		if !r.Action.Known() {
+		if !r.Action.known() {
 			problems = append(problems, fmt.Sprintf("row %d: unknown action %q", i, r.Action))
 		}
 		if r.From == PhaseDeleted {
@@ -348,11 +350,8 @@ func (t *Table) Validate() error {
 			}
 		}
 	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return invalid("table", problems...)
-	}
-	return nil
+	sort.Strings(problems)
+	return input.Invalid("addon", "table", problems...)
 }
 
 // Mermaid renders the table as a Mermaid state diagram: one edge per (From,

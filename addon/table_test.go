@@ -6,7 +6,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // minimal is a small valid table: install (an upgrade once something is
@@ -137,7 +139,7 @@ func TestTableValidate(t *testing.T) {
 				require.NotNil(t, tb)
 				return
 			}
-			require.ErrorIs(t, err, addon.ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Nil(t, tb)
 		})
@@ -157,7 +159,7 @@ func without(rows []addon.Row, from addon.Phase, e addon.Trigger) []addon.Row {
 func TestTableValidateListsEveryProblemSorted(t *testing.T) {
 	rows := without(without(minimal(), addon.PhaseRunning, addon.TriggerDeletionRequested), addon.PhaseFailed, addon.TriggerSpecChanged)
 	_, err := addon.NewTable(rows)
-	var ie *addon.InvalidError
+	var ie *input.Error
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, "table", ie.What)
 	assert.IsNonDecreasing(t, ie.Problems)
@@ -190,7 +192,7 @@ func TestNewVersionWithoutAVersionChangedRowIsASpecChange(t *testing.T) {
 func TestTableValidateResolvesInstallBothWays(t *testing.T) {
 	rows := without(minimal(), addon.PhaseUpgrading, addon.TriggerUpgradeFailed)
 	_, err := addon.NewTable(rows)
-	require.ErrorIs(t, err, addon.ErrInvalid)
+	require.ErrorIs(t, err, converge.ErrInvalid)
 	assert.Contains(t, err.Error(), "Upgrading is entered with Upgrade but has no UpgradeFailed row",
 		"an Install row re-applies as an upgrade once something is installed, so Upgrading needs its outcome rows")
 }

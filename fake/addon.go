@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 )
 
@@ -29,6 +30,10 @@ type AddonOutcome struct {
 	// Hang blocks the call until its context ends, then returns ctx.Err():
 	// an action that never finishes before its deadline.
 	Hang bool
+	// Revision is what an Install or Upgrade call returns; "" means the
+	// driver's next own revision ("1", "2", …: one per Install or Upgrade
+	// call, failed ones too, as Helm numbers a release's revisions).
+	Revision string
 	// Health is what a Health call reports; "" means addon.HealthHealthy.
 	Health addon.Health
 	// Drifted and Detail are what a Drift call reports.
@@ -41,9 +46,11 @@ type AddonCall struct {
 	Method AddonMethod
 	// Name is the spec's name.
 	Name string
-	// From and To are the request's versions; Rollback marks a rollback.
+	// From and To are the request's versions; Rollback marks a rollback,
+	// and Revision is the request's revision (what a rollback goes back to).
 	From, To string
 	Rollback bool
+	Revision string
 }
 
 // AddonDriver is a scripted addon.Driver that is also an addon.DriftDetector
@@ -57,6 +64,8 @@ type AddonDriver struct {
 	Script map[AddonMethod][]AddonOutcome
 	// Calls records every call in order.
 	Calls []AddonCall
+	// revisions counts the Install and Upgrade calls.
+	revisions int
 }
 
 var (
@@ -98,13 +107,16 @@ func (d *AddonDriver) Count(m AddonMethod) int {
 func (d *AddonDriver) take(m AddonMethod, req addon.Request) AddonOutcome {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.Calls = append(d.Calls, AddonCall{Method: m, Name: req.Spec.Name, From: req.From, To: req.To, Rollback: req.Rollback})
-	q := d.Script[m]
-	if len(q) == 0 {
-		return AddonOutcome{}
+	d.Calls = append(d.Calls, AddonCall{Method: m, Name: req.Spec.Name, From: req.From, To: req.To, Rollback: req.Rollback, Revision: req.Revision})
+	var o AddonOutcome
+	if q := d.Script[m]; len(q) > 0 {
+		o, d.Script[m] = q[0], q[1:]
 	}
-	d.Script[m] = q[1:]
-	return q[0]
+	if (m == AddonInstall || m == AddonUpgrade) && o.Revision == "" {
+		d.revisions++
+		o.Revision = strconv.Itoa(d.revisions)
+	}
+	return o
 }
 
 func (o AddonOutcome) result(ctx context.Context) error {
@@ -115,14 +127,18 @@ func (o AddonOutcome) result(ctx context.Context) error {
 	return o.Err
 }
 
-// Install records the call and returns the next scripted outcome.
-func (d *AddonDriver) Install(ctx context.Context, req addon.Request) error {
-	return d.take(AddonInstall, req).result(ctx)
+// Install records the call and returns the next scripted outcome with its
+// revision.
+func (d *AddonDriver) Install(ctx context.Context, req addon.Request) (string, error) {
+	o := d.take(AddonInstall, req)
+	return o.Revision, o.result(ctx)
 }
 
-// Upgrade records the call (a rollback too) and returns the next scripted outcome.
-func (d *AddonDriver) Upgrade(ctx context.Context, req addon.Request) error {
-	return d.take(AddonUpgrade, req).result(ctx)
+// Upgrade records the call (a rollback too) and returns the next scripted
+// outcome with its revision.
+func (d *AddonDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
+	o := d.take(AddonUpgrade, req)
+	return o.Revision, o.result(ctx)
 }
 
 // Uninstall records the call and returns the next scripted outcome.
@@ -158,7 +174,7 @@ func (d *AddonDriver) Test(ctx context.Context, req addon.Request) error {
 
 // AddonStore is an addon.Store keeping add-ons in memory with a resource
 // version per object, refusing a write from a stale read with an error
-// wrapping addon.ErrConflict, as the apiserver does. Conflicts makes the
+// wrapping converge.ErrConflict, as the apiserver does. Conflicts makes the
 // next that many writes fail with a conflict as well, storing nothing.
 // Safe for concurrent use.
 type AddonStore struct {
@@ -232,9 +248,9 @@ func (s *AddonStore) UpdateStatus(_ context.Context, obj addon.Object, status ad
 		return addon.Object{}, fmt.Errorf("fake: add-on %s not found", obj.Spec.Name)
 	case s.Conflicts > 0:
 		s.Conflicts--
-		return addon.Object{}, fmt.Errorf("fake: %s: injected conflict: %w", obj.Spec.Name, addon.ErrConflict)
+		return addon.Object{}, fmt.Errorf("fake: %s: injected conflict: %w", obj.Spec.Name, converge.ErrConflict)
 	case cur.ResourceVersion != obj.ResourceVersion:
-		return addon.Object{}, fmt.Errorf("fake: %s changed since read (version %s, now %s): %w", obj.Spec.Name, obj.ResourceVersion, cur.ResourceVersion, addon.ErrConflict)
+		return addon.Object{}, fmt.Errorf("fake: %s changed since read (version %s, now %s): %w", obj.Spec.Name, obj.ResourceVersion, cur.ResourceVersion, converge.ErrConflict)
 	}
 	cur.Status = status
 	s.Writes++

@@ -2,14 +2,13 @@ package fake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 )
 
@@ -18,10 +17,10 @@ import (
 // version; a status written at that version reads back as written (JSON
 // round trips included) at a new version with the spec unchanged, and the
 // write returns the add-on as stored; a write at the stale version fails with
-// a conflict (the API server's 409 or an error wrapping addon.ErrConflict)
-// and changes nothing. It finally writes the original status back. The same
-// check runs against this package's fake and a host's real adapter; run it on
-// a scratch add-on.
+// a conflict (converge.IsConflict: the API server's 409 or an error wrapping
+// converge.ErrConflict) and changes nothing. It finally writes the original
+// status back. The same check runs against this package's fake and a host's
+// real adapter; run it on a scratch add-on.
 func TestAddonStore(ctx context.Context, s addon.Store, name string) error {
 	orig, err := s.Get(ctx, name)
 	if err != nil {
@@ -60,7 +59,7 @@ func TestAddonStore(ctx context.Context, s addon.Store, name string) error {
 
 	stale := *want.DeepCopy()
 	stale.Phase = addon.PhaseFailed
-	if _, err := s.UpdateStatus(ctx, orig, stale); !errors.Is(err, addon.ErrConflict) && !apierrors.IsConflict(err) {
+	if _, err := s.UpdateStatus(ctx, orig, stale); !converge.IsConflict(err) {
 		return fmt.Errorf("a write at the stale version %q returned %v, want a conflict", orig.ResourceVersion, err)
 	}
 	if got, err = s.Get(ctx, name); err != nil {

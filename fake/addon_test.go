@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
@@ -17,14 +18,21 @@ import (
 func TestAddonDriverScriptsOutcomesInOrder(t *testing.T) {
 	boom := errors.New("boom")
 	d := &fake.AddonDriver{}
-	d.Push(fake.AddonInstall, fake.AddonOutcome{Err: boom})
+	d.Push(fake.AddonInstall, fake.AddonOutcome{Err: boom}, fake.AddonOutcome{Revision: "r7"})
 	d.Push(fake.AddonHealth, fake.AddonOutcome{Health: addon.HealthUnhealthy}, fake.AddonOutcome{Err: boom})
 	d.Push(fake.AddonDrift, fake.AddonOutcome{Drifted: true, Detail: "replicas"})
 	ctx := context.Background()
 	req := addon.Request{Spec: addon.Spec{Name: "mesh", Version: "v1"}, To: "v1"}
 
-	require.ErrorIs(t, d.Install(ctx, req), boom)
-	require.NoError(t, d.Install(ctx, req), "an empty queue succeeds")
+	rev, err := d.Install(ctx, req)
+	require.ErrorIs(t, err, boom)
+	assert.Equal(t, "1", rev, "a failed call has a revision of its own too")
+	rev, err = d.Install(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "r7", rev, "a scripted revision is returned as is")
+	rev, err = d.Install(ctx, req)
+	require.NoError(t, err, "an empty queue succeeds")
+	assert.Equal(t, "2", rev, "the driver's own revisions count its calls without a scripted revision")
 
 	h, err := d.Health(ctx, req)
 	require.NoError(t, err)
@@ -42,9 +50,14 @@ func TestAddonDriverScriptsOutcomesInOrder(t *testing.T) {
 	assert.Equal(t, "replicas", detail)
 	require.NoError(t, d.Test(ctx, req))
 
-	require.NoError(t, d.Upgrade(ctx, addon.Request{Spec: req.Spec, From: "v1", To: "v2"}))
+	rev, err = d.Upgrade(ctx, addon.Request{Spec: req.Spec, From: "v1", To: "v2"})
+	require.NoError(t, err)
+	assert.Equal(t, "3", rev)
+	_, err = d.Upgrade(ctx, addon.Request{Spec: req.Spec, From: "v2", To: "v1", Rollback: true, Revision: "2"})
+	require.NoError(t, err)
 	require.NoError(t, d.Uninstall(ctx, addon.Request{Spec: req.Spec, From: "v2"}))
 	assert.Equal(t, []fake.AddonCall{
+		{Method: fake.AddonInstall, Name: "mesh", To: "v1"},
 		{Method: fake.AddonInstall, Name: "mesh", To: "v1"},
 		{Method: fake.AddonInstall, Name: "mesh", To: "v1"},
 		{Method: fake.AddonHealth, Name: "mesh", To: "v1"},
@@ -53,6 +66,7 @@ func TestAddonDriverScriptsOutcomesInOrder(t *testing.T) {
 		{Method: fake.AddonDrift, Name: "mesh", To: "v1"},
 		{Method: fake.AddonTest, Name: "mesh", To: "v1"},
 		{Method: fake.AddonUpgrade, Name: "mesh", From: "v1", To: "v2"},
+		{Method: fake.AddonUpgrade, Name: "mesh", From: "v2", To: "v1", Rollback: true, Revision: "2"},
 		{Method: fake.AddonUninstall, Name: "mesh", From: "v2"},
 	}, d.Recorded())
 	assert.Equal(t, 3, d.Count(fake.AddonHealth))
@@ -63,7 +77,7 @@ func TestAddonDriverHangReturnsWhenContextEnds(t *testing.T) {
 	d.Push(fake.AddonUpgrade, fake.AddonOutcome{Hang: true})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
-	err := d.Upgrade(ctx, addon.Request{Spec: addon.Spec{Name: "mesh", Version: "v2"}, From: "v1", To: "v2"})
+	_, err := d.Upgrade(ctx, addon.Request{Spec: addon.Spec{Name: "mesh", Version: "v2"}, From: "v1", To: "v2"})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
@@ -89,7 +103,7 @@ func TestAddonStoreRefusesStaleWritesAndInjectedConflicts(t *testing.T) {
 	running := addon.Status{Phase: addon.PhaseRunning}
 
 	_, err := s.UpdateStatus(ctx, obj, running)
-	require.ErrorIs(t, err, addon.ErrConflict, "an injected conflict")
+	require.ErrorIs(t, err, converge.ErrConflict, "an injected conflict")
 	got, err := s.Get(ctx, "mesh")
 	require.NoError(t, err)
 	assert.Empty(t, got.Status.Phase, "a refused write stores nothing")
@@ -98,13 +112,13 @@ func TestAddonStoreRefusesStaleWritesAndInjectedConflicts(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, obj.ResourceVersion, written.ResourceVersion)
 	_, err = s.UpdateStatus(ctx, obj, addon.Status{Phase: addon.PhaseFailed})
-	require.ErrorIs(t, err, addon.ErrConflict, "a write from a stale read")
+	require.ErrorIs(t, err, converge.ErrConflict, "a write from a stale read")
 
 	updated, ok := s.Update("mesh", func(spec *addon.Spec) { spec.Generation, spec.Version = 2, "v2" })
 	require.True(t, ok)
 	assert.Equal(t, addon.PhaseRunning, updated.Status.Phase, "a spec update keeps the status")
 	_, err = s.UpdateStatus(ctx, written, running)
-	require.ErrorIs(t, err, addon.ErrConflict, "the spec changed since the read")
+	require.ErrorIs(t, err, converge.ErrConflict, "the spec changed since the read")
 	assert.Equal(t, 1, s.Writes)
 	_, err = s.Get(ctx, "other")
 	require.Error(t, err)

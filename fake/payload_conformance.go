@@ -7,13 +7,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/converge-dev/converge"
-	"github.com/converge-dev/converge/internal/input"
-
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/payload"
 )
 

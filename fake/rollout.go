@@ -10,9 +10,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
 	"k8s.io/utils/clock"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -405,7 +405,7 @@ func (c *RolloutCluster) Operand(node string) rollout.OperandState {
 // RolloutStatusStore is an in-memory rollout.StatusStore with resource
 // versions. Conflicts makes the next UpdateStatus calls lose a race: a
 // concurrent writer bumps the resource version (without changing the status)
-// and the call returns an error wrapping rollout.ErrConflict, or the
+// and the call returns an error marked with converge.Conflict, or the
 // apiserver's own 409 when APIConflicts is set. Safe for concurrent use.
 type RolloutStatusStore struct {
 	mu sync.Mutex
@@ -467,7 +467,7 @@ func (s *RolloutStatusStore) UpdateStatus(_ context.Context, st rollout.Status, 
 		if s.APIConflicts {
 			return "", apierrors.NewConflict(schema.GroupResource{Resource: "rollouts"}, "status", msg)
 		}
-		return "", rollout.Conflict(msg)
+		return "", converge.Conflict(msg)
 	}
 	s.ResourceVersion++
 	s.Status = *st.DeepCopy()

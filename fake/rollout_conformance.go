@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -15,8 +16,8 @@ import (
 // in the manner of testing/fstest.TestFS: a write with the version just read
 // succeeds and returns a new version; the status reads back as written (JSON
 // round trips included); a write with a stale version fails with a conflict
-// (the API server's 409 or an error wrapping rollout.ErrConflict, see
-// rollout.IsConflict) and changes nothing. It finally writes the
+// (the API server's 409 or an error marked with converge.Conflict, see
+// converge.IsConflict) and changes nothing. It finally writes the
 // original status back. The same check runs against this package's fake and
 // a host's real adapter; run it on a scratch store.
 func TestRolloutStatusStore(ctx context.Context, s rollout.StatusStore) error {
@@ -52,8 +53,8 @@ func TestRolloutStatusStore(ctx context.Context, s rollout.StatusStore) error {
 
 	stale := *want.DeepCopy()
 	stale.LatestAvailableRevision++
-	if _, err := s.UpdateStatus(ctx, stale, rv); !rollout.IsConflict(err) {
-		return fmt.Errorf("a write with the stale version %q returned %v, want a conflict (rollout.IsConflict)", rv, err)
+	if _, err := s.UpdateStatus(ctx, stale, rv); !converge.IsConflict(err) {
+		return fmt.Errorf("a write with the stale version %q returned %v, want a conflict (converge.IsConflict)", rv, err)
 	}
 	got, _, err = s.GetStatus(ctx)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -154,11 +155,11 @@ func TestRolloutStatusStoreVersions(t *testing.T) {
 	assert.Equal(t, "1", rv2)
 
 	_, err = s.UpdateStatus(ctx, st, rv)
-	require.ErrorIs(t, err, rollout.ErrConflict, "stale version")
+	require.ErrorIs(t, err, converge.ErrConflict, "stale version")
 
 	s.Conflicts = 1
 	_, err = s.UpdateStatus(ctx, st, rv2)
-	require.ErrorIs(t, err, rollout.ErrConflict, "injected conflict")
+	require.ErrorIs(t, err, converge.ErrConflict, "injected conflict")
 	assert.Equal(t, 2, s.ConflictsReturned)
 
 	cur, rv3, err := s.GetStatus(ctx)
@@ -235,5 +236,5 @@ func TestRolloutStatusStoreAPIConflicts(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.UpdateStatus(ctx, st, rv)
 	assert.True(t, apierrors.IsConflict(err), "the apiserver's own 409: %v", err)
-	assert.True(t, rollout.IsConflict(err))
+	assert.True(t, converge.IsConflict(err))
 }

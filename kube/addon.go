@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/converge-dev/converge/internal/input"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // The annotations DefaultAddonSpec reads a reset or a forced re-apply from,

@@ -5,9 +5,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/converge-dev/converge/internal/input"
-
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // Limits of an events/v1 Event that the API server enforces.
@@ -16,28 +16,8 @@ const (
 	maxEventReason = 128
 )
 
-// EngineEvent is the shape every engine's Event shares (rollout.Event,
-// addon.Event, payload.Event), so one adapter records them all.
-type EngineEvent interface {
-	~struct {
-		Type    string `json:"type"`
-		Reason  string `json:"reason"`
-		Message string `json:"message"`
-	}
-}
-
-// Event is an engine's event seen by this package: any engine's Event
-// converts to it with a plain conversion, kube.Event(e).
-type Event struct {
-	// Type is Normal or Warning.
-	Type string `json:"type"`
-	// Reason is a CamelCase reason.
-	Reason string `json:"reason"`
-	// Message is the human-readable text.
-	Message string `json:"message"`
-}
-
-// RecordEvents records an engine's events about regarding (the object the
+// RecordEvents records an engine's events (every engine returns
+// converge.Event) about regarding (the object the
 // engine works for: the custom resource, the ConfigMap, the ClusterOperator)
 // through client-go's events/v1 recorder, with action as the events' action
 // (e.g. "Rollout", "Reconcile"). The message is a note, never a format
@@ -45,12 +25,12 @@ type Event struct {
 // cut so the API server accepts the event.
 //
 // RBAC: create and patch on events.k8s.io events in regarding's namespace.
-func RecordEvents[E EngineEvent](rec events.EventRecorder, regarding runtime.Object, action string, evs []E) {
+func RecordEvents(rec events.EventRecorder, regarding runtime.Object, action string, evs []converge.Event) {
 	if input.IsNil(rec) {
 		return
 	}
 	for _, e := range evs {
-		ev := eventForAPI(Event(e))
+		ev := eventForAPI(e)
 		rec.Eventf(regarding, nil, ev.Type, ev.Reason, action, "%s", ev.Message)
 	}
 }
@@ -61,12 +41,12 @@ func RecordEvents[E EngineEvent](rec events.EventRecorder, regarding runtime.Obj
 // RecordEvents.
 //
 // RBAC: create and patch on core events in regarding's namespace.
-func RecordLegacyEvents[E EngineEvent](rec record.EventRecorder, regarding runtime.Object, evs []E) {
+func RecordLegacyEvents(rec record.EventRecorder, regarding runtime.Object, evs []converge.Event) {
 	if input.IsNil(rec) {
 		return
 	}
 	for _, e := range evs {
-		ev := eventForAPI(Event(e))
+		ev := eventForAPI(e)
 		rec.Event(regarding, ev.Type, ev.Reason, ev.Message)
 	}
 }
@@ -74,7 +54,7 @@ func RecordLegacyEvents[E EngineEvent](rec record.EventRecorder, regarding runti
 // eventForAPI bounds an event to what the API server accepts: a valid
 // reason of at most 128 bytes ("Unknown" when none is left), a note of at
 // most 1,024 bytes, and type Normal unless it is Warning.
-func eventForAPI(e Event) Event {
+func eventForAPI(e converge.Event) converge.Event {
 	if e.Type != "Warning" {
 		e.Type = "Normal"
 	}

@@ -9,14 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/record"
-)
 
-// otherEngineEvent has the shape of every engine's Event, as a different type.
-type otherEngineEvent struct {
-	Type    string `json:"type"`
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
+	"github.com/converge-dev/converge"
+)
 
 func drain(ch chan string) []string {
 	var out []string
@@ -32,7 +27,7 @@ func drain(ch chan string) []string {
 
 func TestRecordEventsBoundsWhatTheAPIServerChecks(t *testing.T) {
 	obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "status", Namespace: "ns"}}
-	evs := []otherEngineEvent{
+	evs := []converge.Event{
 		{Type: "Normal", Reason: "NodeCurrentRevisionChanged", Message: "Updated node-a from revision 1 to 2"},
 		{Type: "Warning", Reason: "installer failed", Message: "installer on node-b: %v not a format"},
 		{Type: "", Reason: "", Message: strings.Repeat("x", 2000)},
@@ -54,6 +49,6 @@ func TestRecordEventsBoundsWhatTheAPIServerChecks(t *testing.T) {
 
 func TestRecordEventsWithoutARecorderDoesNothing(t *testing.T) {
 	var rec *events.FakeRecorder
-	RecordEvents(rec, nil, "Rollout", []Event{{Type: "Normal", Reason: "R", Message: "m"}})
-	RecordLegacyEvents(nil, nil, []Event{{Type: "Normal", Reason: "R", Message: "m"}})
+	RecordEvents(rec, nil, "Rollout", []converge.Event{{Type: "Normal", Reason: "R", Message: "m"}})
+	RecordLegacyEvents(nil, nil, []converge.Event{{Type: "Normal", Reason: "R", Message: "m"}})
 }

@@ -17,6 +17,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
@@ -68,10 +69,10 @@ func ExampleRolloutPods() {
 // Sync, called from the host's work queue, its events recorded about
 // regarding.
 func adoptRollout(ctx context.Context, client kubernetes.Interface, pods corelisters.PodLister, nodes corelisters.NodeLister,
-	recorder events.EventRecorder, regarding runtime.Object) (rollout.Result, error) {
+	recorder events.EventRecorder, regarding runtime.Object) (converge.Result, error) {
 	status, err := kube.NewConfigMapStatusStore[rollout.Status](client.CoreV1(), "etcd", "etcd-rollout", "")
 	if err != nil {
-		return rollout.Result{}, err
+		return converge.Result{}, err
 	}
 	hosts, err := kube.NewRolloutPods(kube.RolloutPodsConfig{
 		Client: client, Pods: pods, Nodes: nodes, Namespace: "etcd", Operand: "etcd",
@@ -80,11 +81,11 @@ func adoptRollout(ctx context.Context, client kubernetes.Interface, pods corelis
 		},
 	})
 	if err != nil {
-		return rollout.Result{}, err
+		return converge.Result{}, err
 	}
 	ctrl, err := rollout.NewController(rollout.Config{Status: status, Installers: hosts, Operands: hosts, Nodes: hosts})
 	if err != nil {
-		return rollout.Result{}, err
+		return converge.Result{}, err
 	}
 	res, err := ctrl.Sync(ctx) // requeue after res.RequeueAfter
 	kube.RecordEvents(recorder, regarding, "Rollout", res.Events)

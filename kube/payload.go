@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/converge-dev/converge/internal/input"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/payload"
 )
 

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/converge-dev/converge/internal/input"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
+	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/rollout"
 )
 

@@ -8,14 +8,14 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/converge-dev/converge/internal/input"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // ErrInvalid is wrapped by every error an adapter returns for bad input: a

@@ -40,11 +40,11 @@ func midRollout(n int) (rollout.Status, rollout.Observation) {
 	return st, obs
 }
 
-// BenchmarkPlanRollout decides one sync of a rollout in progress; its
+// BenchmarkDecide decides one sync of a rollout in progress; its
 // allocations do not grow with the node count. cpu-ns/op is the process's
 // CPU time per op (run with GOMAXPROCS=1 so that it counts one core), which
 // a machine shared with other builds inflates less than the wall time.
-func BenchmarkPlanRollout(b *testing.B) {
+func BenchmarkDecide(b *testing.B) {
 	for _, n := range benchNodes {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			st, obs := midRollout(n)
@@ -52,7 +52,7 @@ func BenchmarkPlanRollout(b *testing.B) {
 			b.ReportAllocs()
 			cpu := processCPU()
 			for b.Loop() {
-				if _, err := rollout.PlanRollout(in); err != nil {
+				if _, err := rollout.Decide(in); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -87,7 +87,7 @@ func DesiredConditions(st Status, heldBy []string, p Policy, now time.Time) []me
 		if len(heldBy) > 0 {
 			progressing.Reason = ReasonRolloutHeld
 			progressing.Message += fmt.Sprintf("; starting nodes is held: maxUnavailable %d reached by unavailable nodes %s",
-				p.Unavailable(), listNames(heldBy))
+				p.maxUnavailable(), listNames(heldBy))
 		}
 	}
 	if len(st.NodeStatuses) == 0 {
@@ -117,7 +117,7 @@ func degraded(st Status, heldBy []string, p Policy, now time.Time) metav1.Condit
 			continue
 		}
 		failing[n.LastFailedRevision] = append(failing[n.LastFailedRevision], *n)
-		exhausted = exhausted || p.RetriesExhausted(*n)
+		exhausted = exhausted || p.retriesExhausted(*n)
 		reasons[n.LastFailedReason] = true
 	}
 	reason := ""
@@ -144,7 +144,7 @@ func degraded(st Status, heldBy []string, p Policy, now time.Time) metav1.Condit
 			for _, e := range n.LastFailedErrors {
 				lines = append(lines, n.NodeName+": "+e)
 			}
-			if p.RetriesExhausted(n) {
+			if p.retriesExhausted(n) {
 				lines = append(lines, fmt.Sprintf("%s: gave up after %s (maxInstallerRetries %d)", n.NodeName, failures(n.LastFailedCount), p.MaxInstallerRetries))
 			}
 		}
@@ -160,7 +160,7 @@ func degraded(st Status, heldBy []string, p Policy, now time.Time) metav1.Condit
 		if held := now.Sub(st.HeldSince.Time); held >= p.holdDegradedAfter() {
 			parts = append(parts, fmt.Sprintf("starting nodes is held for %v: maxUnavailable %d reached by unavailable nodes %s; "+
 				"raise maxUnavailable, or drop a node that is gone for good from the observation",
-				held.Round(time.Second), p.Unavailable(), listNames(heldBy)))
+				held.Round(time.Second), p.maxUnavailable(), listNames(heldBy)))
 			if reason == "" {
 				reason = ReasonNodesUnavailable
 			}
@@ -173,13 +173,10 @@ func degraded(st Status, heldBy []string, p Policy, now time.Time) metav1.Condit
 		Message: conditions.JoinBounded(parts, "; ", conditions.MaxMessageLength)}
 }
 
-// ApplyConditions sets DesiredConditions on st.Conditions through the
+// applyConditions sets DesiredConditions on st.Conditions through the
 // conditions package (transition times move only when a status changes) and
-// reports whether anything changed. A nil st is an error wrapping ErrInvalid.
-func ApplyConditions(st *Status, heldBy []string, p Policy, now time.Time) (bool, error) {
-	if st == nil {
-		return false, invalidf("ApplyConditions needs a status, got nil")
-	}
+// reports whether anything changed.
+func applyConditions(st *Status, heldBy []string, p Policy, now time.Time) (bool, error) {
 	changed := false
 	for _, c := range DesiredConditions(*st, heldBy, p, now) {
 		ch, err := conditions.Set(&st.Conditions, c, now)

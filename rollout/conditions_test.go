@@ -158,18 +158,18 @@ func TestDesiredConditions(t *testing.T) {
 
 func TestApplyConditions(t *testing.T) {
 	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2)}}
-	changed, err := ApplyConditions(&st, nil, Policy{}, t0.Add(300*time.Millisecond))
+	changed, err := applyConditions(&st, nil, Policy{}, t0.Add(300*time.Millisecond))
 	require.NoError(t, err)
 	assert.True(t, changed)
 	require.Len(t, st.Conditions, 3)
 	assert.Equal(t, t0, st.Conditions[1].LastTransitionTime.Time, "truncated to seconds")
 
-	changed, err = ApplyConditions(&st, nil, Policy{}, t0.Add(time.Minute))
+	changed, err = applyConditions(&st, nil, Policy{}, t0.Add(time.Minute))
 	require.NoError(t, err)
 	assert.False(t, changed, "same conditions again")
 
 	st.NodeStatuses[0] = node("a", 2, 0)
-	changed, err = ApplyConditions(&st, nil, Policy{}, t0.Add(time.Minute))
+	changed, err = applyConditions(&st, nil, Policy{}, t0.Add(time.Minute))
 	require.NoError(t, err)
 	assert.True(t, changed)
 	p, _ := conditions.Get(st.Conditions, conditions.TypeProgressing)
@@ -199,13 +199,7 @@ func TestStatusCanAlwaysBeWritten(t *testing.T) {
 		assert.NoError(t, conditions.Validate(c), c.Type)
 		assert.LessOrEqual(t, len(c.Message), 32768, c.Type)
 	}
-	changed, err := ApplyConditions(&st, held, Policy{}, t0)
+	changed, err := applyConditions(&st, held, Policy{}, t0)
 	require.NoError(t, err)
 	assert.True(t, changed)
-}
-
-// TestApplyConditionsNilStatus: a nil status is an error, never a panic.
-func TestApplyConditionsNilStatus(t *testing.T) {
-	_, err := ApplyConditions(nil, nil, Policy{}, t0)
-	assert.ErrorIs(t, err, ErrInvalid)
 }

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
-	"slices"
-	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // StatusReader reads the persisted rollout status and its resource version.
@@ -22,8 +21,8 @@ type StatusReader interface {
 
 // StatusWriter writes the rollout status if its resource version is still
 // resourceVersion and returns the new version. A lost race returns the
-// apiserver's 409 Conflict unchanged or an error wrapping ErrConflict (see
-// Conflict).
+// apiserver's 409 Conflict unchanged or an error marked with
+// converge.Conflict.
 type StatusWriter interface {
 	UpdateStatus(ctx context.Context, st Status, resourceVersion string) (newResourceVersion string, err error)
 }
@@ -112,8 +111,8 @@ var (
 	_ NodeLister    = NodeListerFunc(nil)
 )
 
-// DefaultConflictRetries is how often Sync decides again after a status conflict.
-const DefaultConflictRetries = 3
+// defaultConflictRetries is how often Sync decides again after a status conflict.
+const defaultConflictRetries = 3
 
 // Config wires a Controller to its host. Status, Installers and Operands
 // are required; every other field has a default.
@@ -136,23 +135,25 @@ type Config struct {
 	// Policy.InstallerBackoff.JitterPercent.
 	Jitter func() float64
 	// ConflictRetries is how often a sync reads and decides again after a
-	// status conflict before returning it (0 means DefaultConflictRetries).
+	// status conflict before returning it (0 means 3).
 	ConflictRetries int
 }
 
-// Controller is the thin shell around PlanRollout: each Sync reads the status
-// and everything it observes once, plans, and applies the plan step by step,
-// writing a node's status before acting on it so that the state is
-// debuggable from outside and a write lost to a conflict has changed
-// nothing. It keeps no state between syncs: a new Controller on the same
-// status continues where the last one stopped.
+// Controller is the thin shell around Decide: each Sync reads the status
+// and everything it observes once, decides, writes the decision's status,
+// acts on it and writes the final status. It keeps no state between syncs:
+// a new Controller on the same status continues where the last one stopped.
 //
-// A step writes the status (with the installers that must go recorded in
-// Status.InstallersToDelete), then creates the node's next installer, and
-// its events join Result.Events. Once every step is applied the recorded
-// installers are deleted; those the host confirms gone leave the status in
-// a last write, the others are deleted again on later syncs. A sync where
-// nothing changed writes nothing.
+// The first write persists every node decision, with the installers that
+// must go recorded in Status.InstallersToDelete, before anything is done
+// for any node: a crash after it leaves decisions without installers, which
+// the next sync ensures, never an installer without its decision; and a
+// write lost to a conflict has changed nothing. The events of that write
+// join Result.Events. Then each installer is created on its own (one that
+// fails is that node's failed attempt on a later sync and holds no other
+// node back), the recorded installers are deleted, and those the host
+// confirms gone leave the status in a last write; the others are deleted
+// again on later syncs. A sync where nothing changed writes nothing.
 //
 // A Controller is safe for concurrent use if its host interfaces are, but
 // syncs of one rollout should be serialized (a workqueue does that).
@@ -163,8 +164,10 @@ type Controller struct {
 
 // NewController validates cfg once and returns a Controller. A missing
 // required interface (nil, or a typed nil such as a nil pointer or func
-// inside the interface) or a bad Policy is an error wrapping ErrInvalid.
+// inside the interface) or a bad Policy is an error matching
+// converge.ErrInvalid.
 func NewController(cfg Config) (*Controller, error) {
+	var problems []string
 	for _, f := range []struct {
 		name     string
 		v        any
@@ -173,21 +176,19 @@ func NewController(cfg Config) (*Controller, error) {
 		{"Status", cfg.Status, true}, {"Installers", cfg.Installers, true}, {"Operands", cfg.Operands, true},
 		{"Nodes", cfg.Nodes, false}, {"Clock", cfg.Clock, false},
 	} {
-		if f.v == nil {
-			if f.required {
-				return nil, invalidf("Config.%s is required", f.name)
-			}
-			continue
+		switch {
+		case f.v == nil && f.required:
+			problems = append(problems, f.name+" is required")
+		case f.v != nil && input.IsNil(f.v):
+			problems = append(problems, fmt.Sprintf("%s holds a nil %T", f.name, f.v))
 		}
-		if isNil(f.v) {
-			return nil, invalidf("Config.%s holds a nil %T", f.name, f.v)
-		}
-	}
-	if err := cfg.Policy.Validate(); err != nil {
-		return nil, err
 	}
 	if cfg.ConflictRetries < 0 {
-		return nil, invalidf("Config.ConflictRetries %d is negative", cfg.ConflictRetries)
+		problems = append(problems, fmt.Sprintf("ConflictRetries %d is negative", cfg.ConflictRetries))
+	}
+	problems = append(problems, input.Problems(cfg.Policy.Validate(), "Policy: ")...)
+	if err := input.Invalid("rollout", "config", problems...); err != nil {
+		return nil, err
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
@@ -197,48 +198,26 @@ func NewController(cfg Config) (*Controller, error) {
 	}
 	retries := cfg.ConflictRetries
 	if retries == 0 {
-		retries = DefaultConflictRetries
+		retries = defaultConflictRetries
 	}
 	return &Controller{cfg: cfg, retries: retries}, nil
 }
 
-// isNil reports whether v is nil or an interface holding a nil pointer,
-// func, map, chan, slice or interface.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}
-
-// Result is the outcome of a sync, shaped like controller-runtime's
-// reconcile.Result. It is returned even beside an error, so that events of
-// steps already written are not lost.
-type Result struct {
-	// RequeueAfter is when to sync again at the latest (0 = on the next change).
-	RequeueAfter time.Duration
-	// Events are the events of the status changes this sync wrote, in
-	// order; the host records them.
-	Events []Event
-}
-
-// Sync runs one observe → plan → act pass. A status conflict (ErrConflict
-// or the apiserver's 409) makes it read and decide again, up to
+// Sync runs one observe → decide → act pass. A status conflict
+// (converge.IsConflict) makes it read and decide again, up to
 // ConflictRetries times, so that no transition is lost; the error it finally
-// returns is still a conflict.
-func (c *Controller) Sync(ctx context.Context) (Result, error) {
-	if c == nil {
-		return Result{}, invalidf("Sync on a nil Controller")
+// returns is still a conflict. The Result is returned beside an error too,
+// with the events of what was written. Sync on a Controller not made by
+// NewController is an error matching converge.ErrInvalid.
+func (c *Controller) Sync(ctx context.Context) (converge.Result, error) {
+	if c == nil || c.cfg.Status == nil {
+		return converge.Result{}, input.Invalidf("rollout", "controller", "Sync on a Controller not made by NewController")
 	}
 	log := klog.FromContext(ctx)
-	var res Result
+	var res converge.Result
 	for attempt := 0; ; attempt++ {
 		requeue, err := c.syncOnce(ctx, &res)
-		if err != nil && IsConflict(err) && attempt < c.retries && ctx.Err() == nil {
+		if err != nil && converge.IsConflict(err) && attempt < c.retries && ctx.Err() == nil {
 			log.V(2).Info("Status conflict, deciding again", "attempt", attempt+1, "err", err)
 			continue
 		}
@@ -249,9 +228,9 @@ func (c *Controller) Sync(ctx context.Context) (Result, error) {
 	}
 }
 
-// syncOnce reads, plans and applies once; the events of every write it makes
-// join res.Events.
-func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, error) {
+// syncOnce reads, decides, writes, acts and writes once; the events of the
+// decision it writes join res.Events.
+func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.Duration, error) {
 	log := klog.FromContext(ctx)
 	st, rv, err := c.cfg.Status.GetStatus(ctx)
 	if err != nil {
@@ -261,170 +240,58 @@ func (c *Controller) syncOnce(ctx context.Context, res *Result) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	now := c.cfg.Clock.Now()
-	plan, err := planRollout(Input{Status: st, Observation: obs, Policy: c.cfg.Policy, Now: now, Jitter: c.cfg.Jitter()}, aligned)
+	d, err := decide(Input{Status: st, Observation: obs, Policy: c.cfg.Policy, Now: c.cfg.Clock.Now(), Jitter: c.cfg.Jitter()}, aligned)
 	if err != nil {
 		return 0, err
 	}
-	log = log.WithValues("latestRevision", plan.Latest)
-	log.V(2).Info("Planned rollout", "reason", plan.Reason, "start", plan.Start)
-
-	// work is the status as written so far; its nodes are copied before
-	// the first step changes them (a sync where nothing changed copies nothing).
-	work := st
-	work.InstallersToDelete = slices.Clone(st.InstallersToDelete)
-	work.Conditions = slices.Clone(st.Conditions)
-	dirty, copied := false, false
-	if !sortedByName(work.NodeStatuses) {
-		work.NodeStatuses, copied, dirty = sortNodes(work.NodeStatuses), true, true
-	}
-	write := func(what string) error {
-		work.HeldSince = plan.Status.HeldSince
-		if _, err := ApplyConditions(&work, plan.HeldBy, c.cfg.Policy, now); err != nil {
-			return err
-		}
-		if rv, err = c.cfg.Status.UpdateStatus(ctx, work, rv); err != nil {
-			return fmt.Errorf("rollout: writing %s: %w", what, err)
-		}
-		dirty = false
-		return nil
-	}
-	// Every node's decision is persisted in one write before any installer
-	// is created: a crash after it leaves decisions without installers,
-	// which the next sync ensures, never an installer without its decision;
-	// and a sync moving many nodes writes the status once, not once a node.
-	var changedNodes []string // in plan order, each once: a node that joins and starts has two steps
-	var seen map[string]bool
-	var events []Event // the acting steps', returned once their decisions are written
-	for _, step := range plan.Steps {
-		if !step.Acts() {
-			log.V(4).Info("Node waits", "node", step.Node, "reason", step.Reason)
-			continue
-		}
-		events = append(events, step.Events...)
-		if step.To != nil || step.Remove || len(step.Delete) > 0 {
-			if !copied {
-				work.NodeStatuses, copied = slices.Clone(work.NodeStatuses), true
-			}
-			applyStep(&work, step)
-			if !seen[step.Node] {
-				if seen == nil {
-					seen = map[string]bool{}
-				}
-				seen[step.Node] = true
-				changedNodes = append(changedNodes, step.Node)
-			}
-			log.V(2).Info("Node status changes", "node", step.Node, "reason", step.Reason)
-		}
-	}
+	log = log.WithValues("latestRevision", d.Latest)
+	log.V(2).Info("Decided", "reason", d.Reason, "start", d.Start)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if len(changedNodes) > 0 {
-		if err := write(nodesChanged(changedNodes)); err != nil {
-			return 0, err
+	if d.StatusChanged {
+		if rv, err = c.cfg.Status.UpdateStatus(ctx, d.Status, rv); err != nil {
+			return 0, fmt.Errorf("rollout: writing %s: %w", d.written(), err)
 		}
-		log.Info("Node statuses changed", "nodes", len(changedNodes))
-	}
-	res.Events = append(res.Events, events...) // persisted now, whatever the creates do
-	// Each installer is created on its own: one that fails is that node's
-	// failed attempt on the next sync, and does not hold the others back.
-	var createErrs []error
-	for _, step := range plan.Steps {
-		if !step.Acts() || step.Create == nil {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, errors.Join(append(createErrs, err)...)
-		}
-		if err := c.cfg.Installers.EnsureInstaller(ctx, *step.Create); err != nil {
-			createErrs = append(createErrs, fmt.Errorf("rollout: creating installer %s: %w", step.Create.Name, err))
-		}
-	}
-	if len(createErrs) > 0 {
-		return 0, errors.Join(createErrs...)
+		res.Events = append(res.Events, d.Events()...)
 	}
 
-	kept := work.InstallersToDelete[:0:0]
-	for _, inst := range work.InstallersToDelete {
+	var errs []error
+	for _, step := range d.Steps {
+		if step.Create == nil {
+			continue
+		}
+		if err := c.cfg.Installers.EnsureInstaller(ctx, *step.Create); err != nil {
+			errs = append(errs, fmt.Errorf("rollout: creating installer %s: %w", step.Create.Name, err))
+		}
+	}
+	var kept []Installer
+	for _, inst := range d.Status.InstallersToDelete {
 		if err := c.cfg.Installers.DeleteInstaller(ctx, inst); err != nil {
 			log.Error(err, "Deleting installer failed, retrying on a later sync", "installer", inst.Name)
 			kept = append(kept, inst)
-			continue
-		}
-		dirty = true
-	}
-	if dirty {
-		work.InstallersToDelete = kept
-		if len(kept) == 0 {
-			work.InstallersToDelete = nil
 		}
 	}
-	if !timeEqual(work.HeldSince, plan.Status.HeldSince) {
-		dirty = true
-	}
-	work.HeldSince = plan.Status.HeldSince
-	// Every step is applied: the nodes are the plan's, and so are the
-	// conditions (the installers confirmed gone do not change them).
-	changed := !conditionsEqual(work.Conditions, plan.Status.Conditions)
-	work.Conditions = plan.Status.Conditions
-	if dirty || changed {
-		if err := write("conditions"); err != nil {
-			return 0, err
+	if len(kept) < len(d.Status.InstallersToDelete) {
+		final := d.Final
+		final.InstallersToDelete = kept
+		if _, err := c.cfg.Status.UpdateStatus(ctx, final, rv); err != nil {
+			errs = append(errs, fmt.Errorf("rollout: writing the installers confirmed deleted: %w", err))
 		}
 	}
-	requeue := plan.RequeueAfter
+	if len(errs) > 0 {
+		return 0, errors.Join(errs...)
+	}
+	requeue := d.RequeueAfter
 	if len(kept) > 0 && (requeue == 0 || requeue > deleteRetryInterval) {
 		requeue = deleteRetryInterval
 	}
 	return requeue, nil
 }
 
-// nodesChanged names the nodes of a status write in its error: the first
-// node, and how many more.
-func nodesChanged(nodes []string) string {
-	if len(nodes) == 1 {
-		return "status of node " + nodes[0]
-	}
-	return fmt.Sprintf("status of node %s and %d more", nodes[0], len(nodes)-1)
-}
-
 // deleteRetryInterval is how soon a sync looks again after a failed
 // installer delete.
 const deleteRetryInterval = 5 * time.Second
-
-// timeEqual compares two optional times.
-func timeEqual(a, b *metav1.Time) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Equal(b)
-}
-
-// conditionsEqual compares two condition lists field by field (no reflection:
-// a sync where nothing changed stays cheap).
-func conditionsEqual(a, b []metav1.Condition) bool {
-	return slices.EqualFunc(a, b, func(x, y metav1.Condition) bool {
-		return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message &&
-			x.ObservedGeneration == y.ObservedGeneration && x.LastTransitionTime.Equal(&y.LastTransitionTime)
-	})
-}
-
-// applyStep applies one node decision to a status sorted by node name.
-func applyStep(st *Status, d NodeDecision) {
-	i, found := slices.BinarySearchFunc(st.NodeStatuses, d.Node, func(n NodeStatus, name string) int { return strings.Compare(n.NodeName, name) })
-	switch {
-	case d.Remove:
-		if found {
-			st.NodeStatuses = slices.Delete(st.NodeStatuses, i, i+1)
-		}
-	case d.To != nil && found:
-		st.NodeStatuses[i] = *d.To
-	case d.To != nil:
-		st.NodeStatuses = slices.Insert(st.NodeStatuses, i, *d.To)
-	}
-	addDeletes(st, d.Delete)
-}
 
 // observe lists the nodes (or takes them from the status), reads every
 // node's operand once and, for a node in transition, the installer of its
@@ -463,10 +330,10 @@ func (c *Controller) observe(ctx context.Context, st Status) (Observation, []Nod
 	obs := make(Observation, len(nodes))
 	for _, n := range nodes {
 		if n.Name == "" {
-			return nil, nil, invalidf("listed a node with an empty name")
+			return nil, nil, input.Invalidf("rollout", "node list", "a node with an empty name")
 		}
 		if _, dup := obs[n.Name]; dup {
-			return nil, nil, invalidf("listed node %q twice", n.Name)
+			return nil, nil, input.Invalidf("rollout", "node list", "node %q listed twice", n.Name)
 		}
 		status := NodeStatus{NodeName: n.Name}
 		if i, ok := index[n.Name]; ok {

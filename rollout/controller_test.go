@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/rollout"
 )
@@ -57,7 +58,7 @@ func (j *journal) DeleteInstaller(ctx context.Context, i rollout.Installer) erro
 type harness struct {
 	t      *testing.T
 	c      *rollout.Controller
-	events []rollout.Event
+	events []converge.Event
 }
 
 func newHarness(t *testing.T, cfg rollout.Config) *harness {
@@ -71,7 +72,7 @@ func newController(t *testing.T, store rollout.StatusStore, cluster *fake.Rollou
 	return newHarness(t, rollout.Config{Status: store, Installers: cluster, Operands: cluster, Nodes: cluster, Clock: clk, Policy: p})
 }
 
-func (h *harness) sync(ctx context.Context) (rollout.Result, error) {
+func (h *harness) sync(ctx context.Context) (converge.Result, error) {
 	res, err := h.c.Sync(ctx)
 	h.events = append(h.events, res.Events...)
 	return res, err
@@ -112,12 +113,24 @@ func TestNewControllerBadInputIsAnError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := rollout.NewController(tt.cfg)
-			assert.ErrorIs(t, err, rollout.ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 			assert.Nil(t, c)
 		})
 	}
-	_, err := (*rollout.Controller)(nil).Sync(context.Background())
-	assert.ErrorIs(t, err, rollout.ErrInvalid)
+}
+
+// TestSyncOnAControllerNotMadeByNewController: a nil or zero Controller
+// answers Sync with an error matching converge.ErrInvalid, as addon's
+// Machine and payload's Worker do, instead of panicking.
+func TestSyncOnAControllerNotMadeByNewController(t *testing.T) {
+	for name, c := range map[string]*rollout.Controller{"nil": nil, "zero": new(rollout.Controller)} {
+		t.Run(name, func(t *testing.T) {
+			res, err := c.Sync(context.Background())
+			require.ErrorIs(t, err, converge.ErrInvalid)
+			assert.EqualError(t, err, "rollout: invalid controller: Sync on a Controller not made by NewController")
+			assert.Zero(t, res)
+		})
+	}
 }
 
 // TestControllerWritesBeforeActing: a superseded installer is recorded in
@@ -251,7 +264,7 @@ func TestControllerSyncConflicts(t *testing.T) {
 
 			_, err := h.sync(ctx)
 			if tt.wantErr {
-				require.True(t, rollout.IsConflict(err), "%v", err)
+				require.True(t, converge.IsConflict(err), "%v", err)
 				assert.Contains(t, err.Error(), "rollout: writing status of node a")
 				assert.Empty(t, cluster.CreatedInstallers(), "nothing acted on without a write")
 				assert.Empty(t, h.reasons())

@@ -5,13 +5,19 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 )
 
-// Input is everything PlanRollout decides from.
+// Input is everything Decide decides from.
 type Input struct {
 	// Status is the persisted status.
 	Status Status
-	// Observation is what the host observed about every node the rollout covers.
+	// Observation is what the host reported for this pass about every node
+	// the rollout covers.
 	Observation Observation
 	// Policy tunes the rollout.
 	Policy Policy
@@ -23,10 +29,18 @@ type Input struct {
 	Jitter float64
 }
 
-// Plan is the whole decision of one sync, made by PlanRollout. It is plain
-// data: it prints (String), compares and can be tested without a cluster.
-type Plan struct {
-	// Latest is the latest available revision the plan rolls out.
+// Decision is the whole decision of one sync, the rollout plan, made by
+// Decide. It is plain data: it prints (String), compares and can be tested
+// without a cluster.
+//
+// A host acts on it as Controller.Sync does: write Status (when
+// StatusChanged) with optimistic concurrency, emit Events, create the
+// installers of the steps (each on its own: one that fails is that node's
+// failed attempt on a later sync), delete every installer of
+// Status.InstallersToDelete, and write Final, keeping in its
+// InstallersToDelete those whose delete failed, when any delete succeeded.
+type Decision struct {
+	// Latest is the latest available revision the decision rolls out.
 	Latest int32
 	// Start is the node the pass for new installs started with (worst first), and StartReason why.
 	Start, StartReason string
@@ -39,26 +53,34 @@ type Plan struct {
 	// HeldBy names the unavailable nodes, "name (why)", that hold back the
 	// start of a node (nil when none does).
 	HeldBy []string
-	// Status is the status once every step is applied, conditions included.
-	// It shares the memory of the input status where nothing changed:
-	// DeepCopy it before changing it.
+	// Status is the status to write before acting: every step applied,
+	// the installers that must go recorded in InstallersToDelete, the
+	// conditions set. It shares the memory of the input status where
+	// nothing changed: DeepCopy it before changing it.
 	Status Status
+	// StatusChanged reports whether Status differs from the input status:
+	// only then is it written.
+	StatusChanged bool
+	// Final is the status once every action succeeded: Status without
+	// the installers it deletes.
+	Final Status
 	// Reason is a one-line summary.
 	Reason string
 	// RequeueAfter is when to look again at the latest (0 = on the next change).
 	RequeueAfter time.Duration
 }
 
-// Events returns the events of all steps, in step order.
-func (p Plan) Events() []Event {
-	var out []Event
+// Events returns the events of all steps, in step order: the host emits
+// them once Status is written.
+func (p Decision) Events() []converge.Event {
+	var out []converge.Event
 	for _, s := range p.Steps {
 		out = append(out, s.Events...)
 	}
 	return out
 }
 
-// PlanRollout decides one sync of a rollout from the persisted status, what
+// Decide decides one sync of a rollout from the persisted status, what
 // the host observed, the policy and the current time. It is pure and
 // deterministic: node statuses come back sorted by name whatever the input
 // order. It is linear in the number of nodes (a status the engine wrote is
@@ -88,24 +110,24 @@ func (p Plan) Events() []Event {
 // after its RetryTime and while MaxInstallerRetries allows; once they are
 // exhausted the rollout stops there and Degraded says so. The retry uses a
 // new installer name (InstallerName).
-func PlanRollout(in Input) (Plan, error) { return planRollout(in, nil) }
+func Decide(in Input) (Decision, error) { return decide(in, nil) }
 
-// planRollout is PlanRollout; a non-nil aligned holds the observations of
-// exactly the status's nodes, in the status's order (sorted by name), and
-// replaces in.Observation, so that the shell builds no map.
-func planRollout(in Input, aligned []NodeObservation) (Plan, error) {
+// decide is Decide; a non-nil aligned holds the observations of exactly the
+// status's nodes, in the status's order (sorted by name), and replaces
+// in.Observation, so that the shell builds no map.
+func decide(in Input, aligned []NodeObservation) (Decision, error) {
 	p, now := in.Policy, in.Now
 	if err := p.Validate(); err != nil {
-		return Plan{}, err
+		return Decision{}, err
 	}
 	if err := in.Status.Validate(); err != nil {
-		return Plan{}, err
+		return Decision{}, err
 	}
 	st := in.Status
 	if aligned == nil && len(in.Observation) == 0 && len(st.NodeStatuses) > 0 {
-		return Plan{}, invalidf("an empty observation would drop all %d nodes", len(st.NodeStatuses))
+		return Decision{}, input.Invalidf("rollout", "observation", "an empty observation would drop all %d nodes", len(st.NodeStatuses))
 	}
-	plan := Plan{Latest: st.LatestAvailableRevision}
+	plan := Decision{Latest: st.LatestAvailableRevision}
 	requeue := func(d time.Duration) {
 		if d > 0 && (plan.RequeueAfter == 0 || d < plan.RequeueAfter) {
 			plan.RequeueAfter = d
@@ -126,7 +148,7 @@ func planRollout(in Input, aligned []NodeObservation) (Plan, error) {
 		nodes, views, shared, err = members(&plan, &out, st.NodeStatuses, in.Observation)
 	}
 	if err != nil {
-		return Plan{}, err
+		return Decision{}, err
 	}
 	deleting := map[string]bool{}
 	for _, inst := range out.InstallersToDelete {
@@ -167,12 +189,52 @@ func planRollout(in Input, aligned []NodeObservation) (Plan, error) {
 	out.NodeStatuses = nodes
 	requeue(updateHold(&plan, &out, p, now))
 
-	if _, err := ApplyConditions(&out, plan.HeldBy, p, now); err != nil {
-		return Plan{}, err
+	conditionsChanged, err := applyConditions(&out, plan.HeldBy, p, now)
+	if err != nil {
+		return Decision{}, err
 	}
 	plan.Status = out
+	plan.StatusChanged = conditionsChanged || !sameNodeSlice(nodes, st.NodeStatuses) ||
+		len(out.InstallersToDelete) != len(st.InstallersToDelete) || !timeEqual(out.HeldSince, st.HeldSince)
+	plan.Final = out
+	plan.Final.InstallersToDelete = nil
 	plan.Reason = summarize(plan)
 	return plan, nil
+}
+
+// written names what writing Status changes, for an error: the nodes of
+// the steps that change status, each once (a node that joins and starts
+// has two steps), or the rollout's own status.
+func (p Decision) written() string {
+	var names []string
+	seen := map[string]bool{}
+	for _, s := range p.Steps {
+		if (s.To != nil || s.Remove || len(s.Delete) > 0) && !seen[s.Node] {
+			seen[s.Node] = true
+			names = append(names, s.Node)
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "the rollout status"
+	case 1:
+		return "status of node " + names[0]
+	}
+	return fmt.Sprintf("status of node %s and %d more", names[0], len(names)-1)
+}
+
+// sameNodeSlice reports whether a and b are the same memory: a decision
+// copies the status's nodes before it changes any of them.
+func sameNodeSlice(a, b []NodeStatus) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// timeEqual compares two optional times.
+func timeEqual(a, b *metav1.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(b)
 }
 
 // members returns the status nodes that are still observed, sorted by
@@ -181,7 +243,7 @@ func planRollout(in Input, aligned []NodeObservation) (Plan, error) {
 // When nothing joined or left and the status is sorted, the nodes returned
 // are the status's own (shared reports it): the caller copies them before
 // changing one.
-func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]NodeStatus, []NodeObservation, bool, error) {
+func members(plan *Decision, out *Status, status []NodeStatus, obs Observation) ([]NodeStatus, []NodeObservation, bool, error) {
 	if !sortedByName(status) {
 		status = sortNodes(status)
 	}
@@ -193,8 +255,8 @@ func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]N
 			left = true
 			break
 		}
-		if err := o.Validate(); err != nil {
-			return nil, nil, false, fmt.Errorf("node %q: %w", n.NodeName, err)
+		if err := o.validate(n.NodeName); err != nil {
+			return nil, nil, false, err
 		}
 		views[i] = o
 	}
@@ -214,8 +276,8 @@ func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]N
 			plan.Steps = append(plan.Steps, d)
 			continue
 		}
-		if err := o.Validate(); err != nil {
-			return nil, nil, false, fmt.Errorf("node %q: %w", n.NodeName, err)
+		if err := o.validate(n.NodeName); err != nil {
+			return nil, nil, false, err
 		}
 		nodes = append(nodes, n)
 		views = append(views, o)
@@ -232,10 +294,10 @@ func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]N
 	slices.Sort(joined)
 	for _, name := range joined {
 		if name == "" {
-			return nil, nil, false, invalidf("observed node with an empty name")
+			return nil, nil, false, input.Invalidf("rollout", "observation", "a node with an empty name")
 		}
-		if err := obs[name].Validate(); err != nil {
-			return nil, nil, false, fmt.Errorf("node %q: %w", name, err)
+		if err := obs[name].validate(name); err != nil {
+			return nil, nil, false, err
 		}
 		n := NodeStatus{NodeName: name}
 		plan.Steps = append(plan.Steps, NodeDecision{Node: name, To: &n, Reason: "joined the cluster"})
@@ -257,11 +319,11 @@ func members(plan *Plan, out *Status, status []NodeStatus, obs Observation) ([]N
 // validateAligned checks observations aligned with sorted nodes.
 func validateAligned(nodes []NodeStatus, views []NodeObservation) error {
 	if len(nodes) != len(views) || !sortedByName(nodes) {
-		return invalidf("aligned observations of %d nodes for %d nodes", len(views), len(nodes))
+		return input.Invalidf("rollout", "observation", "aligned observations of %d nodes for %d nodes", len(views), len(nodes))
 	}
 	for i, o := range views {
-		if err := o.Validate(); err != nil {
-			return fmt.Errorf("node %q: %w", nodes[i].NodeName, err)
+		if err := o.validate(nodes[i].NodeName); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -284,7 +346,7 @@ func addDeletes(st *Status, del []Installer) {
 // node's current revision or back from there.
 func idleNeedsWork(n *NodeStatus, o *NodeObservation, p Policy, now time.Time) bool {
 	if future(n.InstallerOrderedTime, now) || future(n.InstalledTime, now) || future(n.LastFailedTime, now) ||
-		(n.RetryTime != nil && n.RetryTime.Sub(now) > p.InstallerBackoff.longest(n.LastFailedCount)) ||
+		(n.RetryTime != nil && n.RetryTime.Sub(now) > p.longestBackoff(n.LastFailedCount)) ||
 		needsTrim(n.LastFailedErrors) {
 		return true
 	}
@@ -314,7 +376,7 @@ func idleNode(n NodeStatus, in NodeInput) NodeDecision {
 		next.RegressedRevision = op.Revision
 		changed = true
 		d.Reason = fmt.Sprintf("operand runs revision %d below its current revision %d", op.Revision, n.CurrentRevision)
-		d.Events = []Event{{Type: EventTypeWarning, Reason: ReasonNodeRevisionRegressed,
+		d.Events = []converge.Event{{Type: converge.EventTypeWarning, Reason: ReasonNodeRevisionRegressed,
 			Message: fmt.Sprintf("Node %q runs revision %d below its current revision %d; installing revision %d again",
 				n.NodeName, op.Revision, n.CurrentRevision, max(n.CurrentRevision, in.Latest))}}
 	case op.Phase == OperandReady && op.Revision >= n.CurrentRevision && n.RegressedRevision != 0:
@@ -335,10 +397,10 @@ func idleNode(n NodeStatus, in NodeInput) NodeDecision {
 // planStarts walks the nodes in ring order from the start node and starts
 // what the budget allows. It returns the nodes (copied before the first
 // start when shared) and how long a soak or a backoff still holds it back.
-func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObservation, deleting map[string]bool, p Policy, now time.Time) ([]NodeStatus, time.Duration) {
+func planStarts(plan *Decision, nodes []NodeStatus, shared bool, views []NodeObservation, deleting map[string]bool, p Policy, now time.Time) ([]NodeStatus, time.Duration) {
 	start, why := startNode(nodes, views)
 
-	budget := p.Unavailable()
+	budget := p.maxUnavailable()
 	inTransition, unavailable := 0, 0
 	var soakUntil time.Time
 	failingOn := map[int32]int{}
@@ -414,11 +476,11 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 		case !retry && !down && hasKey(failingOn, rev) && failingOn[rev] != i:
 			block(plan, nil, "revision %d is failing on %s; %s waits", rev, nodes[failingOn[rev]].NodeName, n.NodeName)
 			continue
-		case retry && p.RetriesExhausted(n):
+		case retry && p.retriesExhausted(n):
 			block(plan, nil, "%s gave up on revision %d after %s", n.NodeName, rev, failures(n.LastFailedCount))
 			continue
-		case retry && now.Before(p.InstallerBackoff.RetryAt(n)):
-			wait := p.InstallerBackoff.RetryAt(n).Sub(now)
+		case retry && now.Before(p.retryAt(n)):
+			wait := p.retryAt(n).Sub(now)
 			block(plan, nil, "%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), wait)
 			backoff = wait
 			continue
@@ -452,7 +514,7 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 		}
 		plan.Steps = append(plan.Steps, NodeDecision{
 			Node: n.NodeName, Reason: reason, To: &to, Create: &create,
-			Events: []Event{{Type: EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged,
+			Events: []converge.Event{{Type: converge.EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged,
 				Message: fmt.Sprintf("Updating node %q from revision %d to %d because %s", n.NodeName, n.CurrentRevision, rev, reason)}},
 		})
 		inTransition++
@@ -465,7 +527,7 @@ func planStarts(plan *Plan, nodes []NodeStatus, shared bool, views []NodeObserva
 
 // block records why the walk held a node back, unless an earlier node
 // already explains it.
-func block(plan *Plan, heldBy []string, format string, args ...any) {
+func block(plan *Decision, heldBy []string, format string, args ...any) {
 	if plan.Blocked != "" {
 		return
 	}
@@ -510,7 +572,7 @@ func heldBy(nodes []NodeStatus, views []NodeObservation, onlyUnreachable bool) [
 // updateHold keeps Status.HeldSince: set when a hold starts, cleared when it
 // ends, moved to now if it lies in the future. It returns how long until
 // the hold turns Degraded.
-func updateHold(plan *Plan, st *Status, p Policy, now time.Time) time.Duration {
+func updateHold(plan *Decision, st *Status, p Policy, now time.Time) time.Duration {
 	if len(plan.HeldBy) == 0 {
 		st.HeldSince = nil
 		return 0
@@ -540,7 +602,7 @@ func leaderView(prev *NodeStatus) *NodeStatus {
 	return &v
 }
 
-func summarize(p Plan) string {
+func summarize(p Decision) string {
 	if p.Status.Converged() {
 		return fmt.Sprintf("%s at revision %d", nodesAre(len(p.Status.NodeStatuses)), p.Latest)
 	}
@@ -561,8 +623,8 @@ func summarize(p Plan) string {
 	return "nothing to do"
 }
 
-// String renders the plan as a short human-readable text, one line per step.
-func (p Plan) String() string {
+// String renders the decision as a short human-readable text, one line per step.
+func (p Decision) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "revision %d: %s", p.Latest, p.Reason)
 	if p.Start != "" {

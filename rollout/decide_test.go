@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 )
 
@@ -20,7 +21,7 @@ type stepSummary struct {
 	Create string
 }
 
-func summarizeSteps(p Plan) []stepSummary {
+func summarizeSteps(p Decision) []stepSummary {
 	var out []stepSummary
 	for _, s := range p.Steps {
 		if !s.Acts() {
@@ -40,7 +41,7 @@ func summarizeSteps(p Plan) []stepSummary {
 
 // planFor plans with every status node observed: a node missing from obs
 // is observed as the zero NodeObservation (reachable, no operand).
-func planFor(st Status, obs Observation, p Policy, now time.Time) (Plan, error) {
+func planFor(st Status, obs Observation, p Policy, now time.Time) (Decision, error) {
 	full := Observation{}
 	for _, n := range st.NodeStatuses {
 		full[n.NodeName] = obs[n.NodeName]
@@ -48,10 +49,10 @@ func planFor(st Status, obs Observation, p Policy, now time.Time) (Plan, error) 
 	for name, o := range obs {
 		full[name] = o
 	}
-	return PlanRollout(Input{Status: st, Observation: full, Policy: p, Now: now})
+	return Decide(Input{Status: st, Observation: full, Policy: p, Now: now})
 }
 
-func TestPlanRollout(t *testing.T) {
+func TestDecide(t *testing.T) {
 	now := t0.Add(time.Hour)
 	threeFresh := []NodeStatus{node("a", 0, 0), node("b", 0, 0), node("c", 0, 0)}
 	allReady := func(rev int32, names ...string) Observation {
@@ -141,7 +142,7 @@ func TestPlanRollout(t *testing.T) {
 			wantSteps:   []stepSummary{{"c", 2, "installer-2-c"}},
 			wantStart:   "b",
 			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; b waits for revision 2",
-			wantRequeue: DefaultHoldDegradedAfter,
+			wantRequeue: defaultHoldDegradedAfter,
 		},
 		{
 			// Found by TestSimRollout (seed 514): a node in transition whose
@@ -167,7 +168,7 @@ func TestPlanRollout(t *testing.T) {
 			wantSteps:   []stepSummary{{"d", 2, "installer-2-d"}},
 			wantStart:   "a",
 			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; a waits for revision 2",
-			wantRequeue: DefaultHoldDegradedAfter,
+			wantRequeue: defaultHoldDegradedAfter,
 		},
 		{
 			name:      "nodes at different old revisions: the oldest first, to the latest",
@@ -200,7 +201,7 @@ func TestPlanRollout(t *testing.T) {
 			// b is at the latest but not ready: a would be a second unavailable
 			// node. The hold turns Degraded in HoldDegradedAfter.
 			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; c waits for revision 3",
-			wantRequeue: DefaultHoldDegradedAfter,
+			wantRequeue: defaultHoldDegradedAfter,
 		},
 		{
 			name:        "a completed node lets the next one start in the same plan",
@@ -253,7 +254,7 @@ func TestPlanRollout(t *testing.T) {
 			policy:    Policy{MaxUnavailable: 2},
 			wantSteps: []stepSummary{{"b", 2, "installer-2-b"}},
 			wantStart: "b", wantBlocked: "maxUnavailable 2 reached: 1 in transition, 2 unavailable; c waits for revision 2",
-			wantRequeue: DefaultHoldDegradedAfter,
+			wantRequeue: defaultHoldDegradedAfter,
 		},
 		{
 			name: "budget above one: a failing node stops the revision from spreading",
@@ -322,7 +323,7 @@ func TestPlanRollout(t *testing.T) {
 	}
 }
 
-func TestPlanRolloutSortsAndDoesNotMutate(t *testing.T) {
+func TestDecideSortsAndDoesNotMutate(t *testing.T) {
 	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("c", 1, 0), node("a", 1, 0), node("b", 1, 0)}}
 	orig := st.DeepCopy()
 	obs := Observation{"a": ready(1), "b": ready(1), "c": ready(1)}
@@ -341,7 +342,7 @@ func TestPlanRolloutSortsAndDoesNotMutate(t *testing.T) {
 	assert.Equal(t, plan, other, "input order does not matter")
 }
 
-func TestPlanRolloutInvalid(t *testing.T) {
+func TestDecideInvalid(t *testing.T) {
 	tests := []struct {
 		name   string
 		st     Status
@@ -357,21 +358,21 @@ func TestPlanRolloutInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := planFor(tt.st, tt.obs, tt.policy, t0)
-			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 		})
 	}
-	_, err := PlanRollout(Input{Status: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}}, Observation: Observation{}})
-	assert.ErrorIs(t, err, ErrInvalid, "an empty observation would drop every node (a cache that has not synced)")
+	_, err := Decide(Input{Status: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}}, Observation: Observation{}})
+	assert.ErrorIs(t, err, converge.ErrInvalid, "an empty observation would drop every node (a cache that has not synced)")
 }
 
-func TestPlanRolloutConditionsAndEvents(t *testing.T) {
+func TestDecideConditionsAndEvents(t *testing.T) {
 	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0)}}
 	obs := Observation{"a": withInstaller(ready(2), InstallerSucceeded), "b": ready(1)}
 	plan, err := planFor(st, obs, Policy{}, t0)
 	require.NoError(t, err)
-	assert.Equal(t, []Event{
-		{Type: EventTypeNormal, Reason: ReasonNodeCurrentRevisionChanged, Message: `Updated node "a" from revision 1 to 2 because static pod is ready`},
-		{Type: EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged, Message: `Updating node "b" from revision 1 to 2 because starting revision 2`},
+	assert.Equal(t, []converge.Event{
+		{Type: converge.EventTypeNormal, Reason: ReasonNodeCurrentRevisionChanged, Message: `Updated node "a" from revision 1 to 2 because static pod is ready`},
+		{Type: converge.EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged, Message: `Updating node "b" from revision 1 to 2 because starting revision 2`},
 	}, plan.Events())
 	p, ok := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
 	require.True(t, ok)
@@ -407,12 +408,12 @@ start a (a is moving to revision 2)
 requeue after 15s`, timedOut.String())
 }
 
-// TestPlanRolloutUnreachableCountsAsUnavailable: an unreachable node counts
+// TestDecideUnreachableCountsAsUnavailable: an unreachable node counts
 // against MaxUnavailable as a DaemonSet counts it, including one that
 // became unreachable while its installer runs; it is never started; the
 // hold is explained in Progressing at once and in Degraded once it lasts,
 // naming the nodes and the way out.
-func TestPlanRolloutUnreachableCountsAsUnavailable(t *testing.T) {
+func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 	now := t0.Add(time.Hour)
 	three := []NodeStatus{node("a", 1, 0), node("b", 1, 0), node("c", 1, 0)}
 	tests := []struct {
@@ -455,7 +456,7 @@ func TestPlanRolloutUnreachableCountsAsUnavailable(t *testing.T) {
 		},
 		{
 			name:         "a hold older than HoldDegradedAfter is Degraded",
-			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three, HeldSince: mt(now.Add(-DefaultHoldDegradedAfter))},
+			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three, HeldSince: mt(now.Add(-defaultHoldDegradedAfter))},
 			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true}},
 			wantHeldBy:   []string{"c (unreachable)"},
 			wantProgress: ReasonRolloutHeld,
@@ -481,7 +482,7 @@ func TestPlanRolloutUnreachableCountsAsUnavailable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan, err := PlanRollout(Input{Status: tt.st, Observation: tt.obs, Policy: tt.policy, Now: now})
+			plan, err := Decide(Input{Status: tt.st, Observation: tt.obs, Policy: tt.policy, Now: now})
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantSteps, summarizeSteps(plan))
 			assert.Equal(t, tt.wantHeldBy, plan.HeldBy)
@@ -517,7 +518,7 @@ func TestCurrentRevisionNeverGoesBackSilently(t *testing.T) {
 	st := Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 3, 0), node("b", 3, 0)}}
 	obs := Observation{"a": ready(2), "b": ready(3)}
 
-	plan, err := PlanRollout(Input{Status: st, Observation: obs, Now: now})
+	plan, err := Decide(Input{Status: st, Observation: obs, Now: now})
 	require.NoError(t, err)
 	a, _ := plan.Status.Node("a")
 	assert.Equal(t, int32(3), a.CurrentRevision, "never lowered")
@@ -528,11 +529,11 @@ func TestCurrentRevisionNeverGoesBackSilently(t *testing.T) {
 	deg, _ := conditions.Get(plan.Status.Conditions, conditions.TypeDegraded)
 	assert.Equal(t, ReasonNodeRevisionRegressed, deg.Reason)
 
-	again, err := PlanRollout(Input{Status: plan.Status, Observation: Observation{"a": withInstaller(ready(2), InstallerRunning), "b": ready(3)}, Now: now})
+	again, err := Decide(Input{Status: plan.Status, Observation: Observation{"a": withInstaller(ready(2), InstallerRunning), "b": ready(3)}, Now: now})
 	require.NoError(t, err)
 	assert.Empty(t, again.Events(), "reported once")
 
-	done, err := PlanRollout(Input{Status: again.Status, Observation: Observation{"a": ready(3), "b": ready(3)}, Now: now})
+	done, err := Decide(Input{Status: again.Status, Observation: Observation{"a": ready(3), "b": ready(3)}, Now: now})
 	require.NoError(t, err)
 	a, _ = done.Status.Node("a")
 	assert.Equal(t, NodeStatus{NodeName: "a", CurrentRevision: 3}, a)
@@ -550,12 +551,12 @@ func TestRegressedReinstallBacksOff(t *testing.T) {
 	st := Status{LatestAvailableRevision: 4, NodeStatuses: []NodeStatus{n, node("b", 4, 0)}}
 	obs := Observation{"a": {Operand: OperandState{Phase: OperandFailed, Revision: 4}}, "b": ready(4)}
 
-	waiting, err := PlanRollout(Input{Status: st, Observation: obs, Now: now})
+	waiting, err := Decide(Input{Status: st, Observation: obs, Now: now})
 	require.NoError(t, err)
 	assert.Empty(t, summarizeSteps(waiting), "no reinstall before the backoff")
 	assert.Equal(t, 15*time.Second, waiting.RequeueAfter)
 
-	retry, err := PlanRollout(Input{Status: st, Observation: obs, Now: now.Add(15 * time.Second)})
+	retry, err := Decide(Input{Status: st, Observation: obs, Now: now.Add(15 * time.Second)})
 	require.NoError(t, err)
 	assert.Equal(t, []stepSummary{{"a", 4, "installer-4-retry-1-a"}}, summarizeSteps(retry))
 	deg, _ := conditions.Get(retry.Status.Conditions, conditions.TypeDegraded)
@@ -567,17 +568,17 @@ func TestRegressedReinstallBacksOff(t *testing.T) {
 // down, and such a node counts as at the latest revision.
 func TestLatestBelowWhatNodesRun(t *testing.T) {
 	st := Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 3, 0), node("b", 2, 0), node("c", 1, 4)}}
-	plan, err := PlanRollout(Input{Status: st, Observation: Observation{"a": ready(3), "b": ready(2), "c": withInstaller(ready(4), InstallerSucceeded)}, Now: t0})
+	plan, err := Decide(Input{Status: st, Observation: Observation{"a": ready(3), "b": ready(2), "c": withInstaller(ready(4), InstallerSucceeded)}, Now: t0})
 	require.NoError(t, err)
 	assert.True(t, plan.Status.Converged(), "c finished its install of 4; nobody is moved down to 2")
 	prog, _ := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
 	assert.Equal(t, metav1.ConditionFalse, prog.Status)
 }
 
-// TestPlanRolloutStatusCanAlwaysBeWritten: however many nodes and however
+// TestDecideStatusCanAlwaysBeWritten: however many nodes and however
 // long their errors (new ones or already persisted), the plan's status is
 // one the API accepts and the engine trims what it persists.
-func TestPlanRolloutStatusCanAlwaysBeWritten(t *testing.T) {
+func TestDecideStatusCanAlwaysBeWritten(t *testing.T) {
 	long := strings.Repeat("e", 40000)
 	st := Status{LatestAvailableRevision: 2}
 	obs := Observation{}
@@ -595,7 +596,7 @@ func TestPlanRolloutStatusCanAlwaysBeWritten(t *testing.T) {
 	st.NodeStatuses = append(st.NodeStatuses, persisted)
 	obs["persisted"] = ready(1)
 
-	plan, err := PlanRollout(Input{Status: st, Observation: obs, Policy: Policy{MaxUnavailable: 2000}, Now: t0.Add(time.Hour)})
+	plan, err := Decide(Input{Status: st, Observation: obs, Policy: Policy{MaxUnavailable: 2000}, Now: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	require.NoError(t, plan.Status.Validate())
 	for _, c := range plan.Status.Conditions {
@@ -612,7 +613,7 @@ func TestPlanRolloutStatusCanAlwaysBeWritten(t *testing.T) {
 	}
 }
 
-func eventReasons(events []Event) []string {
+func eventReasons(events []converge.Event) []string {
 	var out []string
 	for _, e := range events {
 		out = append(out, e.Reason)
@@ -624,14 +625,14 @@ func eventReasons(events []Event) []string {
 // (the clock stepped back) never waits longer than its own length.
 func TestPlanClockSteppingBack(t *testing.T) {
 	now := t0
-	held, err := PlanRollout(Input{Now: now,
+	held, err := Decide(Input{Now: now,
 		Status:      Status{LatestAvailableRevision: 2, HeldSince: mt(now.Add(time.Hour)), NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 0)}},
 		Observation: Observation{"a": ready(1), "b": {Unreachable: true}}})
 	require.NoError(t, err)
 	assert.Equal(t, now, held.Status.HeldSince.Time, "the hold counts from now")
-	assert.Equal(t, DefaultHoldDegradedAfter, held.RequeueAfter)
+	assert.Equal(t, defaultHoldDegradedAfter, held.RequeueAfter)
 
-	soaked, err := PlanRollout(Input{Now: now, Policy: Policy{MinReadyDuration: dur(30 * time.Second)},
+	soaked, err := Decide(Input{Now: now, Policy: Policy{MinReadyDuration: dur(30 * time.Second)},
 		Status:      Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
 		Observation: Observation{"a": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(time.Hour)}}, "b": ready(1)}})
 	require.NoError(t, err)

@@ -1,24 +1,5 @@
 package rollout
 
-// Event types, as in corev1.
-const (
-	EventTypeNormal  = "Normal"
-	EventTypeWarning = "Warning"
-)
-
-// Event is a Kubernetes event the host records (with its own recorder).
-// Events are part of a decision: the engine never emits them itself, and
-// Controller.Sync returns them in Result.Events once the status change they
-// report is written.
-type Event struct {
-	// Type is EventTypeNormal or EventTypeWarning.
-	Type string `json:"type"`
-	// Reason is a CamelCase reason (library-go/Flux/CVO wording where they have one).
-	Reason string `json:"reason"`
-	// Message is the human-readable text; it names the node/manifest/etc.
-	Message string `json:"message"`
-}
-
 // The rollout's one vocabulary. A failure has one word, used alike as the
 // persisted NodeStatus.LastFailedReason, the reason of the event that reports
 // it and the reason of the Degraded condition that keeps it visible; the

@@ -59,7 +59,7 @@ func ExampleNextNodeStatus() {
 	// [installer: OOMKilled] retry as installer-4-retry-1-master-0 at 12:00:15
 }
 
-func ExamplePlanRollout() {
+func ExampleDecide() {
 	st := rollout.Status{LatestAvailableRevision: 2, NodeStatuses: []rollout.NodeStatus{
 		{NodeName: "master-0", CurrentRevision: 1},
 		{NodeName: "master-1", CurrentRevision: 1},
@@ -67,8 +67,8 @@ func ExamplePlanRollout() {
 	}}
 	ready := rollout.NodeObservation{Operand: rollout.OperandState{Phase: rollout.OperandReady, Revision: 1}}
 	obs := rollout.Observation{"master-0": ready, "master-1": ready, "master-2": ready}
-	plan, _ := rollout.PlanRollout(rollout.Input{Status: st, Observation: obs, Policy: rollout.Policy{MaxUnavailable: 2}, Now: time.Now()})
-	fmt.Println(plan)
+	d, _ := rollout.Decide(rollout.Input{Status: st, Observation: obs, Policy: rollout.Policy{MaxUnavailable: 2}, Now: time.Now()})
+	fmt.Println(d)
 	// Output:
 	// revision 2: master-0: starting revision 2
 	// start master-0 (master-0 has the oldest current revision)
@@ -77,16 +77,22 @@ func ExamplePlanRollout() {
 	// blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; master-2 waits for revision 2
 }
 
-func ExampleBackoff_Delay() {
-	var b rollout.Backoff // the defaults, library-go's: 15s · 1.5^(n-1), capped at 10m
-	for _, failures := range []int32{1, 2, 3, 12} {
-		fmt.Println(failures, b.Delay(failures, 0))
+// ExamplePolicy_installerBackoff: a zero InstallerBackoff is library-go's
+// installer backoff, and the retry time Decide records follows it.
+func ExamplePolicy_installerBackoff() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	n := rollout.NodeStatus{NodeName: "master-0", CurrentRevision: 1, TargetRevision: 2}
+	failed := rollout.NodeObservation{Installer: rollout.InstallerState{Phase: rollout.InstallerFailed}}
+	for range 4 {
+		d := rollout.NextNodeStatus(n, rollout.NodeInput{Latest: 2, Observation: failed, Now: now})
+		n = *d.To
+		fmt.Println(n.LastFailedCount, n.RetryTime.Sub(now))
 	}
 	// Output:
 	// 1 15s
-	// 2 22.5s
-	// 3 33.75s
-	// 12 10m0s
+	// 2 23s
+	// 3 34s
+	// 4 51s
 }
 
 func ExampleController_Sync() {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/converge-dev/converge"
 )
 
 // bytesSource hands out fuzz bytes, zeros once exhausted.
@@ -87,7 +89,7 @@ func budgetUse(nodes []NodeStatus, obs Observation) (inTransition, unavailable i
 	return inTransition, unavailable
 }
 
-func FuzzPlanRollout(f *testing.F) {
+func FuzzDecide(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{3, 2, 1, 0, 0, 0, 2, 1, 0, 0, 0, 2, 1, 0, 0, 0, 2, 1})
 	f.Add([]byte{5, 4, 5, 0, 1, 0, 5, 2, 10, 2, 5, 3, 3, 4, 3, 0, 2, 5, 4, 0, 1, 4, 5, 1})
@@ -98,13 +100,13 @@ func FuzzPlanRollout(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, obs, p, now := fuzzInput(data)
 		before := st.DeepCopy()
-		plan, err := PlanRollout(Input{Status: st, Observation: obs, Policy: p, Now: now})
+		plan, err := Decide(Input{Status: st, Observation: obs, Policy: p, Now: now})
 		require.Equal(t, *before, st, "input not mutated")
 		if err != nil {
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 			return
 		}
-		again, err := PlanRollout(Input{Status: st, Observation: obs, Policy: p, Now: now})
+		again, err := Decide(Input{Status: st, Observation: obs, Policy: p, Now: now})
 		require.NoError(t, err)
 		require.Equal(t, plan, again, "deterministic")
 
@@ -159,8 +161,8 @@ func FuzzPlanRollout(f *testing.F) {
 			require.False(t, obs[s.Node].Unreachable, "unreachable nodes are not started")
 			if from.LastFailedRevision == to.TargetRevision && from.Failing() {
 				require.Equal(t, plan.Start, s.Node, "only the start node retries a revision it failed")
-				require.False(t, p.RetriesExhausted(from), "no retry beyond MaxInstallerRetries")
-				require.False(t, now.Before(p.InstallerBackoff.RetryAt(from)), "no retry before the backoff")
+				require.False(t, p.retriesExhausted(from), "no retry beyond MaxInstallerRetries")
+				require.False(t, now.Before(p.retryAt(from)), "no retry before the backoff")
 				continue
 			}
 			if !obs[s.Node].operandReady() || to.RegressedRevision != 0 {
@@ -176,7 +178,7 @@ func FuzzPlanRollout(f *testing.F) {
 		// MaxUnavailable, exactly. A reachable node enters transition only by
 		// being started, and becomes unavailable only by being started while
 		// its operand is ready; finishing, failing and moving to a newer
-		// target never add to either count. PlanRollout checks the budget
+		// target never add to either count. Decide checks the budget
 		// before every start against the counts left after this plan's own
 		// transitions (a node may finish and start again in one plan), so:
 		//   - an input within budget gives an output within budget;
@@ -187,7 +189,7 @@ func FuzzPlanRollout(f *testing.F) {
 		//   - the counts change by exactly the starts and completions.
 		// A bound like "<= max(before, budget)" would let a plan top an
 		// over-budget input up to its old level, which must never happen.
-		budget := p.Unavailable()
+		budget := p.maxUnavailable()
 		transitionBefore, unavailableBefore := budgetUse(st.NodeStatuses, obs)
 		transitionAfter, unavailableAfter := budgetUse(out, obs)
 		require.Equal(t, transitionBefore-finished+starts, transitionAfter, "transitions change only by starts and completions")

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 )
 
@@ -31,7 +32,7 @@ type NodeDecision struct {
 	// Create is the installer to ensure once To is written.
 	Create *Installer
 	// Events are emitted once To is written.
-	Events []Event
+	Events []converge.Event
 	// RequeueAfter is when to look at the node again at the latest (0 = on the next change).
 	RequeueAfter time.Duration
 }
@@ -52,7 +53,7 @@ type NodeInput struct {
 	// Now is the current time.
 	Now time.Time
 	// Jitter, in [0,1), spreads the retry time of a failure recorded now
-	// (Backoff.JitterPercent).
+	// (Policy.InstallerBackoff.JitterPercent).
 	Jitter float64
 	// Deleting is true while an installer of the node waits in
 	// Status.InstallersToDelete: no installer is created on the node until
@@ -82,7 +83,7 @@ type NodeInput struct {
 //     OperandReadyTimeout after the installer succeeded: record
 //     OperandFailed or OperandNotReady and clear the target; the node
 //     retries the revision after the backoff, as the start of a later pass
-//     (see PlanRollout);
+//     (see Decide);
 //   - installer succeeded, operand not yet at the target: wait.
 //
 // Times in the future (a clock that stepped back) are moved to now, so no
@@ -108,7 +109,7 @@ func NextNodeStatus(n NodeStatus, in NodeInput) NodeDecision {
 		to.CurrentRevision, to.TargetRevision, to.RegressedRevision = n.TargetRevision, 0, 0
 		to.InstallerOrderedTime, to.InstalledTime = nil, nil
 		d.Reason = "static pod is ready"
-		d.Events = []Event{{Type: EventTypeNormal, Reason: ReasonNodeCurrentRevisionChanged,
+		d.Events = []converge.Event{{Type: converge.EventTypeNormal, Reason: ReasonNodeCurrentRevisionChanged,
 			Message: fmt.Sprintf("Updated node %q from revision %d to %d because %s", n.NodeName, n.CurrentRevision, n.TargetRevision, d.Reason)}}
 		return d
 	}
@@ -124,7 +125,7 @@ func NextNodeStatus(n NodeStatus, in NodeInput) NodeDecision {
 		to.TargetRevision = in.Latest
 		to.InstallerOrderedTime, to.InstalledTime = nil, nil
 		d.Reason = "new revision pending"
-		d.Events = []Event{{Type: EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged,
+		d.Events = []converge.Event{{Type: converge.EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged,
 			Message: fmt.Sprintf("Updating node %q from revision %d to %d because revision %d superseded %d",
 				n.NodeName, n.CurrentRevision, in.Latest, in.Latest, n.TargetRevision)}}
 		if len(d.Delete) == 0 && !in.Deleting {
@@ -247,8 +248,8 @@ func reanchored(n NodeStatus, in NodeInput) (NodeStatus, bool) {
 	if future(n.LastFailedTime, in.Now) {
 		n.LastFailedTime, changed = metaTime(in.Now), true
 	}
-	if n.RetryTime != nil && n.RetryTime.Sub(in.Now) > in.Policy.InstallerBackoff.longest(n.LastFailedCount) {
-		n.RetryTime = metaTimeCeil(in.Now.Add(in.Policy.InstallerBackoff.Delay(n.LastFailedCount, in.Jitter)))
+	if n.RetryTime != nil && n.RetryTime.Sub(in.Now) > in.Policy.longestBackoff(n.LastFailedCount) {
+		n.RetryTime = metaTimeCeil(in.Now.Add(in.Policy.backoff().Delay(n.LastFailedCount, in.Jitter)))
 		changed = true
 	}
 	return n, changed
@@ -262,9 +263,9 @@ func future(t *metav1.Time, now time.Time) bool { return t != nil && t.After(now
 func decideMissingInstaller(d *NodeDecision, n NodeStatus, in NodeInput, change func() *NodeStatus) {
 	p, now := in.Policy, in.Now
 	name := InstallerName(n)
-	retryAt := p.InstallerBackoff.RetryAt(n)
+	retryAt := p.retryAt(n)
 	switch {
-	case p.RetriesExhausted(n):
+	case p.retriesExhausted(n):
 		d.Reason = fmt.Sprintf("gave up on revision %d after %s", n.TargetRevision, failures(n.LastFailedCount))
 	case now.Before(retryAt):
 		d.RequeueAfter = retryAt.Sub(now)
@@ -310,10 +311,10 @@ func fail(d *NodeDecision, to *NodeStatus, in NodeInput, reason string, errs []s
 		}[reason]
 		message = what + ": " + strings.Join(to.LastFailedErrors, "; ")
 	}
-	d.Events = append(d.Events, Event{Type: EventTypeWarning, Reason: reason, Message: conditions.TruncateMessage(message, MaxEventMessageLength)})
-	if in.Policy.RetriesExhausted(*to) {
+	d.Events = append(d.Events, converge.Event{Type: converge.EventTypeWarning, Reason: reason, Message: conditions.TruncateMessage(message, MaxEventMessageLength)})
+	if in.Policy.retriesExhausted(*to) {
 		d.Reason = fmt.Sprintf("%s %s, giving up on revision %d", reason, times(to.LastFailedCount), n.TargetRevision)
-		d.Events = append(d.Events, Event{Type: EventTypeWarning, Reason: ReasonInstallerRetriesExhausted,
+		d.Events = append(d.Events, converge.Event{Type: converge.EventTypeWarning, Reason: ReasonInstallerRetriesExhausted,
 			Message: fmt.Sprintf("Node %q gave up on revision %d after %s", n.NodeName, n.TargetRevision, failures(to.LastFailedCount))})
 		return
 	}
@@ -331,7 +332,7 @@ func recordFailure(n *NodeStatus, reason string, errs []string, in NodeInput) {
 		n.LastFailedRevision, n.LastFailedCount = n.TargetRevision, 1
 	}
 	n.LastFailedTime = metaTime(in.Now)
-	n.RetryTime = metaTimeCeil(n.LastFailedTime.Add(in.Policy.InstallerBackoff.Delay(n.LastFailedCount, in.Jitter)))
+	n.RetryTime = metaTimeCeil(n.LastFailedTime.Add(in.Policy.backoff().Delay(n.LastFailedCount, in.Jitter)))
 	n.LastFailedReason = reason
 	n.LastFailedErrors = trimErrors(errs)
 	n.InstallerOrderedTime, n.InstalledTime = nil, nil

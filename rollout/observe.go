@@ -3,6 +3,8 @@ package rollout
 import (
 	"strconv"
 	"time"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // OperandPhase is the observed state of a node's operand (static) pod. The
@@ -128,16 +130,16 @@ type NodeObservation struct {
 // invalid (a cache that has not synced must not wipe the rollout).
 type Observation map[string]NodeObservation
 
-// Validate reports an unknown operand or installer phase or a negative revision, wrapped in ErrInvalid.
-func (o NodeObservation) Validate() error {
-	if o.Operand.Phase > OperandFailed {
-		return invalidf("unknown operand phase %v", o.Operand.Phase)
-	}
-	if o.Operand.Revision < 0 {
-		return invalidf("negative operand revision %d", o.Operand.Revision)
-	}
-	if o.Installer.Phase > InstallerFailed {
-		return invalidf("unknown installer phase %v", o.Installer.Phase)
+// validate reports an unknown operand or installer phase or a negative
+// revision of the named node as an error matching converge.ErrInvalid.
+func (o NodeObservation) validate(node string) error {
+	switch {
+	case o.Operand.Phase > OperandFailed:
+		return input.Invalidf("rollout", "observation", "node %q: unknown operand phase %v", node, o.Operand.Phase)
+	case o.Operand.Revision < 0:
+		return input.Invalidf("rollout", "observation", "node %q: negative operand revision %d", node, o.Operand.Revision)
+	case o.Installer.Phase > InstallerFailed:
+		return input.Invalidf("rollout", "observation", "node %q: unknown installer phase %v", node, o.Installer.Phase)
 	}
 	return nil
 }

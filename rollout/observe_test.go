@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/converge-dev/converge"
 )
 
 func TestObservationValidate(t *testing.T) {
@@ -19,9 +21,9 @@ func TestObservationValidate(t *testing.T) {
 			"c": {Operand: OperandState{Phase: OperandPending}, Installer: InstallerState{Phase: InstallerRunning}},
 			"d": {Operand: OperandState{Phase: OperandNotFound}, Installer: InstallerState{Phase: InstallerPending}},
 		}},
-		{name: "unknown operand phase", obs: Observation{"a": {Operand: OperandState{Phase: 9}}}, wantErr: `node "a": rollout: invalid input: unknown operand phase OperandPhase(9)`},
-		{name: "unknown installer phase", obs: Observation{"a": {Installer: InstallerState{Phase: 9}}}, wantErr: `node "a": rollout: invalid input: unknown installer phase InstallerPhase(9)`},
-		{name: "negative operand revision", obs: Observation{"a": {Operand: OperandState{Revision: -1}}}, wantErr: `node "a": rollout: invalid input: negative operand revision -1`},
+		{name: "unknown operand phase", obs: Observation{"a": {Operand: OperandState{Phase: 9}}}, wantErr: `rollout: invalid observation: node "a": unknown operand phase OperandPhase(9)`},
+		{name: "unknown installer phase", obs: Observation{"a": {Installer: InstallerState{Phase: 9}}}, wantErr: `rollout: invalid observation: node "a": unknown installer phase InstallerPhase(9)`},
+		{name: "negative operand revision", obs: Observation{"a": {Operand: OperandState{Revision: -1}}}, wantErr: `rollout: invalid observation: node "a": negative operand revision -1`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -29,12 +31,12 @@ func TestObservationValidate(t *testing.T) {
 			for name := range tt.obs {
 				st.NodeStatuses = append(st.NodeStatuses, NodeStatus{NodeName: name})
 			}
-			_, err := PlanRollout(Input{Status: st, Observation: tt.obs})
+			_, err := Decide(Input{Status: st, Observation: tt.obs})
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 				return
 			}
-			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 			assert.EqualError(t, err, tt.wantErr)
 		})
 	}

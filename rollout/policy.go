@@ -1,14 +1,18 @@
 package rollout
 
 import (
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 )
 
-// DefaultHoldDegradedAfter is how long unavailable nodes may hold a rollout
+// defaultHoldDegradedAfter is how long unavailable nodes may hold a rollout
 // back before Degraded reports it, when Policy.HoldDegradedAfter is zero.
-const DefaultHoldDegradedAfter = 10 * time.Minute
+const defaultHoldDegradedAfter = 10 * time.Minute
 
 // Policy tunes a rollout; it can be embedded in a CRD's spec. The zero value
 // is the conservative default that library-go's installer controller
@@ -28,9 +32,14 @@ type Policy struct {
 	// observation once it is gone for good.
 	// +optional
 	MaxUnavailable int32 `json:"maxUnavailable,omitempty"`
-	// InstallerBackoff spaces the retries of a failed revision on a node.
+	// InstallerBackoff spaces the retries of a failed revision on a node:
+	// the n-th consecutive failure waits Initial·(FactorPercent/100)^(n-1),
+	// at most Max. Unset fields are library-go's installer backoff
+	// (10 s · 1.5^n after n failures): Initial 15 s, FactorPercent 150, Max
+	// 10 min, no jitter (15 s, 22.5 s, 33.75 s, …). The retry time is
+	// persisted (NodeStatus.RetryTime), so a restart never draws it again.
 	// +optional
-	InstallerBackoff Backoff `json:"installerBackoff,omitempty"`
+	InstallerBackoff converge.Backoff `json:"installerBackoff,omitempty"`
 	// MaxInstallerRetries is how many times a node retries a revision it
 	// failed before it gives up and Degraded reports
 	// InstallerRetriesExhausted (0 means retry forever). Only a newer
@@ -54,7 +63,7 @@ type Policy struct {
 	MinReadyDuration metav1.Duration `json:"minReadyDuration,omitempty"`
 	// HoldDegradedAfter is how long unavailable nodes may hold back the
 	// start of a node before Degraded reports the hold, naming the nodes and
-	// the way out (0 means DefaultHoldDegradedAfter). Progressing explains a
+	// the way out (0 means 10 minutes). Progressing explains a
 	// hold at once.
 	// +optional
 	HoldDegradedAfter metav1.Duration `json:"holdDegradedAfter,omitempty"`
@@ -64,36 +73,79 @@ type Policy struct {
 	Paused bool `json:"paused,omitempty"`
 }
 
-// Validate reports negative values or a bad backoff, wrapped in ErrInvalid.
+// Validate reports negative values or a bad backoff, as an error matching
+// converge.ErrInvalid.
 func (p Policy) Validate() error {
+	var problems []string
 	if p.MaxUnavailable < 0 {
-		return invalidf("maxUnavailable %d is negative", p.MaxUnavailable)
+		problems = append(problems, fmt.Sprintf("maxUnavailable %d is negative", p.MaxUnavailable))
 	}
 	if p.MaxInstallerRetries < 0 {
-		return invalidf("maxInstallerRetries %d is negative", p.MaxInstallerRetries)
+		problems = append(problems, fmt.Sprintf("maxInstallerRetries %d is negative", p.MaxInstallerRetries))
 	}
-	if p.InstallerPendingTimeout.Duration < 0 || p.OperandReadyTimeout.Duration < 0 ||
-		p.MinReadyDuration.Duration < 0 || p.HoldDegradedAfter.Duration < 0 {
-		return invalidf("durations must not be negative (installerPendingTimeout %v, operandReadyTimeout %v, minReadyDuration %v, holdDegradedAfter %v)",
-			p.InstallerPendingTimeout.Duration, p.OperandReadyTimeout.Duration, p.MinReadyDuration.Duration, p.HoldDegradedAfter.Duration)
+	for _, d := range []struct {
+		name string
+		d    metav1.Duration
+	}{
+		{"installerPendingTimeout", p.InstallerPendingTimeout}, {"operandReadyTimeout", p.OperandReadyTimeout},
+		{"minReadyDuration", p.MinReadyDuration}, {"holdDegradedAfter", p.HoldDegradedAfter},
+	} {
+		if d.d.Duration < 0 {
+			problems = append(problems, fmt.Sprintf("%s %v is negative", d.name, d.d.Duration))
+		}
 	}
-	return p.InstallerBackoff.Validate()
+	problems = append(problems, input.Problems(p.InstallerBackoff.Validate(), "installerBackoff: ")...)
+	return input.Invalid("rollout", "policy", problems...)
 }
 
-// Unavailable returns the effective MaxUnavailable: at least 1.
-func (p Policy) Unavailable() int { return max(int(p.MaxUnavailable), 1) }
+// defaultInstallerBackoff is library-go's installer backoff, documented on
+// Policy.InstallerBackoff.
+var defaultInstallerBackoff = converge.Backoff{
+	Initial:       metav1.Duration{Duration: 15 * time.Second},
+	Max:           metav1.Duration{Duration: 10 * time.Minute},
+	FactorPercent: 150,
+}
+
+// backoff returns the installer backoff with its unset fields defaulted: the
+// one place the defaults apply.
+func (p Policy) backoff() converge.Backoff {
+	return p.InstallerBackoff.WithDefaults(defaultInstallerBackoff)
+}
+
+// retryAt is the earliest time a node may retry the revision it failed (its
+// target, or with no target a revision it has not reached): its RetryTime,
+// or, for a status written without one, the last failed time plus the
+// backoff without jitter. It is the zero time when the node has no failure
+// in its way (see NodeStatus.Failing).
+func (p Policy) retryAt(n NodeStatus) time.Time {
+	switch {
+	case !n.Failing():
+		return time.Time{}
+	case n.RetryTime != nil:
+		return n.RetryTime.Time
+	case n.LastFailedTime != nil:
+		return n.LastFailedTime.Add(p.backoff().Delay(n.LastFailedCount, 0))
+	}
+	return time.Time{}
+}
+
+// longestBackoff is the longest wait the backoff gives after failures.
+func (p Policy) longestBackoff(failures int32) time.Duration { return p.backoff().Delay(failures, 1) }
+
+// maxUnavailable returns the effective MaxUnavailable: at least 1.
+func (p Policy) maxUnavailable() int { return max(int(p.MaxUnavailable), 1) }
 
 // holdDegradedAfter returns the effective HoldDegradedAfter.
 func (p Policy) holdDegradedAfter() time.Duration {
 	if p.HoldDegradedAfter.Duration == 0 {
-		return DefaultHoldDegradedAfter
+		return defaultHoldDegradedAfter
 	}
 	return p.HoldDegradedAfter.Duration
 }
 
-// RetriesExhausted reports whether a node's failure is still in its way (see
+// retriesExhausted reports whether a node's failure is still in its way (see
 // NodeStatus.Failing) and it failed that revision more often than
 // MaxInstallerRetries allows.
-func (p Policy) RetriesExhausted(n NodeStatus) bool {
+func (p Policy) retriesExhausted(n NodeStatus) bool {
 	return p.MaxInstallerRetries > 0 && n.Failing() && n.LastFailedCount > p.MaxInstallerRetries
 }

@@ -5,7 +5,7 @@ package rollout
 //
 // For the first node of a pass (prev == nil) it is the latest revision,
 // unless the node already runs it (or something newer). That includes a
-// latest revision the node failed: PlanRollout starts such a retry only once
+// latest revision the node failed: Decide starts such a retry only once
 // the installer backoff has passed and while MaxInstallerRetries allows it.
 // For the next nodes it follows the previous node's current revision when
 // that is ahead, unless this node already failed that revision; nothing while

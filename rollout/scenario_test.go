@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/rollout"
@@ -23,7 +24,7 @@ type sim struct {
 	clk     *clocktesting.FakeClock
 	cluster *fake.RolloutCluster
 	store   *fake.RolloutStatusStore
-	events  []rollout.Event
+	events  []converge.Event
 	policy  rollout.Policy
 	// maxUnavailable is the most reachable nodes seen in transition or not ready after any sync.
 	maxUnavailable int

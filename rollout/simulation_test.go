@@ -2,6 +2,7 @@ package rollout_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,7 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/rollout"
@@ -93,7 +96,7 @@ type simRun struct {
 	ctrl    *rollout.Controller
 	verbose bool // keep a step log (a failing seed is replayed with it)
 	log     []string
-	events  []rollout.Event
+	events  []converge.Event
 	written int              // store writes already checked
 	prev    rollout.Status   // the status persisted before the current step
 	maxCur  map[string]int32 // highest current revision seen per node
@@ -138,10 +141,11 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 		r.policy.MinReadyDuration = metav1.Duration{Duration: 10 * time.Second}
 	}
 	if rng.IntN(3) == 0 {
-		r.policy.InstallerBackoff.JitterPercent = 50
+		r.policy.InstallerBackoff.JitterPercent = ptr.To[int32](50)
 	}
 	r.prev = store.Current()
-	r.logf("nodes %v, policy %+v", names, r.policy)
+	policy, _ := json.Marshal(r.policy)
+	r.logf("nodes %v, policy %s", names, policy)
 	return r, r.restart()
 }
 
@@ -270,7 +274,7 @@ func (r *simRun) step(ctx context.Context) error {
 		if err := r.restart(); err != nil {
 			return err
 		}
-	case rollout.IsConflict(err), strings.Contains(err.Error(), "create refused"):
+	case converge.IsConflict(err), strings.Contains(err.Error(), "create refused"):
 		r.logf("sync error: %v", err)
 		r.host.SetError(fake.RolloutEnsureInstaller, nil)
 	default:
@@ -315,7 +319,7 @@ func (r *simRun) check(before rollout.Status, created []rollout.Installer) error
 	}
 
 	// The engine never takes a ready node down past MaxUnavailable.
-	budget := r.policy.Unavailable()
+	budget := max(int(r.policy.MaxUnavailable), 1)
 	startedReady := false
 	for _, n := range after.NodeStatuses {
 		old, ok := before.Node(n.NodeName)

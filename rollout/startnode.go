@@ -3,10 +3,12 @@ package rollout
 import (
 	"fmt"
 	"math"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // errNoNodes is returned by StartNode for an empty node list.
-var errNoNodes = fmt.Errorf("%w: no nodes", ErrInvalid)
+var errNoNodes = input.Invalidf("rollout", "input", "StartNode needs nodes")
 
 // StartNode picks the node a pass starts with — the node in the worst state —
 // and says why. Only reachable nodes are candidates; the first rule that
@@ -21,7 +23,7 @@ var errNoNodes = fmt.Errorf("%w: no nodes", ErrInvalid)
 //
 // When every node is unreachable it returns index 0. The pass then walks the
 // other nodes in ring order from the returned index. An empty list is an
-// error wrapping ErrInvalid. It is linear in the number of nodes.
+// error matching converge.ErrInvalid. It is linear in the number of nodes.
 func StartNode(nodes []NodeStatus, obs Observation) (int, string, error) {
 	if len(nodes) == 0 {
 		return 0, "", errNoNodes

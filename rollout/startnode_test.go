@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/converge-dev/converge"
 )
 
 func TestStartNode(t *testing.T) {
@@ -99,6 +101,6 @@ func TestStartNode(t *testing.T) {
 
 func TestStartNodeEmpty(t *testing.T) {
 	_, _, err := StartNode(nil, nil)
-	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorIs(t, err, converge.ErrInvalid)
 	assert.Contains(t, err.Error(), "rollout: ")
 }

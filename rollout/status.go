@@ -6,6 +6,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // NodeStatus is the persisted rollout state of one node.
@@ -140,17 +142,17 @@ func (s Status) Converged() bool {
 	return true
 }
 
-// Validate reports bad input wrapped in ErrInvalid: a nil status, an empty
+// Validate reports bad input as an error matching converge.ErrInvalid: a nil status, an empty
 // or duplicate node name, a negative revision or count, a target below the
 // node's current revision, an unknown failure reason or a bad installer to
 // delete. It is linear in the number of nodes and allocates nothing when
 // the nodes are sorted by name (as the engine writes them).
 func (s *Status) Validate() error {
 	if s == nil {
-		return invalidf("nil status")
+		return input.Invalidf("rollout", "status", "nil status")
 	}
 	if s.LatestAvailableRevision < 0 {
-		return invalidf("latest available revision %d is negative", s.LatestAvailableRevision)
+		return input.Invalidf("rollout", "status", "latest available revision %d is negative", s.LatestAvailableRevision)
 	}
 	nodes := s.NodeStatuses
 	if !sortedByName(nodes) {
@@ -159,10 +161,10 @@ func (s *Status) Validate() error {
 	for i := range nodes {
 		n := &nodes[i]
 		if n.NodeName == "" {
-			return invalidf("node status with an empty name")
+			return input.Invalidf("rollout", "status", "node status with an empty name")
 		}
 		if i > 0 && nodes[i-1].NodeName == n.NodeName {
-			return invalidf("duplicate node %q", n.NodeName)
+			return input.Invalidf("rollout", "status", "duplicate node %q", n.NodeName)
 		}
 		if err := n.validate(); err != nil {
 			return err
@@ -170,7 +172,7 @@ func (s *Status) Validate() error {
 	}
 	for _, inst := range s.InstallersToDelete {
 		if inst.Name == "" || inst.Node == "" || inst.Revision < 0 {
-			return invalidf("installer to delete %+v needs a name, a node and a revision that is not negative", inst)
+			return input.Invalidf("rollout", "status", "installer to delete %+v needs a name, a node and a revision that is not negative", inst)
 		}
 	}
 	return nil
@@ -178,14 +180,14 @@ func (s *Status) Validate() error {
 
 func (n NodeStatus) validate() error {
 	if n.CurrentRevision < 0 || n.TargetRevision < 0 || n.LastFailedRevision < 0 || n.LastFailedCount < 0 || n.RegressedRevision < 0 {
-		return invalidf("node %q has a negative revision or failure count", n.NodeName)
+		return input.Invalidf("rollout", "status", "node %q has a negative revision or failure count", n.NodeName)
 	}
 	if n.TargetRevision != 0 && n.TargetRevision < n.CurrentRevision {
-		return invalidf("node %q targets revision %d, below its current revision %d",
+		return input.Invalidf("rollout", "status", "node %q targets revision %d, below its current revision %d",
 			n.NodeName, n.TargetRevision, n.CurrentRevision)
 	}
 	if n.LastFailedReason != "" && !isFailureReason(n.LastFailedReason) {
-		return invalidf("node %q has unknown failure reason %q", n.NodeName, n.LastFailedReason)
+		return input.Invalidf("rollout", "status", "node %q has unknown failure reason %q", n.NodeName, n.LastFailedReason)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
 )
 
 func TestStatusDeepCopy(t *testing.T) {
@@ -76,8 +78,8 @@ func TestStatusValidate(t *testing.T) {
 				assert.NoError(t, err)
 				return
 			}
-			assert.ErrorIs(t, err, ErrInvalid)
-			assert.EqualError(t, err, "rollout: invalid input: "+tt.wantErr)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
+			assert.EqualError(t, err, "rollout: invalid status: "+tt.wantErr)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
@@ -46,7 +47,7 @@ func TestAddonObjectsFromObjectReadsATypedObject(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v2", written.Status.InstalledVersion)
 	_, err = objects.UpdateStatus(ctx, got, addon.Status{Phase: "Failed"})
-	assert.True(t, IsConflict(err), "a write over the version already written is a conflict: %v", err)
+	assert.True(t, converge.IsConflict(err), "a write over the version already written is a conflict: %v", err)
 }
 
 func TestNewAddonObjectsRejectsBadInput(t *testing.T) {

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/converge-dev/converge/internal/input"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/kube"
 )
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
 	"github.com/converge-dev/converge/kube"
@@ -62,7 +63,7 @@ func ExampleNewConfigMapStatusStore() {
 	rv, err = store.UpdateStatus(ctx, status{Revision: 2}, rv)
 	fmt.Println("created:", err == nil)
 	_, err = store.UpdateStatus(ctx, status{Revision: 3}, "stale")
-	fmt.Println("stale write is a conflict:", crconverge.IsConflict(err))
+	fmt.Println("stale write is a conflict:", converge.IsConflict(err))
 
 	cm := &corev1.ConfigMap{}
 	_ = c.Get(ctx, client.ObjectKey{Namespace: "ops", Name: "rollout-status"}, cm)

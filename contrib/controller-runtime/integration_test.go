@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
@@ -182,7 +183,7 @@ func TestLeaderElectedRunsUnderTheManagersLease(t *testing.T) {
 	running, stopped := make(chan struct{}), make(chan struct{})
 	require.NoError(t, mgr.Add(LeaderElected(func(ctx context.Context) error {
 		kube.RecordEvents(mgr.GetEventRecorder("crconverge-test"), regarding, "Apply",
-			[]kube.Event{{Type: "Normal", Reason: "PayloadApplied", Message: "applied 3 of 3 manifests"}})
+			[]converge.Event{{Type: "Normal", Reason: "PayloadApplied", Message: "applied 3 of 3 manifests"}})
 		close(running)
 		<-ctx.Done()
 		close(stopped)

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/converge-dev/converge/internal/input"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/kube"
 )
 

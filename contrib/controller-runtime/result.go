@@ -1,14 +1,11 @@
 package crconverge
 
 import (
-	"errors"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/converge-dev/converge"
-	"github.com/converge-dev/converge/addon"
-	"github.com/converge-dev/converge/rollout"
 )
 
 // ConflictRequeueAfter bounds how long Result waits before it reconciles again
@@ -24,7 +21,7 @@ const ConflictRequeueAfter = time.Second
 // Without an error, the object is reconciled again after requeueAfter (never,
 // when it is zero or less), unless a watch event comes first.
 //
-// A conflict (IsConflict) is not an error: the engine has already read the
+// A conflict (converge.IsConflict) is not an error: the engine has already read the
 // object again and decided again with the outcome it had, so nothing it did
 // is lost; what is left is a race with another writer that is still going on.
 // Result requeues after the shorter of requeueAfter and ConflictRequeueAfter,
@@ -40,7 +37,7 @@ func Result(requeueAfter time.Duration, err error) (reconcile.Result, error) {
 	switch {
 	case err == nil:
 		return reconcile.Result{RequeueAfter: max(requeueAfter, 0)}, nil
-	case IsConflict(err):
+	case converge.IsConflict(err):
 		after := ConflictRequeueAfter
 		if requeueAfter > 0 {
 			after = min(after, requeueAfter)
@@ -49,11 +46,4 @@ func Result(requeueAfter time.Duration, err error) (reconcile.Result, error) {
 	default:
 		return reconcile.Result{}, err
 	}
-}
-
-// IsConflict reports whether err is a status write that lost an optimistic
-// concurrency race: the API server's 409 (apierrors.IsConflict) or an error
-// wrapping converge.ErrConflict or an engine's ErrConflict.
-func IsConflict(err error) bool {
-	return converge.IsConflict(err) || errors.Is(err, rollout.ErrConflict) || errors.Is(err, addon.ErrConflict)
 }

@@ -12,8 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/converge-dev/converge"
-	"github.com/converge-dev/converge/addon"
-	"github.com/converge-dev/converge/rollout"
 )
 
 func TestResult(t *testing.T) {
@@ -32,9 +30,8 @@ func TestResult(t *testing.T) {
 		{name: "an error is returned alone, for the rate limiter", requeueAfter: time.Minute, err: boom, wantErr: boom},
 		{name: "the API server's 409 requeues soon without an error", err: conflict409, want: reconcile.Result{RequeueAfter: ConflictRequeueAfter}},
 		{name: "a wrapped 409 is a conflict too", err: fmt.Errorf("addon: writing status: %w", conflict409), want: reconcile.Result{RequeueAfter: ConflictRequeueAfter}},
-		{name: "rollout's ErrConflict", err: fmt.Errorf("writing: %w", rollout.ErrConflict), want: reconcile.Result{RequeueAfter: ConflictRequeueAfter}},
-		{name: "addon's ErrConflict", err: addon.ErrConflict, want: reconcile.Result{RequeueAfter: ConflictRequeueAfter}},
-		{name: "converge's ErrConflict, which payload's writers wrap", err: fmt.Errorf("payload: writing status: %w", converge.ErrConflict), want: reconcile.Result{RequeueAfter: ConflictRequeueAfter}},
+		{name: "a conflict marked with converge.Conflict", err: fmt.Errorf("rollout: writing: %w", converge.Conflict(boom)), want: reconcile.Result{RequeueAfter: ConflictRequeueAfter}},
+		{name: "converge.ErrConflict wrapped", err: fmt.Errorf("payload: writing status: %w", converge.ErrConflict), want: reconcile.Result{RequeueAfter: ConflictRequeueAfter}},
 		{name: "a conflict requeues no later than the engine asked", requeueAfter: 200 * time.Millisecond, err: conflict409, want: reconcile.Result{RequeueAfter: 200 * time.Millisecond}},
 		{name: "a conflict requeues no later than ConflictRequeueAfter", requeueAfter: time.Hour, err: conflict409, want: reconcile.Result{RequeueAfter: ConflictRequeueAfter}},
 		{name: "a terminal error stays terminal", err: reconcile.TerminalError(boom), wantErr: reconcile.TerminalError(boom)},

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/converge-dev/converge"
 	cvfake "github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
@@ -160,7 +161,7 @@ func TestObjectStatusStoreReturnsTheAPIServersConflict(t *testing.T) {
 
 			_, err = s.UpdateStatus(ctx, engineStatus{Revision: 1}, rv)
 			assert.True(t, apierrors.IsConflict(err), "a write at a stale version is the API server's 409: %v", err)
-			assert.True(t, IsConflict(err))
+			assert.True(t, converge.IsConflict(err))
 
 			_, rv, err = s.GetStatus(ctx)
 			require.NoError(t, err)

@@ -31,6 +31,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/internal/e2e/addonlifecycle"
@@ -128,7 +129,7 @@ func (r *reconciler) reconcile(ctx context.Context, obj *unstructured.Unstructur
 	}
 	current, err := r.store.Object(obj)
 	if err != nil {
-		return addon.Result{}, fmt.Errorf("%w: %w", addon.ErrInvalid, err)
+		return addon.Result{}, fmt.Errorf("%w: %w", converge.ErrInvalid, err)
 	}
 	res, err := r.machine.Reconcile(ctx, current)
 	kube.RecordLegacyEvents(r.recorder, obj, res.Events) // what was persisted, even beside an error

@@ -22,6 +22,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/internal/e2e/addonlifecycle"
 )
@@ -204,6 +205,6 @@ func TestReconcileRefusesAStatusItCannotRead(t *testing.T) {
 	obj.Object["status"] = map[string]any{"phase": int64(3)}
 
 	_, err := x.r.reconcile(context.Background(), obj)
-	require.ErrorIs(t, err, addon.ErrInvalid)
+	require.ErrorIs(t, err, converge.ErrInvalid)
 	assert.Empty(t, x.reasons())
 }

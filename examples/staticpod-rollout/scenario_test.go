@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/internal/e2e/staticpodrollout"
 	"github.com/converge-dev/converge/kube"
@@ -44,7 +45,7 @@ type scenarioRun struct {
 	// installers are the installers the engine ensured, in order.
 	installers []string
 	// events are the events the engine emitted, in order.
-	events []rollout.Event
+	events []converge.Event
 	// calls logs the engine's status calls: "get", "write" or "conflict".
 	calls []string
 	// interfered are the node transitions whose first write the other writer raced.
@@ -109,7 +110,7 @@ func (s *interferingStore) UpdateStatus(ctx context.Context, st rollout.Status, 
 	}
 	newRV, err := s.StatusStore.UpdateStatus(ctx, st, rv)
 	switch {
-	case rollout.IsConflict(err):
+	case converge.IsConflict(err):
 		s.run.log("conflict")
 		if apierrors.IsConflict(err) {
 			s.run.mu.Lock()
@@ -169,7 +170,7 @@ func runScenario(t *testing.T, client kubernetes.Interface, kubeconfig, ns strin
 				interfere: interfere, run: run, seen: map[string]bool{}}
 			c.Installers = recordingInstallers{InstallerClient: c.Installers, run: run}
 		},
-		Event: func(e rollout.Event) {
+		Event: func(e converge.Event) {
 			run.mu.Lock()
 			run.events = append(run.events, e)
 			run.mu.Unlock()
@@ -234,7 +235,7 @@ func testConflictsLoseNoTransition(t *testing.T, newClient func() kubernetes.Int
 
 // assertEventsOnce checks that the engine emitted no event twice and that
 // the Event objects in ns are exactly those events, each counted once.
-func assertEventsOnce(t *testing.T, client kubernetes.Interface, ns string, emitted []rollout.Event) {
+func assertEventsOnce(t *testing.T, client kubernetes.Interface, ns string, emitted []converge.Event) {
 	t.Helper()
 	want := map[string]int32{}
 	for _, e := range emitted {

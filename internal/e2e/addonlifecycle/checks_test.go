@@ -26,7 +26,9 @@ func TestCheckInstalledFindsWhatIsWrong(t *testing.T) {
 		Kube:    fake.NewClientset(),
 		Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{AddonResource: "AddonList"}, obj),
 	}
-	require.NoError(t, NewDriver(c.Kube).Install(ctx, addon.Request{Spec: addon.Spec{Name: "ns/mesh", Version: "v1"}, To: "v1", Host: obj}))
+	revision, err := NewDriver(c.Kube).Install(ctx, addon.Request{Spec: addon.Spec{Name: "ns/mesh", Version: "v1"}, To: "v1", Host: obj})
+	require.NoError(t, err)
+	assert.Empty(t, revision, "the objects keep no revisions")
 
 	assert.NoError(t, checkInstalled(ctx, c, "ns", []string{"mesh"}, "v1"))
 	assert.ErrorContains(t, checkInstalled(ctx, c, "ns", []string{"mesh"}, "v2"), `deployment mesh labelled "v1"`)
@@ -34,7 +36,7 @@ func TestCheckInstalledFindsWhatIsWrong(t *testing.T) {
 
 	other := newAddon("ns", "mesh", "v1")
 	other.SetUID(types.UID("uid-2"))
-	_, err := c.Dynamic.Resource(AddonResource).Namespace("ns").Update(ctx, other, metav1.UpdateOptions{})
+	_, err = c.Dynamic.Resource(AddonResource).Namespace("ns").Update(ctx, other, metav1.UpdateOptions{})
 	require.NoError(t, err)
 	assert.ErrorContains(t, checkInstalled(ctx, c, "ns", []string{"mesh"}, "v1"), "want its Addon uid-2", "owned by another object")
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/conditions"
 )
@@ -39,7 +40,7 @@ var clusterPolicy = addon.Policy{
 	CheckInterval:   metav1.Duration{Duration: time.Second},
 	CheckTimeout:    metav1.Duration{Duration: 2 * time.Minute},
 	RunningInterval: metav1.Duration{Duration: time.Minute},
-	Backoff:         addon.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}},
+	Backoff:         converge.Backoff{Initial: metav1.Duration{Duration: 2 * time.Second}},
 }
 
 // fleetLabel marks the Addon objects the -kubeconfig run creates.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 )
 
@@ -38,7 +39,7 @@ type controllerConfig struct {
 // takes one Addon at a time (the queue never hands the same key to two
 // workers) and reconciles a copy of the cached object. A conflict that
 // Reconcile returns requeues the key with backoff, and so does any other
-// failure but bad input (addon.ErrInvalid), which waits for a change;
+// failure but bad input (converge.ErrInvalid), which waits for a change;
 // RequeueAfter becomes AddAfter.
 type controller struct {
 	factory   dynamicinformer.DynamicSharedInformerFactory
@@ -114,11 +115,11 @@ func (c *controller) processNext(ctx context.Context) bool {
 		// Gone while reconciled from a stale copy: its finalizer went
 		// after the uninstall (or by hand); nothing is left to reconcile.
 		c.queue.Forget(key)
-	case errors.Is(err, addon.ErrConflict), apierrors.IsConflict(err):
+	case converge.IsConflict(err):
 		c.conflicts.Add(1)
 		log.V(2).Info("Conflict, requeued", "err", err)
 		c.queue.AddRateLimited(key)
-	case errors.Is(err, addon.ErrInvalid):
+	case errors.Is(err, converge.ErrInvalid):
 		c.failures.Add(1)
 		log.Error(err, "Invalid add-on; waiting for a change")
 		c.queue.Forget(key)

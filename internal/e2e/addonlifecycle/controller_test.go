@@ -15,6 +15,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 )
 
@@ -50,11 +51,11 @@ func TestProcessNextRequeuesByTheOutcome(t *testing.T) {
 		conflicts, failures int64
 	}{
 		{name: "done", res: addon.Result{}},
-		{name: "look again later", res: addon.Result{RequeueAfter: time.Minute}, after: time.Minute},
+		{name: "look again later", res: addon.Result{Result: converge.Result{RequeueAfter: time.Minute}}, after: time.Minute},
 		{name: "apiserver conflict", err: conflict, requeues: 1, after: 5 * time.Millisecond, conflicts: 1},
-		{name: "engine conflict", err: addon.ErrConflict, requeues: 1, after: 5 * time.Millisecond, conflicts: 1},
+		{name: "engine conflict", err: converge.ErrConflict, requeues: 1, after: 5 * time.Millisecond, conflicts: 1},
 		{name: "gone meanwhile", err: apierrors.NewNotFound(AddonResource.GroupResource(), "mesh")},
-		{name: "bad input waits for a change", err: addon.ErrInvalid, failures: 1},
+		{name: "bad input waits for a change", err: converge.ErrInvalid, failures: 1},
 		{name: "other failure", err: errors.New("apiserver down"), requeues: 1, after: 5 * time.Millisecond, failures: 1},
 	}
 	for _, tt := range tests {

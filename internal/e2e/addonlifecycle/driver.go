@@ -112,8 +112,13 @@ func image(version string) (string, error) {
 	return img, nil
 }
 
-// Install applies the add-on's objects at req.To.
-func (d *meshDriver) Install(ctx context.Context, req addon.Request) error {
+// Install applies the add-on's objects at req.To. The objects keep no
+// revisions of their own: the revision is "".
+func (d *meshDriver) Install(ctx context.Context, req addon.Request) (string, error) {
+	return "", d.install(ctx, req)
+}
+
+func (d *meshDriver) install(ctx context.Context, req addon.Request) error {
 	r, err := parseRef(req.Spec.Name)
 	if err != nil {
 		return err
@@ -197,7 +202,11 @@ func setVersion(dep *appsv1.Deployment, version, img string) {
 // Upgrade changes the Deployment's image and version labels, retrying when
 // another writer (the deployment controller writing its status) changed it
 // between the read and the write.
-func (d *meshDriver) Upgrade(ctx context.Context, req addon.Request) error {
+func (d *meshDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
+	return "", d.upgrade(ctx, req)
+}
+
+func (d *meshDriver) upgrade(ctx context.Context, req addon.Request) error {
 	from, to := req.From, req.To
 	r, err := parseRef(req.Spec.Name)
 	if err != nil {

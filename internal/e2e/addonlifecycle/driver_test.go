@@ -46,8 +46,8 @@ func TestDriverInstallsLabelledObjectsAndUninstallsThem(t *testing.T) {
 	client := fake.NewClientset()
 	d := &meshDriver{client: client, dbHost: "db"}
 	req := addon.Request{Spec: addon.Spec{Name: "ns/mesh", Version: "v1"}, To: "v1"}
-	require.NoError(t, d.Install(ctx, req))
-	require.NoError(t, d.Install(ctx, req), "installing again updates in place")
+	require.NoError(t, d.install(ctx, req))
+	require.NoError(t, d.install(ctx, req), "installing again updates in place")
 
 	want := map[string]string{managedByLabel: managedBy, instanceLabel: "mesh", namespaceLabel: "ns"}
 	crb, err := client.RbacV1().ClusterRoleBindings().Get(ctx, "ns:mesh", metav1.GetOptions{})
@@ -75,7 +75,7 @@ func TestDriverUpgradeRetriesAConflictingWrite(t *testing.T) {
 	client := fake.NewClientset()
 	d := &meshDriver{client: client, dbHost: "db"}
 	spec := addon.Spec{Name: "ns/mesh", Version: "v2"}
-	require.NoError(t, d.Install(ctx, addon.Request{Spec: addon.Spec{Name: "ns/mesh", Version: "v1"}, To: "v1"}))
+	require.NoError(t, d.install(ctx, addon.Request{Spec: addon.Spec{Name: "ns/mesh", Version: "v1"}, To: "v1"}))
 	conflicts := 2
 	client.PrependReactor("update", "deployments", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if conflicts == 0 {
@@ -85,7 +85,7 @@ func TestDriverUpgradeRetriesAConflictingWrite(t *testing.T) {
 		return true, nil, apierrors.NewConflict(appsv1.Resource("deployments"), "mesh", nil)
 	})
 
-	require.NoError(t, d.Upgrade(ctx, addon.Request{Spec: spec, From: "v1", To: "v2"}))
+	require.NoError(t, d.upgrade(ctx, addon.Request{Spec: spec, From: "v1", To: "v2"}))
 	assert.Zero(t, conflicts)
 	dep, err := client.AppsV1().Deployments("ns").Get(ctx, "mesh", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -93,5 +93,5 @@ func TestDriverUpgradeRetriesAConflictingWrite(t *testing.T) {
 	assert.Equal(t, "v2", dep.Labels[versionLabel])
 	assert.Equal(t, "v2", dep.Spec.Template.Labels[versionLabel])
 
-	assert.ErrorContains(t, d.Upgrade(ctx, addon.Request{Spec: spec, From: "v2", To: "v9"}), `no image for version "v9"`)
+	assert.ErrorContains(t, d.upgrade(ctx, addon.Request{Spec: spec, From: "v2", To: "v9"}), `no image for version "v9"`)
 }

@@ -31,6 +31,7 @@ import (
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/kube"
@@ -128,7 +129,7 @@ func (c Config) Selector() labels.Selector {
 // the engine returns. A nil *Hooks does nothing.
 type Hooks struct {
 	Wrap  func(*rollout.Config)
-	Event func(rollout.Event)
+	Event func(converge.Event)
 }
 
 // WrapConfig lets the test wrap the host interfaces of c.
@@ -278,7 +279,7 @@ func (c *Cluster) Publish(ctx context.Context, rev int32) error {
 // Report prints what a sync did (every event and sync up to detailedNodes
 // nodes, then a line every 10% of the nodes) and reports whether every
 // node runs rev.
-func (c *Cluster) Report(ctx context.Context, rev int32, res rollout.Result) (bool, error) {
+func (c *Cluster) Report(ctx context.Context, rev int32, res converge.Result) (bool, error) {
 	c.emitted.Add(int64(len(res.Events)))
 	for _, ev := range res.Events {
 		if c.detailed() {

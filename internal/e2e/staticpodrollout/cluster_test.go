@@ -15,6 +15,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/converge-dev/converge"
 	conformance "github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/rollout"
@@ -188,7 +189,7 @@ func TestConfigMapStatusUpdate(t *testing.T) {
 			got, gotRV, getErr := s.GetStatus(ctx)
 			require.NoError(t, getErr)
 			if tt.wantConflict {
-				require.True(t, rollout.IsConflict(err), "%v", err)
+				require.True(t, converge.IsConflict(err), "%v", err)
 				assert.True(t, apierrors.IsConflict(err), "the API's 409 stays reachable")
 				assert.Equal(t, initial, got, "a conflicting write changes nothing")
 			} else {

@@ -113,14 +113,15 @@ var _ addon.Driver = ConfigMapDriver{}
 
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
 
-// Install creates the ConfigMap with req.To.
-func (d ConfigMapDriver) Install(ctx context.Context, req addon.Request) error {
-	return d.apply(ctx, req)
+// Install creates the ConfigMap with req.To. A ConfigMap has no revisions
+// of its own: the revision is "".
+func (d ConfigMapDriver) Install(ctx context.Context, req addon.Request) (string, error) {
+	return "", d.apply(ctx, req)
 }
 
 // Upgrade writes req.To into the ConfigMap.
-func (d ConfigMapDriver) Upgrade(ctx context.Context, req addon.Request) error {
-	return d.apply(ctx, req)
+func (d ConfigMapDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
+	return "", d.apply(ctx, req)
 }
 
 // Uninstall deletes the ConfigMap.

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 )
@@ -93,7 +94,7 @@ func TestAddonReconciler(t *testing.T) {
 			r, _ := newAddonReconciler(t, mesh("v1", addon.Policy{MaxRetries: ptr.To[int32](-2)}))
 			_, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "mesh"}})
 			assert.ErrorIs(t, err, reconcile.TerminalError(nil))
-			assert.ErrorIs(t, err, addon.ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 		}},
 		{name: "a missing Addon is nothing to do", run: func(t *testing.T) {
 			r, _ := newAddonReconciler(t)
