@@ -3,6 +3,7 @@ module github.com/converge-dev/converge
 go 1.26.0
 
 require (
+	github.com/fluxcd/cli-utils v1.2.2
 	github.com/go-logr/logr v1.4.3
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

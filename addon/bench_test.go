@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/converge-dev/converge/addon"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// benchInputs are the paths the cost targets name: a look at a
-// Running add-on (≤ 1 µs, ≤ 2 allocations) and the failed-upgrade path
-// (≤ 5 µs).
-func benchInputs(b *testing.B) map[string]addon.Input {
+// benchInputs are the paths the cost targets name: a look at a Running
+// add-on, Decide's fastest path (≤ 1 µs, no allocation), and the
+// failed-upgrade path (≤ 5 µs).
+func benchInputs(b testing.TB) map[string]addon.Input {
 	b.Helper()
 	running := func() addon.Status {
 		d, err := addon.Decide(addon.Input{Spec: meshSpec, Now: tNow, Status: st(addon.PhaseRunning, addon.ActionCheckHealth), Observation: health(addon.HealthHealthy, nil)})
@@ -31,6 +33,16 @@ func benchInputs(b *testing.B) map[string]addon.Input {
 		"outcome/running-healthy": {Spec: meshSpec, Now: tNow.Add(defaultRunningInterval), Status: running, Observation: health(addon.HealthHealthy, nil)},
 		"outcome/upgrade-failed":  {Spec: v2, Now: tNow.Add(time.Second), Status: upgrading, Observation: ran(upgrading, errBoom)},
 	}
+}
+
+// TestDecideFastPathAllocatesNothing: a look at a Running add-on whose next
+// health check is not due allocates nothing.
+func TestDecideFastPathAllocatesNothing(t *testing.T) {
+	in := benchInputs(t)["look/running-not-due"]
+	d, err := addon.Decide(in)
+	require.NoError(t, err)
+	require.Equal(t, addon.ActionNone, d.Action)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = addon.Decide(in) }))
 }
 
 func BenchmarkDecide(b *testing.B) {

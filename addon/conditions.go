@@ -61,7 +61,14 @@ func (d *decider) setConditions() error {
 			degraded, degradedReason, degradedMsg = metav1.ConditionTrue, ReasonHealthUnknown, unknown
 		default:
 			d.setCond(conditions.TypeReady, metav1.ConditionTrue, string(PhaseRunning), msg)
-			if st.FailedVersion != "" {
+			switch {
+			case st.ReapplyTime != nil:
+				degraded, degradedReason = metav1.ConditionTrue, string(TriggerReapplyFailed)
+				degradedMsg = "re-apply of " + st.InstalledVersion + " failed; running " + st.InstalledVersion + ", re-applying it at " + stamp(st.ReapplyTime.Time)
+			case st.FailedVersion != "" && st.FailedVersion == st.InstalledVersion:
+				degraded, degradedReason = metav1.ConditionTrue, string(TriggerReapplyFailed)
+				degradedMsg = "re-apply of " + st.InstalledVersion + " failed, retries exhausted; running " + st.InstalledVersion
+			case st.FailedVersion != "":
 				degraded, degradedReason = metav1.ConditionTrue, ReasonVersionFailed
 				degradedMsg = "version " + st.FailedVersion + " failed; running " + st.InstalledVersion
 			}

@@ -96,6 +96,7 @@ func Decide(in Input) (Decision, error) {
 	if d.st.Phase == "" {
 		d.start()
 	}
+	d.staleSpec = in.Spec.Generation < max(d.st.SeenGeneration, d.st.ObservedGeneration)
 	if in.Observation.Action == ActionNone {
 		d.look()
 	} else {
@@ -162,8 +163,9 @@ type decider struct {
 	condsOwned bool
 	// waitUntil is the expiry of a claim another attempt holds.
 	waitUntil *metav1.Time
-	// stale is true when the spec's generation is behind the status.
-	stale bool
+	// staleSpec is true when the spec's generation is below one already
+	// seen; stale when a look ignored it for that.
+	staleSpec, stale bool
 	// requested is true while a reset request (not a new generation)
 	// fires a version change: it keeps the backoff of the failures before.
 	requested bool
@@ -180,7 +182,7 @@ func (d *decider) start() {
 	st.PendingAction = ActionInstall
 	st.LastTransitionTime = d.now
 	st.Deadline = d.at(d.rules.timeout(PhaseInitializing))
-	st.ObservedGeneration = d.in.Spec.Generation
+	st.ObservedGeneration, st.SeenGeneration = d.in.Spec.Generation, d.in.Spec.Generation
 	st.LastResetToken, st.LastForceToken = d.in.Spec.ResetToken, d.in.Spec.ForceToken
 	st.Reason = "Created"
 	st.Message = "installing " + d.in.Spec.Version
@@ -197,18 +199,22 @@ func (d *decider) event(typ, reason, msg string) {
 	d.events = append(d.events, converge.Event{Type: typ, Reason: reason, Message: conditions.TruncateMessage(msg, maxMessage)})
 }
 
-// look handles a fresh reconcile: claims, the spec, then the pending action.
+// look handles a fresh reconcile: the spec's generation, the stored waits,
+// claims, the spec's triggers, then the pending action.
 func (d *decider) look() {
 	st := &d.st
 	spec := &d.in.Spec
 	if st.Phase == PhaseDeleted {
 		return
 	}
-	if spec.Generation < st.ObservedGeneration {
+	if d.staleSpec {
 		d.stale = true
-		d.event(converge.EventTypeWarning, "StaleGeneration", fmt.Sprintf("ignored spec generation %d: generation %d is already observed", spec.Generation, st.ObservedGeneration))
+		d.event(converge.EventTypeWarning, "StaleGeneration", fmt.Sprintf("ignored spec generation %d: generation %d was already seen",
+			spec.Generation, max(st.SeenGeneration, st.ObservedGeneration)))
 		return
 	}
+	st.SeenGeneration = spec.Generation
+	d.boundWaits()
 	if c := st.InFlight; c != nil {
 		if d.in.Now.Before(c.Expires.Time) {
 			d.waitUntil = &c.Expires
@@ -259,7 +265,10 @@ func (d *decider) look() {
 			fired = d.fire(TriggerForceRequested, d.requestMessage(TriggerForceRequested))
 		}
 		if !fired && reset {
-			d.fire(TriggerResetRequested, d.requestMessage(TriggerResetRequested))
+			fired = d.fire(TriggerResetRequested, d.requestMessage(TriggerResetRequested))
+		}
+		if !fired && st.ReapplyTime != nil && !d.in.Now.Before(st.ReapplyTime.Time) {
+			d.fire(TriggerReapplyDue, "re-applying "+st.InstalledVersion+" after its re-apply failed")
 		}
 	}
 	st.LastResetToken, st.LastForceToken = spec.ResetToken, spec.ForceToken
@@ -320,16 +329,25 @@ func (d *decider) target(a Action) string {
 	return ""
 }
 
-// resume ends a suspension: the deadline moves on by the time suspended.
+// resume ends a suspension: the deadline moves on by the time suspended,
+// never further than the phase's timeout from now.
 func (d *decider) resume() {
 	st := &d.st
 	if st.SuspendedTime == nil {
 		return
 	}
 	suspended := d.now.Sub(st.SuspendedTime.Time)
-	if st.Deadline != nil && suspended > 0 {
-		moved := metav1.NewTime(st.Deadline.Add(suspended))
-		st.Deadline = &moved
+	if st.Deadline != nil {
+		moved := st.Deadline.Time
+		if suspended > 0 {
+			moved = moved.Add(suspended)
+		}
+		if latest := d.now.Add(d.rules.timeout(st.Phase)); moved.After(latest) {
+			moved = latest
+		}
+		if !moved.Equal(st.Deadline.Time) {
+			st.Deadline = &metav1.Time{Time: moved}
+		}
 	}
 	st.SuspendedTime = nil
 	st.Reason, st.Message = "Resumed", fmt.Sprintf("resumed in %s after %s", st.Phase, suspended)
@@ -370,14 +388,18 @@ func (d *decider) pastDeadline() bool {
 
 // expire fires DeadlinePassed on a look past the phase deadline: the
 // pending action did not succeed in time. An install or upgrade becomes the
-// failed action, for remediation, and its version the failed one. No counter
-// moves: a failed attempt was counted when its outcome was recorded.
+// failed action, for remediation, and its version the failed one; a
+// re-apply of the version last seen healthy fires ReapplyFailed instead. No
+// counter moves: a failed attempt was counted when its outcome was recorded.
 func (d *decider) expire() {
+	a := d.st.PendingAction
+	msg := fmt.Sprintf("%s: not done within %s in %s", d.describe(a, d.st.InstalledVersion, d.target(a)), d.rules.timeout(d.st.Phase), d.st.Phase)
+	if d.reapplies(a, d.st.InstalledVersion, d.target(a)) && d.reapplyFailed(msg) {
+		return
+	}
 	if _, ok := d.table.Next(d.st.Phase, TriggerDeadlinePassed); !ok {
 		return
 	}
-	a := d.st.PendingAction
-	msg := fmt.Sprintf("%s: not done within %s in %s", d.describe(a, d.st.InstalledVersion, d.target(a)), d.rules.timeout(d.st.Phase), d.st.Phase)
 	if a == ActionInstall || a == ActionUpgrade {
 		d.st.LastFailedAction, d.st.FailedVersion = a, d.in.Spec.Version
 	}
@@ -388,10 +410,14 @@ func (d *decider) due() bool {
 	return d.st.NextAttemptTime == nil || !d.in.Now.Before(d.st.NextAttemptTime.Time)
 }
 
-// record handles the outcome of the action just run.
+// record handles what the Driver returned for the action just run.
 func (d *decider) record() {
 	obs := &d.in.Observation
 	st := &d.st
+	if !d.staleSpec && st.Phase != PhaseDeleted {
+		st.SeenGeneration = d.in.Spec.Generation
+	}
+	d.boundWaits()
 	if obs.Action == ActionCheckHealth {
 		if st.PendingAction == ActionCheckHealth && st.InFlight == nil && st.Phase != PhaseDeleted {
 			d.recordHealth()
@@ -429,9 +455,14 @@ func (d *decider) outcome(c *Claim, err error, o Outcome, revision string) {
 		if o == OutcomeLost {
 			msg = what + " lost: " + err.Error()
 		}
+		reapply := d.reapplies(c.Action, c.From, c.To)
 		switch c.Action {
 		case ActionInstall, ActionUpgrade:
-			d.setCond(TypeReleased, metav1.ConditionFalse, string(failureTrigger(c.Action)), msg)
+			reason := string(failureTrigger(c.Action))
+			if reapply {
+				reason = string(TriggerReapplyFailed)
+			}
+			d.setCond(TypeReleased, metav1.ConditionFalse, reason, msg)
 		case ActionRollback:
 			d.setCond(TypeRemediated, metav1.ConditionFalse, string(TriggerRollbackFailed), msg)
 		case ActionUninstall:
@@ -439,7 +470,7 @@ func (d *decider) outcome(c *Claim, err error, o Outcome, revision string) {
 				d.setCond(TypeRemediated, metav1.ConditionFalse, string(TriggerUninstallFailed), msg)
 			}
 		}
-		d.fail(c.Action, c.To, msg)
+		d.fail(c.Action, c.To, reapply, msg)
 		return
 	}
 	msg := what + " succeeded"
@@ -533,12 +564,18 @@ func (d *decider) recordHealth() {
 		if d.fire(TriggerHealthy, st.InstalledVersion+" is healthy") {
 			return
 		}
+		if st.Phase == PhaseRunning {
+			// A table may enter Running without a Healthy row: the
+			// version serves, so it is the last good one.
+			st.LastGoodVersion, st.LastGoodRevision = st.InstalledVersion, st.InstalledRevision
+		}
 		if was != HealthHealthy && st.Phase == PhaseRunning {
 			st.Reason, st.Message = string(TriggerHealthy), st.InstalledVersion+" is healthy"
 			d.event(converge.EventTypeNormal, string(TriggerHealthy), st.Message)
 		}
 	case st.Phase == PhaseChecking && d.pastDeadline():
-		d.fail(st.Verifying, st.InstalledVersion, fmt.Sprintf("%s: not healthy within %s (health %s)", d.describeVerifying(), d.rules.checkTimeout, h))
+		d.fail(st.Verifying, st.InstalledVersion, d.reapplies(st.Verifying, st.InstalledVersion, st.InstalledVersion),
+			fmt.Sprintf("%s: not healthy within %s (health %s)", d.describeVerifying(), d.rules.checkTimeout, h))
 		return
 	case h == HealthUnhealthy && was != HealthUnhealthy:
 		if d.fire(TriggerUnhealthy, st.InstalledVersion+" is unhealthy") {
@@ -561,7 +598,8 @@ func (d *decider) recordHealth() {
 }
 
 // drift handles what a DriftDetector reported in Running; true when it
-// moved the phase.
+// moved the phase. A correction is a re-apply: none starts while a failed
+// one waits out its backoff or once its retries ran out.
 func (d *decider) drift() bool {
 	obs := &d.in.Observation
 	if !obs.Drifted {
@@ -571,7 +609,7 @@ func (d *decider) drift() bool {
 		return false
 	}
 	msg := "drift from " + d.st.InstalledVersion + ": " + d.redact(obs.DriftDetail)
-	if d.rules.drift == DriftCorrect {
+	if d.rules.drift == DriftCorrect && d.st.ReapplyTime == nil && d.st.FailedVersion != d.st.InstalledVersion {
 		d.setCond(TypeDrifted, metav1.ConditionTrue, string(TriggerDriftDetected), msg)
 		return d.fire(TriggerDriftDetected, msg+"; correcting")
 	}
@@ -601,7 +639,7 @@ func (d *decider) recordTest(err error) {
 		}
 		return
 	}
-	d.fail(st.Verifying, st.InstalledVersion, msg)
+	d.fail(st.Verifying, st.InstalledVersion, d.reapplies(st.Verifying, st.InstalledVersion, st.InstalledVersion), msg)
 }
 
 func (d *decider) describeVerifying() string {
@@ -617,9 +655,17 @@ func (d *decider) describeVerifying() string {
 	return "recovery of " + v
 }
 
-// fail counts a failure of action a, applying version, and fires the
-// trigger it means.
-func (d *decider) fail(a Action, version, msg string) {
+// reapplies reports whether action a, from the installed version from to
+// version to, re-applies the version last seen healthy: a failure of it is
+// TriggerReapplyFailed, never remediated.
+func (d *decider) reapplies(a Action, from, to string) bool {
+	return a == ActionUpgrade && to != "" && from == to && to == d.st.LastGoodVersion
+}
+
+// fail counts a failure of action a, applying version (reapply: the
+// installed version, last seen healthy, again), and fires the trigger it
+// means.
+func (d *decider) fail(a Action, version string, reapply bool, msg string) {
 	st := &d.st
 	t := failureTrigger(a)
 	st.Failures = satInc(st.Failures)
@@ -632,7 +678,18 @@ func (d *decider) fail(a Action, version, msg string) {
 		}
 	case ActionUpgrade:
 		st.UpgradeFailures = satInc(st.UpgradeFailures)
-		st.LastFailedAction, st.FailedVersion = ActionUpgrade, version
+		st.LastFailedAction = ActionUpgrade
+		if reapply {
+			if d.rules.exhausted(st.UpgradeFailures) {
+				st.FailedVersion = version
+				msg = fmt.Sprintf("%s; retried %d times", msg, d.rules.maxRetries)
+			}
+			if !d.reapplyFailed(msg) {
+				d.stay(a, msg)
+			}
+			return
+		}
+		st.FailedVersion = version
 		if d.rules.exhausted(st.UpgradeFailures) {
 			t = TriggerRetriesExhausted
 		}
@@ -654,6 +711,26 @@ func (d *decider) fail(a Action, version, msg string) {
 		a = ActionNone
 	}
 	d.stay(a, msg)
+}
+
+// reapplyFailed fires TriggerReapplyFailed: the installed version still
+// runs, so it is watched while the re-apply waits out its backoff in the
+// phase the row enters (Status.ReapplyTime), unless its retries ran out
+// (FailedVersion). False when the phase has no row for it.
+func (d *decider) reapplyFailed(msg string) bool {
+	st := &d.st
+	if st.FailedVersion != st.InstalledVersion {
+		msg += "; " + st.InstalledVersion + " still runs"
+	} else {
+		msg += "; " + st.InstalledVersion + " still runs and is not re-applied until the spec changes or a force request arrives"
+	}
+	if !d.fire(TriggerReapplyFailed, msg) {
+		return false
+	}
+	if _, ok := d.table.Next(st.Phase, TriggerReapplyDue); ok && st.FailedVersion != st.InstalledVersion {
+		st.ReapplyTime = d.at(d.rules.backoff.Delay(st.Failures, d.in.Jitter))
+	}
+	return true
 }
 
 func satInc(n int32) int32 {
@@ -733,6 +810,9 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	if to == PhaseChecking {
 		st.Verifying = verifies(t)
 	}
+	if to != PhaseRunning || t == TriggerReapplyDue {
+		st.ReapplyTime = nil
+	}
 	st.Phase = to
 	if from != to || restartsPhase(t) {
 		st.LastTransitionTime = d.now
@@ -792,7 +872,7 @@ func restartsPhase(t Trigger) bool {
 func isWarning(t Trigger) bool {
 	switch t {
 	case TriggerInstallFailed, TriggerUnhealthy, TriggerDeadlinePassed, TriggerUpgradeFailed, TriggerRollbackFailed,
-		TriggerUninstallFailed, TriggerRetriesExhausted, TriggerDriftDetected:
+		TriggerUninstallFailed, TriggerRetriesExhausted, TriggerDriftDetected, TriggerReapplyFailed:
 		return true
 	}
 	return false
@@ -802,18 +882,20 @@ func isWarning(t Trigger) bool {
 // stays), becomes due: a retry of a failed action after its backoff, a
 // request after the backoff of the failures before it but one, a health
 // check after a health check at the phase's poll interval, anything else at
-// once; never past the phase deadline.
+// once (a re-apply whose backoff is over too); never past the phase
+// deadline or a re-apply owed.
 func (d *decider) schedule(a Action, t Trigger) *metav1.Time {
 	st := &d.st
 	var wait time.Duration
 	switch {
-	case a == ActionNone || a == ActionTest:
+	case a == ActionNone || a == ActionTest || t == TriggerReapplyDue:
 		return nil
 	case (t == TriggerResetRequested || t == TriggerForceRequested || d.requested) && a.mutates():
 		if st.Failures <= 1 || st.LastAttemptTime == nil {
 			return nil
 		}
-		wait = st.LastAttemptTime.Add(d.rules.backoff.Delay(st.Failures-1, d.in.Jitter)).Sub(d.now.Time)
+		backoff := d.rules.backoff.Delay(st.Failures-1, d.in.Jitter)
+		wait = min(st.LastAttemptTime.Add(backoff).Sub(d.now.Time), backoff)
 	case a == ActionInstall && st.InstallFailures > 0, a == ActionUpgrade && st.UpgradeFailures > 0,
 		a == ActionUninstall && st.UninstallFailures > 0:
 		wait = d.rules.backoff.Delay(st.Failures, d.in.Jitter)
@@ -825,9 +907,9 @@ func (d *decider) schedule(a Action, t Trigger) *metav1.Time {
 	default:
 		return nil
 	}
-	if st.Deadline != nil {
-		if left := st.Deadline.Sub(d.now.Time); left < wait {
-			wait = left
+	for _, until := range [...]*metav1.Time{st.Deadline, st.ReapplyTime} {
+		if until != nil {
+			wait = min(wait, until.Sub(d.now.Time))
 		}
 	}
 	if wait <= 0 {

@@ -234,11 +234,12 @@ func TestRuleReapplyIsNeverAFreshInstall(t *testing.T) {
 		{name: "a failed upgrade to a new version rolls back to the last good version",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2")), spec: gen(2, "v2"), obs: outcome(errBoom),
 			want: want{phase: addon.PhaseRemediating, pending: addon.ActionRollback, after: addon.RequeueNow, reason: "UpgradeFailed"}},
-		{name: "a failed re-apply of the installed version stops, Stalled: rolling back to it would repeat it",
-			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v1")), spec: gen(2, "v1"), obs: outcome(errBoom),
+		{name: "a failed upgrade back to the last good version stops, Stalled: rolling back to it would repeat it",
+			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, func(s *addon.Status) { s.InstalledVersion = "v2" }, claimed(addon.ActionUpgrade, "v2", "v1")),
+			spec:   gen(2, "v1"), obs: outcome(errBoom),
 			want: want{phase: addon.PhaseFailed, pending: addon.ActionNone, reason: addon.ReasonRollbackTargetUnusable,
 				check: func(t *testing.T, d addon.Decision) {
-					assert.Equal(t, "v1", d.Status.InstalledVersion, "nothing is uninstalled")
+					assert.Equal(t, "v2", d.Status.InstalledVersion, "nothing is uninstalled")
 					assert.Equal(t, addon.ReasonRollbackTargetUnusable, cond(t, d, conditions.TypeStalled).Reason)
 				}}},
 	})

@@ -5,9 +5,12 @@ package addon
 // DeadlinePassed row for when its deadline passes (Checking turns it into
 // the checked action's failure); every re-apply (a new version, a new spec,
 // a forced retry, a drift correction) is an upgrade once something is
-// installed (see Row), and its failure is remediated like a failed upgrade;
-// Failed is left on a spec change or a request; an unhealthy Running add-on
-// stays Running (Degraded), never removed; every phase but Deleting and
+// installed (see Row), and its failure is remediated like a failed upgrade,
+// unless it re-applied the version last seen healthy: that version still
+// runs, so the add-on goes back to Running, watched, and the re-apply is
+// retried after its backoff (ReapplyFailed, ReapplyDue); Failed is left on
+// a spec change or a request; an unhealthy Running add-on stays Running
+// (Degraded), never removed; every phase but Deleting and
 // Deleted goes to Deleting on a deletion request; and Deleting stops
 // uninstalling at its deadline until a reset or force is requested.
 var defaultRows = []Row{
@@ -15,6 +18,7 @@ var defaultRows = []Row{
 	{PhaseInitializing, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
 	{PhaseInitializing, TriggerUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseInitializing, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseInitializing, TriggerReapplyFailed, PhaseRunning, ActionCheckHealth},
 	{PhaseInitializing, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},
 	{PhaseInitializing, TriggerDeadlinePassed, PhaseReinitializing, ActionRemediate},
 	{PhaseInitializing, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
@@ -29,6 +33,7 @@ var defaultRows = []Row{
 	{PhaseReinitializing, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
 	{PhaseReinitializing, TriggerUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseReinitializing, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseReinitializing, TriggerReapplyFailed, PhaseRunning, ActionCheckHealth},
 	{PhaseReinitializing, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},
 	{PhaseReinitializing, TriggerDeadlinePassed, PhaseFailed, ActionRemediate},
 	{PhaseReinitializing, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
@@ -41,6 +46,7 @@ var defaultRows = []Row{
 	{PhaseChecking, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
 	{PhaseChecking, TriggerDeadlinePassed, PhaseReinitializing, ActionRemediate},
 	{PhaseChecking, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseChecking, TriggerReapplyFailed, PhaseRunning, ActionCheckHealth},
 	{PhaseChecking, TriggerRollbackFailed, PhaseFailed, ActionNone},
 	{PhaseChecking, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},
 	{PhaseChecking, TriggerVersionChanged, PhaseUpgrading, ActionUpgrade},
@@ -54,10 +60,12 @@ var defaultRows = []Row{
 	{PhaseRunning, TriggerSpecChanged, PhaseUpgrading, ActionUpgrade},
 	{PhaseRunning, TriggerForceRequested, PhaseUpgrading, ActionUpgrade},
 	{PhaseRunning, TriggerDriftDetected, PhaseUpgrading, ActionUpgrade},
+	{PhaseRunning, TriggerReapplyDue, PhaseUpgrading, ActionUpgrade},
 	{PhaseRunning, TriggerDeletionRequested, PhaseDeleting, ActionUninstall},
 
 	{PhaseUpgrading, TriggerUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseUpgrading, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseUpgrading, TriggerReapplyFailed, PhaseRunning, ActionCheckHealth},
 	{PhaseUpgrading, TriggerInstallSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseUpgrading, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
 	{PhaseUpgrading, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},
@@ -74,6 +82,7 @@ var defaultRows = []Row{
 	{PhaseRemediating, TriggerUninstallFailed, PhaseFailed, ActionNone},
 	{PhaseRemediating, TriggerUpgradeSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseRemediating, TriggerUpgradeFailed, PhaseRemediating, ActionRemediate},
+	{PhaseRemediating, TriggerReapplyFailed, PhaseRunning, ActionCheckHealth},
 	{PhaseRemediating, TriggerInstallSucceeded, PhaseChecking, ActionCheckHealth},
 	{PhaseRemediating, TriggerInstallFailed, PhaseReinitializing, ActionRemediate},
 	{PhaseRemediating, TriggerRetriesExhausted, PhaseFailed, ActionRemediate},

@@ -1,29 +1,66 @@
 package addon_test
 
 import (
+	"errors"
 	"flag"
+	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 )
 
-// exploreDepth bounds TestExploreDefaultTable: 5 (15,608 states) runs in
-// seconds under -race on two cores; deeper runs are for a workstation
-// (depth 8: 324,832 states, about a minute without -race).
-var exploreDepth = flag.Int("explore-depth", 5, "TestExploreDefaultTable: how many steps from a new add-on to explore")
+var (
+	// exploreDepth bounds TestExploreDefaultTable: 5, the depth that kills
+	// hack/mutants/addon, or 4 under -race, whose checks a search on one
+	// goroutine does not need; deeper runs are for a workstation (see
+	// docs/addon.md for the figures).
+	exploreDepth  = flag.Int("explore-depth", defaultExploreDepth(), "TestExploreDefaultTable: how many steps from a new add-on to explore")
+	exploreReplay = flag.String("explore-replay", "", "TestExploreDefaultTable: walk only this path (an ExploreError's Path)")
+)
+
+func defaultExploreDepth() int {
+	if raceDetector {
+		return 4
+	}
+	return 5
+}
+
+// explore runs addon.Explore, walking only -explore-replay when it is set,
+// and, when a rule breaks, fails with the command that walks the failing
+// path again.
+func explore(t *testing.T, opts addon.ExploreOptions) addon.ExploreReport {
+	t.Helper()
+	opts.Replay = *exploreReplay
+	start := time.Now()
+	report, err := addon.Explore(opts)
+	var ee *addon.ExploreError
+	if errors.As(err, &ee) {
+		var run []string
+		for _, name := range strings.Split(t.Name(), "/") {
+			run = append(run, "^"+regexp.QuoteMeta(name)+"$")
+		}
+		t.Fatalf("%v\nreplay: go test ./addon -run '%s' -args -explore-replay %s", err, strings.Join(run, "/"), ee.Path)
+	}
+	require.NoError(t, err)
+	t.Logf("explored %d states, %d transitions, depth %d, in %s", report.States, report.Transitions, report.Depth, time.Since(start).Round(time.Millisecond))
+	return report
+}
 
 // TestExploreDefaultTable checks every state of the default table reachable
 // within exploreDepth steps, and the rules of addon.Explore in each.
 func TestExploreDefaultTable(t *testing.T) {
-	start := time.Now()
-	report, err := addon.Explore(addon.ExploreOptions{Depth: *exploreDepth})
-	require.NoError(t, err)
-	t.Logf("explored %d states, %d transitions, depth %d, in %s", report.States, report.Transitions, report.Depth, time.Since(start).Round(time.Millisecond))
-	require.Equal(t, *exploreDepth, report.Depth)
+	report := explore(t, addon.ExploreOptions{Depth: *exploreDepth})
+	if *exploreReplay == "" {
+		require.Equal(t, *exploreDepth, report.Depth)
+	}
 }
 
 // TestExploreOtherPoliciesAndTables runs the same checks on the default
@@ -39,12 +76,31 @@ func TestExploreOtherPoliciesAndTables(t *testing.T) {
 		{"no retries, uninstall after a failed upgrade", nil, addon.Policy{MaxRetries: ptr.To[int32](0), UpgradeRemediation: addon.RemediationUninstall}},
 		{"no remediation, unlimited retries", nil, addon.Policy{MaxRetries: ptr.To[int32](-1), InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone}},
 		{"tests and drift correction, last failure kept", nil, addon.Policy{Test: addon.TestPolicy{Enable: true}, Drift: addon.DriftCorrect, RemediateLastFailure: ptr.To(false)}},
-		{"a table of one's own", minimalTable, addon.Policy{}},
+		{"a table of its own", minimalTable, addon.Policy{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			report, err := addon.Explore(addon.ExploreOptions{Table: tc.table, Policy: tc.policy, Depth: 4})
-			require.NoError(t, err)
-			t.Logf("%d states", report.States)
+			explore(t, addon.ExploreOptions{Table: tc.table, Policy: tc.policy, Depth: 4})
 		})
+	}
+}
+
+// TestExploreReplaysItsPath: the Path of an ExploreError walks to the same
+// break, and a path that is no path of the exploration is bad input. A
+// liveness bound too short to reach Running breaks on the first state that
+// needs more steps.
+func TestExploreReplaysItsPath(t *testing.T) {
+	_, err := addon.Explore(addon.ExploreOptions{Depth: 4, Converge: 3})
+	var first *addon.ExploreError
+	require.ErrorAs(t, err, &first)
+	require.NotEmpty(t, first.Path)
+	_, err = addon.Explore(addon.ExploreOptions{Depth: 4, Converge: 3, Replay: first.Path})
+	var again *addon.ExploreError
+	require.ErrorAs(t, err, &again)
+	assert.Equal(t, first, again)
+	assert.Equal(t, fmt.Sprintf("addon: explore: %s\n  after: %s\n  path: %s", first.Rule, strings.Join(first.Steps, " → "), first.Path), first.Error())
+
+	for _, bad := range []string{"x", "0.99999"} {
+		_, err := addon.Explore(addon.ExploreOptions{Depth: 2, Replay: bad})
+		require.ErrorIs(t, err, converge.ErrInvalid, bad)
 	}
 }

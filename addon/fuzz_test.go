@@ -2,6 +2,7 @@ package addon_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 )
 
 // FuzzDecide builds inputs from the fuzz bytes (any phase, pending action,
-// claim, counters, versions, times, spec and observation) and checks that
-// Decide never panics and that whatever it accepts it turns into a status
-// that validates.
+// claim, counters, versions, generations, times, spec and observation) and
+// checks that Decide never panics, that whatever it accepts it turns into a
+// status that validates, and that a look at a spec below the generation
+// seen changes nothing (but the conditions of a Deleted add-on).
 func FuzzDecide(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
 	f.Add([]byte{4, 2, 1, 0, 0, 1, 1, 1, 0, 3, 2, 1, 0, 5, 6, 7, 8})
@@ -45,15 +47,17 @@ func FuzzDecide(f *testing.F) {
 			Verifying: actions[pick(4)], LastFailedAction: actions[pick(3)],
 			InstallFailures: int32(pick(8)), UpgradeFailures: int32(pick(8)), UninstallFailures: int32(pick(8)), Failures: int32(pick(10)),
 			LastAttemptTime: ts(), InstalledVersion: versions[pick(3)], LastGoodVersion: versions[pick(3)], FailedVersion: versions[pick(3)],
-			ObservedGeneration: int64(pick(4)), LastResetToken: versions[pick(3)], SuspendedTime: ts(),
-			Health: []addon.Health{"", addon.HealthHealthy, addon.HealthUnhealthy, addon.HealthUnknown}[pick(4)], HealthUnknownSince: ts(),
+			ObservedGeneration: int64(pick(4)), SeenGeneration: int64(pick(5)), LastResetToken: versions[pick(3)], SuspendedTime: ts(),
+			ReapplyTime: ts(),
+			Health:      []addon.Health{"", addon.HealthHealthy, addon.HealthUnhealthy, addon.HealthUnknown}[pick(4)], HealthUnknownSince: ts(),
 		}
 		if a := actions[pick(len(actions))]; a != addon.ActionNone && a != addon.ActionCheckHealth {
 			exp := ts()
 			if exp == nil {
 				exp = at(t0)
 			}
-			st.InFlight = &addon.Claim{Action: a, Owner: []string{"m1", "m2"}[pick(2)], To: versions[pick(3)], Started: metav1.NewTime(t0), Expires: *exp}
+			started := metav1.NewTime(t0.Add(time.Duration(pick(40)-20) * time.Minute))
+			st.InFlight = &addon.Claim{Action: a, Owner: []string{"m1", "m2"}[pick(2)], To: versions[pick(3)], Started: started, Expires: *exp}
 		}
 		spec := addon.Spec{Name: "mesh", Generation: int64(pick(5)), Version: versions[1+pick(2)], Deleting: pick(4) == 0, Suspended: pick(4) == 0,
 			ResetToken: versions[pick(3)], ForceToken: versions[pick(3)]}
@@ -82,6 +86,10 @@ func FuzzDecide(f *testing.F) {
 		}
 		if d.Action == addon.ActionInstall && st.InstalledVersion != "" && st.Phase != "" {
 			t.Fatalf("Install chosen while %s is installed", st.InstalledVersion)
+		}
+		if obs.Action == "" && st.Phase != "" && st.Phase != addon.PhaseDeleted && spec.Generation < max(st.SeenGeneration, st.ObservedGeneration) &&
+			(d.Action != "" || !reflect.DeepEqual(d.Status, st)) {
+			t.Fatalf("a look at the stale generation %d acted (seen %d): %+v", spec.Generation, max(st.SeenGeneration, st.ObservedGeneration), d)
 		}
 	})
 }

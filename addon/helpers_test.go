@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge"
@@ -53,6 +55,10 @@ var allPhases = []addon.Phase{
 	addon.PhaseInitializing, addon.PhaseReinitializing, addon.PhaseChecking, addon.PhaseRunning, addon.PhaseUpgrading,
 	addon.PhaseRemediating, addon.PhaseFailed, addon.PhaseDeleting, addon.PhaseDeleted,
 }
+
+// quiet is a context whose logger discards what the Machine logs, such as
+// the stacks of panics the tests provoke.
+var quiet = klog.NewContext(context.Background(), logr.Discard())
 
 func at(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
 
@@ -142,7 +148,7 @@ func (h *harness) spec(f func(*addon.Spec)) {
 // reconcile runs one Reconcile on the stored add-on and records the phase it ends in.
 func (h *harness) reconcile() addon.Result {
 	h.t.Helper()
-	res, err := h.m.Reconcile(context.Background(), h.obj())
+	res, err := h.m.Reconcile(quiet, h.obj())
 	require.NoError(h.t, err)
 	h.last = res
 	h.events = append(h.events, res.Events...)

@@ -2,6 +2,7 @@ package addon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -192,10 +193,26 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 			return m.done(log, res, d), nil
 		}
 		if d.Action != ActionNone && !d.Action.mutates() {
-			// A read claims nothing: its outcome is written with the look.
+			// A read claims nothing: what it read is written with the look,
+			// over the status it was decided from. After a conflict it is
+			// dropped and the fresh status decides again (and reads again),
+			// for a health read taken before another writer's action ended
+			// says nothing of what that action applied.
 			look := obj
 			look.Status = d.Status
-			return m.record(ctx, log, look, m.run(ctx, obj, d), res, d.Events)
+			obs := m.run(ctx, log, obj, d)
+			read, err := m.decide(look, obs)
+			if err != nil {
+				return res, err
+			}
+			if _, err := m.cfg.Store.UpdateStatus(ctx, obj, read.Status); err != nil {
+				if obj, err = m.reread(ctx, obj, err, &conflicts); err != nil {
+					return res, err
+				}
+				continue
+			}
+			res.Events = append(res.Events, d.Events...)
+			return m.done(log, res, read), nil
 		}
 		written, err := m.cfg.Store.UpdateStatus(ctx, obj, d.Status)
 		if err != nil {
@@ -210,7 +227,7 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 		written.Host = obj.Host
 		res.Events = append(res.Events, d.Events...)
 		log.V(2).Info("Running action", "action", d.Action, "phase", d.Status.Phase)
-		obs := m.run(ctx, written, d)
+		obs := m.run(ctx, log, written, d)
 		if err := ctx.Err(); err != nil {
 			// Shutting down: the outcome says nothing about the add-on. The
 			// claim stays, expires, and the action runs again.
@@ -219,14 +236,13 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 		if obs.Err != nil {
 			log.V(1).Info("Action failed", "action", d.Action, "err", m.redact(obs.Err.Error()))
 		}
-		return m.record(ctx, log, written, obs, res, nil)
+		return m.record(ctx, log, written, obs, res)
 	}
 }
 
-// record writes the outcome obs onto obj, re-reading after a conflict.
-// The events of an unwritten look come first, unless a conflict replaced
-// that look's status with a fresh one.
-func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result, look []converge.Event) (Result, error) {
+// record writes the outcome obs of the claimed action onto obj, and after
+// a conflict onto the add-on read afresh: the claim it ran under fences it.
+func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result) (Result, error) {
 	for {
 		d, err := m.decide(obj, obs)
 		if err != nil {
@@ -236,10 +252,8 @@ func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs O
 			if obj, err = m.reread(ctx, obj, err, nil); err != nil {
 				return res, err
 			}
-			look = nil
 			continue
 		}
-		res.Events = append(res.Events, look...)
 		return m.done(log, res, d), nil
 	}
 }
@@ -302,8 +316,9 @@ func (m *Machine) redact(s string) string {
 	return DefaultRedact(s)
 }
 
-// run performs the decided action with the policy's action timeout.
-func (m *Machine) run(ctx context.Context, obj Object, d Decision) Observation {
+// run performs the decided action with the policy's action timeout; a
+// panic of the host's code is the call's *PanicError, its stack logged.
+func (m *Machine) run(ctx context.Context, log klog.Logger, obj Object, d Decision) (obs Observation) {
 	ctx, cancel := context.WithTimeout(ctx, m.rules.actionTimeout)
 	defer cancel()
 	st := &d.Status
@@ -311,25 +326,45 @@ func (m *Machine) run(ctx context.Context, obj Object, d Decision) Observation {
 	if c := st.InFlight; c != nil {
 		req.From, req.To = c.From, c.To
 	}
-	obs := Observation{Action: d.Action, Claim: st.InFlight}
+	obs = Observation{Action: d.Action, Claim: st.InFlight}
+	defer func() {
+		if pe := (*PanicError)(nil); errors.As(obs.Err, &pe) {
+			log.Error(pe, "Driver panicked; the attempt failed", "method", pe.Method, "stack", string(pe.Stack))
+		}
+	}()
 	drv := m.cfg.Driver
 	switch d.Action {
 	case ActionInstall:
-		obs.Revision, obs.Err = drv.Install(ctx, req)
+		obs.Err = recovered("Install", func() (err error) {
+			obs.Revision, err = drv.Install(ctx, req)
+			return err
+		})
 	case ActionUpgrade:
-		obs.Revision, obs.Err = drv.Upgrade(ctx, req)
+		obs.Err = recovered("Upgrade", func() (err error) {
+			obs.Revision, err = drv.Upgrade(ctx, req)
+			return err
+		})
 	case ActionRollback:
 		req.Rollback, req.Revision = true, st.LastGoodRevision
-		obs.Revision, obs.Err = drv.Upgrade(ctx, req)
+		obs.Err = recovered("Upgrade", func() (err error) {
+			obs.Revision, err = drv.Upgrade(ctx, req)
+			return err
+		})
 	case ActionUninstall:
-		obs.Err = drv.Uninstall(ctx, req)
+		obs.Err = recovered("Uninstall", func() error { return drv.Uninstall(ctx, req) })
 	case ActionTest:
-		obs.Err = m.tester.Test(ctx, req)
+		obs.Err = recovered("Test", func() error { return m.tester.Test(ctx, req) })
 	case ActionCheckHealth:
-		obs.Health, obs.Err = drv.Health(ctx, req)
+		obs.Err = recovered("Health", func() (err error) {
+			obs.Health, err = drv.Health(ctx, req)
+			return err
+		})
 		if obs.Err == nil && m.drift != nil && m.rules.drift != DriftIgnore && st.Phase == PhaseRunning {
-			var err error
-			if obs.Drifted, obs.DriftDetail, err = m.drift.Drift(ctx, req); err != nil {
+			err := recovered("Drift", func() (err error) {
+				obs.Drifted, obs.DriftDetail, err = m.drift.Drift(ctx, req)
+				return err
+			})
+			if err != nil {
 				// Drift that cannot be read is health that cannot be read.
 				obs.Drifted, obs.DriftDetail = false, ""
 				obs.Err, obs.Health = fmt.Errorf("drift: %w", err), HealthUnknown

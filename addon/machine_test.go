@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/converge-dev/converge"
@@ -269,4 +270,47 @@ func TestAMachineNotMadeByNewMachineIsAnErrorNotAPanic(t *testing.T) {
 		_, err := m.Reconcile(context.Background(), addon.Object{Spec: addon.Spec{Name: "mesh", Version: "v1"}})
 		require.ErrorIs(t, err, converge.ErrInvalid)
 	}
+}
+
+// healthHook runs during on the first Health call, then delegates.
+type healthHook struct {
+	*fake.AddonDriver
+	during func()
+}
+
+func (d *healthHook) Health(ctx context.Context, req addon.Request) (addon.Health, error) {
+	h, err := d.AddonDriver.Health(ctx, req)
+	if d.during != nil {
+		d.during()
+		d.during = nil
+	}
+	return h, err
+}
+
+// TestRuleHealthReadIsWrittenOnlyOverTheStatusItWasDecidedFrom: a health
+// read is written with the look it was decided from; when another writer
+// changed the status meanwhile (here: another Machine upgraded to v2 while
+// v1 was read healthy), the read is dropped, not recorded on the fresh
+// status, and the fresh status decides again and reads again.
+func TestRuleHealthReadIsWrittenOnlyOverTheStatusItWasDecidedFrom(t *testing.T) {
+	h := newHarness(t, addon.Policy{})
+	h.reconcile()
+	require.Equal(t, addon.PhaseChecking, h.status().Phase)
+	h.driver.Push(fake.AddonHealth, fake.AddonOutcome{Health: addon.HealthHealthy}, fake.AddonOutcome{Health: addon.HealthUnhealthy})
+	drv := &healthHook{AddonDriver: h.driver, during: func() {
+		obj := h.obj()
+		upgraded := *obj.Status.DeepCopy()
+		upgraded.InstalledVersion, upgraded.Verifying, upgraded.LastTransitionTime = "v2", addon.ActionUpgrade, metav1.NewTime(h.clock.Now())
+		_, err := h.store.UpdateStatus(context.Background(), obj, upgraded)
+		require.NoError(t, err)
+	}}
+	m, err := addon.NewMachine(addon.Config{Driver: drv, Store: h.store, Clock: h.clock, Identity: "m1"})
+	require.NoError(t, err)
+	_, err = m.Reconcile(quiet, h.obj())
+	require.NoError(t, err)
+	s := h.status()
+	assert.Equal(t, 2, h.driver.Count(fake.AddonHealth), "the fresh status reads again")
+	assert.Equal(t, addon.PhaseChecking, s.Phase, "v2 is not taken for healthy on a read of v1")
+	assert.Empty(t, s.LastGoodVersion)
+	assert.Equal(t, addon.HealthUnhealthy, s.Health)
 }

@@ -122,6 +122,15 @@ const (
 	// TriggerDriftDetected: the Driver reported that the cluster drifted from
 	// what the add-on applied, and Policy.Drift is DriftCorrect.
 	TriggerDriftDetected Trigger = "DriftDetected"
+	// TriggerReapplyFailed: a re-apply of the installed version, last seen
+	// healthy (a new spec at the same version, a forced retry, a drift
+	// correction), failed, did not become healthy or failed its tests. The
+	// version still runs: the re-apply is retried after the backoff, under
+	// Policy.MaxRetries, and never remediated.
+	TriggerReapplyFailed Trigger = "ReapplyFailed"
+	// TriggerReapplyDue: the backoff after a failed re-apply is over
+	// (Status.ReapplyTime).
+	TriggerReapplyDue Trigger = "ReapplyDue"
 )
 
 var allTriggers = [...]Trigger{
@@ -129,7 +138,7 @@ var allTriggers = [...]Trigger{
 	TriggerVersionChanged, TriggerUpgradeSucceeded, TriggerUpgradeFailed, TriggerRollbackSucceeded,
 	TriggerRollbackFailed, TriggerUninstallSucceeded, TriggerUninstallFailed, TriggerRetriesExhausted,
 	TriggerDeletionRequested, TriggerSpecChanged, TriggerResetRequested, TriggerForceRequested,
-	TriggerDriftDetected,
+	TriggerDriftDetected, TriggerReapplyFailed, TriggerReapplyDue,
 }
 
 // known reports whether t is one of the triggers above.

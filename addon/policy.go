@@ -250,8 +250,14 @@ type rules struct {
 
 // rules applies the defaults, the one place they are applied.
 func (p *Policy) rules() rules {
+	backoff := p.Backoff
+	if backoff.JitterPercent == nil {
+		// Shared, never written: WithDefaults would copy it, an allocation
+		// on every decision.
+		backoff.JitterPercent = defaultBackoff.JitterPercent
+	}
 	r := rules{
-		maxRetries: defaultMaxRetries, remediateLastFailure: true, backoff: p.Backoff.WithDefaults(defaultBackoff),
+		maxRetries: defaultMaxRetries, remediateLastFailure: true, backoff: backoff.WithDefaults(defaultBackoff),
 		install: p.InstallRemediation, upgrade: p.UpgradeRemediation, drift: p.Drift, test: p.Test,
 		historyLimit:         int(p.HistoryLimit),
 		checkInterval:        orDefault(p.CheckInterval, defaultCheckInterval),

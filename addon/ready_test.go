@@ -41,10 +41,10 @@ func TestRuleReadySaysWhyNothingRollsBack(t *testing.T) {
 			want: want{phase: addon.PhaseFailed, reason: addon.ReasonRollbackTargetMissing,
 				check: ready(addon.ReasonRollbackTargetMissing, "not rolling back: no version was ever healthy")}},
 		{name: "the last good version is the one that failed, behind an error longer than any message",
-			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v2", "v2"),
-				func(s *addon.Status) { s.InstalledVersion, s.LastGoodVersion, s.UpgradeFailures = "v2", "v2", 5 }),
-			spec: gen(1, "v2"), obs: outcome(huge),
+			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v2", "v1"),
+				func(s *addon.Status) { s.InstalledVersion, s.UpgradeFailures = "v2", 5 }),
+			spec: gen(1, "v1"), obs: outcome(huge),
 			want: want{phase: addon.PhaseFailed, reason: addon.ReasonRollbackTargetUnusable,
-				check: ready(addon.ReasonRollbackTargetUnusable, "not rolling back: the last good version v2 is the version that failed")}},
+				check: ready(addon.ReasonRollbackTargetUnusable, "not rolling back: the last good version v1 is the version that failed")}},
 	})
 }

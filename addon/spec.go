@@ -10,9 +10,10 @@ import (
 type Spec struct {
 	// Name identifies the add-on (a key such as "namespace/name").
 	Name string `json:"name"`
-	// Generation is the object's metadata.generation. A spec whose
-	// generation is below Status.ObservedGeneration is stale (an old cache)
-	// and ignored.
+	// Generation is the object's metadata.generation. The engine acts on
+	// a spec (a new version, a spec to leave Failed for) only under a
+	// generation above Status.ObservedGeneration; a spec whose generation is
+	// below it is stale (an old cache) and ignored.
 	Generation int64 `json:"generation"`
 	// Version is the desired version.
 	Version string `json:"version"`

@@ -83,14 +83,27 @@ type Status struct {
 	// when it was seen healthy: what a rollback rolls back to.
 	// +optional
 	LastGoodRevision string `json:"lastGoodRevision,omitempty"`
-	// FailedVersion is a desired version whose install or upgrade failed; it
-	// is not tried again until the spec changes or a request arrives.
+	// FailedVersion is a desired version whose install or upgrade failed, or
+	// the installed version once the retries of its re-apply ran out; it is
+	// not tried again until the spec changes or a request arrives.
 	// +optional
 	FailedVersion string `json:"failedVersion,omitempty"`
+	// ReapplyTime is when the installed version, last seen healthy, is
+	// applied again after a re-apply of it failed (nil while none is owed).
+	// The add-on waits for it in Running, its health watched.
+	// +optional
+	ReapplyTime *metav1.Time `json:"reapplyTime,omitempty"`
 	// ObservedGeneration is the spec generation this status has taken into
-	// account; it only goes forward.
+	// account (kstatus's observedGeneration); it only goes forward.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// SeenGeneration is the highest spec generation any decision has seen,
+	// acted on or not: one seen while a claim held or while suspended
+	// counts too. It is at least ObservedGeneration, and a spec below it is
+	// stale (an old cache) and ignored, so the engine never acts on a
+	// generation older than one it has seen.
+	// +optional
+	SeenGeneration int64 `json:"seenGeneration,omitempty"`
 	// LastResetToken and LastForceToken are the last Spec.ResetToken and
 	// Spec.ForceToken handled.
 	// +optional
@@ -201,8 +214,8 @@ func (s *Status) Validate() error {
 	if s.InstallFailures < 0 || s.UpgradeFailures < 0 || s.UninstallFailures < 0 || s.Failures < 0 {
 		problems = append(problems, "negative failure counter")
 	}
-	if s.ObservedGeneration < 0 {
-		problems = append(problems, "negative observedGeneration")
+	if s.ObservedGeneration < 0 || s.SeenGeneration < 0 {
+		problems = append(problems, "negative generation")
 	}
 	if s.Phase == PhaseChecking && s.Verifying != ActionInstall && s.Verifying != ActionUpgrade && s.Verifying != ActionRollback {
 		problems = append(problems, fmt.Sprintf("phase Checking verifies %q, not Install, Upgrade or Rollback", s.Verifying))
@@ -226,7 +239,7 @@ func (s *Status) valid() bool {
 		(s.PendingAction != ActionTest || s.Phase == PhaseChecking) &&
 		(s.Health == "" || s.Health == HealthUnknown || s.Health == HealthHealthy || s.Health == HealthUnhealthy) &&
 		s.InstallFailures >= 0 && s.UpgradeFailures >= 0 && s.UninstallFailures >= 0 && s.Failures >= 0 &&
-		s.ObservedGeneration >= 0 &&
+		s.ObservedGeneration >= 0 && s.SeenGeneration >= 0 &&
 		(s.Phase != PhaseChecking || s.Verifying == ActionInstall || s.Verifying == ActionUpgrade || s.Verifying == ActionRollback) &&
 		(!s.Phase.waits() || s.Deadline != nil)
 	return ok && !s.idle()

@@ -57,9 +57,11 @@ type Table struct {
 // (every spec request leaves Failed); a row that enters a waiting phase
 // other than Deleting with nothing to do; a row that runs ActionTest (only
 // Policy.Test runs it); remediating rows without PhaseFailed (where an
-// unusable rollback target stops); and a phase entered with an action that
-// has no row for that action's success or failure, with Install and Upgrade
-// resolved both ways (see Row).
+// unusable rollback target stops); a phase that can fail an upgrade but has
+// no ReapplyFailed row, a ReapplyFailed row that runs anything but a health
+// check, or that enters a phase (other than Failed) without a ReapplyDue
+// row; and a phase entered with an action that has no row for that
+// action's outcomes, with Install and Upgrade resolved both ways (see Row).
 func NewTable(rows []Row) (*Table, error) {
 	t := indexRows(rows)
 	if err := t.validate(); err != nil {
@@ -125,7 +127,7 @@ func outcomeTriggers(a Action) []Trigger {
 	case ActionInstall:
 		return []Trigger{TriggerInstallSucceeded, TriggerInstallFailed}
 	case ActionUpgrade:
-		return []Trigger{TriggerUpgradeSucceeded, TriggerUpgradeFailed}
+		return []Trigger{TriggerUpgradeSucceeded, TriggerUpgradeFailed, TriggerReapplyFailed}
 	case ActionRollback:
 		return []Trigger{TriggerRollbackSucceeded, TriggerRollbackFailed}
 	case ActionUninstall:
@@ -269,6 +271,14 @@ func (t *Table) validate() error {
 			leaves[r.From] = true
 			next[r.From] = append(next[r.From], r.To)
 		}
+		if r.Trigger == TriggerReapplyFailed && r.Action != ActionCheckHealth && r.Action != ActionNone {
+			problems = append(problems, fmt.Sprintf("row %d: %s runs %s: a failed re-apply of a version that still runs is never remediated", i, TriggerReapplyFailed, r.Action))
+		}
+		if r.Trigger == TriggerReapplyFailed && r.To != PhaseFailed {
+			if _, ok := t.index[rowKey{r.To, TriggerReapplyDue}]; !ok {
+				problems = append(problems, fmt.Sprintf("row %d: %s enters %s, which has no %s row to retry it", i, TriggerReapplyFailed, r.To, TriggerReapplyDue))
+			}
+		}
 		if r.Action == ActionTest {
 			problems = append(problems, fmt.Sprintf("row %d: %s runs only in %s, by Policy.Test", i, ActionTest, PhaseChecking))
 		}
@@ -322,6 +332,11 @@ func (t *Table) validate() error {
 	for _, p := range allPhases {
 		if p == PhaseDeleting {
 			continue // uninstall failures never exhaust
+		}
+		if _, ok := t.Next(p, TriggerUpgradeFailed); ok {
+			if _, ok := t.Next(p, TriggerReapplyFailed); !ok {
+				problems = append(problems, fmt.Sprintf("phase %s can fail an upgrade but has no %s row", p, TriggerReapplyFailed))
+			}
 		}
 		for _, e := range []Trigger{TriggerInstallFailed, TriggerUpgradeFailed, TriggerDeadlinePassed} {
 			if _, ok := t.Next(p, e); ok {

@@ -12,7 +12,7 @@ import (
 )
 
 // minimal is a small valid table: install (an upgrade once something is
-// installed), check, run, fail, delete.
+// installed), check, run, retry a failed re-apply, fail, delete.
 func minimal() []addon.Row {
 	return []addon.Row{
 		{From: addon.PhaseInitializing, Trigger: addon.TriggerInstallSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
@@ -21,9 +21,11 @@ func minimal() []addon.Row {
 		{From: addon.PhaseInitializing, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
 		{From: addon.PhaseUpgrading, Trigger: addon.TriggerUpgradeSucceeded, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
 		{From: addon.PhaseUpgrading, Trigger: addon.TriggerUpgradeFailed, To: addon.PhaseFailed},
+		{From: addon.PhaseUpgrading, Trigger: addon.TriggerReapplyFailed, To: addon.PhaseRunning, Action: addon.ActionCheckHealth},
 		{From: addon.PhaseUpgrading, Trigger: addon.TriggerRetriesExhausted, To: addon.PhaseFailed},
 		{From: addon.PhaseUpgrading, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
 		{From: addon.PhaseRunning, Trigger: addon.TriggerSpecChanged, To: addon.PhaseUpgrading, Action: addon.ActionUpgrade},
+		{From: addon.PhaseRunning, Trigger: addon.TriggerReapplyDue, To: addon.PhaseUpgrading, Action: addon.ActionUpgrade},
 		{From: addon.PhaseRunning, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
 		{From: addon.PhaseFailed, Trigger: addon.TriggerSpecChanged, To: addon.PhaseInitializing, Action: addon.ActionInstall},
 		{From: addon.PhaseFailed, Trigger: addon.TriggerDeletionRequested, To: addon.PhaseDeleting, Action: addon.ActionUninstall},
@@ -206,10 +208,10 @@ func TestMermaid(t *testing.T) {
     Initializing --> Running: InstallSucceeded / CheckHealth
     Initializing --> Failed: InstallFailed, RetriesExhausted
     Initializing --> Deleting: DeletionRequested / Uninstall
-    Upgrading --> Running: UpgradeSucceeded / CheckHealth
+    Upgrading --> Running: UpgradeSucceeded / CheckHealth, ReapplyFailed / CheckHealth
     Upgrading --> Failed: UpgradeFailed, RetriesExhausted
     Upgrading --> Deleting: DeletionRequested / Uninstall
-    Running --> Upgrading: SpecChanged / Upgrade
+    Running --> Upgrading: SpecChanged / Upgrade, ReapplyDue / Upgrade
     Running --> Deleting: DeletionRequested / Uninstall
     Failed --> Initializing: SpecChanged / Install
     Failed --> Deleting: DeletionRequested / Uninstall
@@ -225,4 +227,22 @@ func TestMermaid(t *testing.T) {
 	assert.Contains(t, def, "    Failed --> Failed: UninstallSucceeded, UninstallFailed, RollbackSucceeded, RollbackFailed\n", "rows between the same phases share an edge")
 	assert.Contains(t, def, "    Deleting --> Deleting: UninstallFailed / Uninstall, DeadlinePassed, ResetRequested / Uninstall, ForceRequested / Uninstall\n",
 		"a deletion stops at its deadline until a reset or force is requested")
+}
+
+// TestRunningRecordsTheLastGoodVersionWithoutAHealthyRow: a table may enter
+// Running without a Healthy row (the minimal one does, straight from an
+// install); a healthy read there still records the version, and the
+// revision that carries it, as the last good one, so that a failed re-apply
+// of it is retried rather than stopped.
+func TestRunningRecordsTheLastGoodVersionWithoutAHealthyRow(t *testing.T) {
+	tb, err := addon.NewTable(minimal())
+	require.NoError(t, err)
+	s := st(addon.PhaseRunning, addon.ActionCheckHealth, func(s *addon.Status) { s.LastGoodVersion, s.InstalledRevision = "", "3" })
+	d, err := addon.Decide(addon.Input{Spec: meshSpec, Table: tb, Now: tNow, Status: s, Observation: health(addon.HealthHealthy, nil)})
+	require.NoError(t, err)
+	assert.Equal(t, "v1", d.Status.LastGoodVersion)
+	assert.Equal(t, "3", d.Status.LastGoodRevision)
+	d, err = addon.Decide(addon.Input{Spec: meshSpec, Table: tb, Now: tNow, Status: s, Observation: health(addon.HealthUnhealthy, nil)})
+	require.NoError(t, err)
+	assert.Empty(t, d.Status.LastGoodVersion, "an unhealthy read records nothing")
 }

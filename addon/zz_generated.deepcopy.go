@@ -99,6 +99,10 @@ func (in *Status) DeepCopyInto(out *Status) {
 		in, out := &in.LastAttemptTime, &out.LastAttemptTime
 		*out = (*in).DeepCopy()
 	}
+	if in.ReapplyTime != nil {
+		in, out := &in.ReapplyTime, &out.ReapplyTime
+		*out = (*in).DeepCopy()
+	}
 	if in.SuspendedTime != nil {
 		in, out := &in.SuspendedTime, &out.SuspendedTime
 		*out = (*in).DeepCopy()

@@ -1,16 +1,14 @@
 package conditions
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/converge-dev/converge"
 )
 
-// ErrInvalid is matched by every error this package returns for bad input:
-// errors.Is(err, ErrInvalid) holds for an *InvalidError.
-var ErrInvalid = errors.New("conditions: invalid input")
-
 // InvalidError describes one piece of bad input: a condition field, an
-// option, or a nil list. The input it was given is left unchanged.
+// option, or a nil list. The input it was given is left unchanged. It
+// matches converge.ErrInvalid, as bad input anywhere in converge does.
 type InvalidError struct {
 	// Type is the condition type concerned, empty when the input is not a
 	// single condition (an option or the list itself).
@@ -30,8 +28,8 @@ func (e *InvalidError) Error() string {
 	return fmt.Sprintf("conditions: condition %q: invalid %s: %s", e.Type, e.Field, e.Detail)
 }
 
-// Is reports whether target is ErrInvalid.
-func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+// Is reports whether target is converge.ErrInvalid.
+func (e *InvalidError) Is(target error) bool { return target == converge.ErrInvalid }
 
 func invalid(condType, field, format string, args ...any) error {
 	return &InvalidError{Type: condType, Field: field, Detail: fmt.Sprintf(format, args...)}

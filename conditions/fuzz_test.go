@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
 )
 
 var (
@@ -69,7 +71,7 @@ func FuzzSet(f *testing.F) {
 			old, existed := Get(conds, c.Type)
 			changed, err := Set(&conds, c, now)
 			if err != nil {
-				require.ErrorIs(t, err, ErrInvalid)
+				require.ErrorIs(t, err, converge.ErrInvalid)
 				require.Equal(t, before, conds, "bad input loses nothing")
 				continue
 			}

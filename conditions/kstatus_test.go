@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
 )
 
 // TestKStatusLifecycle walks an object through reconciling, stalled and
@@ -99,11 +101,11 @@ func TestKStatusBadInput(t *testing.T) {
 			conds := []metav1.Condition{at(cond(TypeReady, True, "Done", ""), t0), at(cond(TypeStalled, True, "Stuck", ""), t0)}
 			before := append([]metav1.Condition(nil), conds...)
 			changed, err := tt.set(&conds)
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 			assert.False(t, changed)
 			assert.Equal(t, before, conds)
 		})
 	}
 	_, err := SetStalled(nil, "Stuck", "", t0)
-	require.ErrorIs(t, err, ErrInvalid)
+	require.ErrorIs(t, err, converge.ErrInvalid)
 }

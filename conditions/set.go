@@ -30,7 +30,7 @@ func WithObservedGeneration(gen int64) Option {
 // ReasonAsExpected. The list is sorted with Sort afterwards.
 //
 // Bad input (see Validate, and a nil conds) returns an error wrapping
-// ErrInvalid and leaves *conds untouched. Setting a condition that is already
+// converge.ErrInvalid and leaves *conds untouched. Setting a condition that is already
 // there as it is allocates nothing.
 func Set(conds *[]metav1.Condition, c metav1.Condition, now time.Time, opts ...Option) (changed bool, err error) {
 	if conds == nil {

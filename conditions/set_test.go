@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge"
 )
 
 // TestSetTimeline drives one list through a sequence of sets, checking after
@@ -67,14 +69,14 @@ func TestSetBadInputLeavesListUntouched(t *testing.T) {
 			conds := []metav1.Condition{at(cond("Ready", True, "Done", "ok"), t0)}
 			before := append([]metav1.Condition(nil), conds...)
 			changed, err := Set(&conds, tt.cond, t0.Add(time.Minute), tt.opts...)
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 			assert.False(t, changed)
 			assert.Equal(t, before, conds)
 		})
 	}
 	t.Run("nil list", func(t *testing.T) {
 		_, err := Set(nil, cond("Ready", True, "R", ""), t0)
-		require.ErrorIs(t, err, ErrInvalid)
+		require.ErrorIs(t, err, converge.ErrInvalid)
 	})
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
 )
 
 func TestSummary(t *testing.T) {
@@ -91,7 +93,7 @@ func TestSummaryBadOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Summary(nil, tt.opts)
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 		})
 	}
 }

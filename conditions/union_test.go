@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
 )
 
 func TestUnion(t *testing.T) {
@@ -150,7 +152,7 @@ func TestUnionBadOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Union(nil, tt.opts, t0)
-			require.ErrorIs(t, err, ErrInvalid)
+			require.ErrorIs(t, err, converge.ErrInvalid)
 		})
 	}
 }

@@ -20,7 +20,7 @@ const (
 // or example.com/Ready), a status of True, False or Unknown, a well-formed
 // reason (CamelCase; required when the status is False), a message within
 // MaxMessageLength and a non-negative observed generation. The returned
-// error wraps ErrInvalid. It allocates nothing for a valid condition.
+// error matches converge.ErrInvalid. It allocates nothing for a valid condition.
 func Validate(c metav1.Condition) error {
 	switch {
 	case c.Type == "":

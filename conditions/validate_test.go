@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
 )
 
 func TestValidate(t *testing.T) {
@@ -43,7 +45,7 @@ func TestValidate(t *testing.T) {
 				return
 			}
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 			var ie *InvalidError
 			require.True(t, errors.As(err, &ie))
 			assert.Equal(t, tt.wantField, ie.Field)

@@ -30,6 +30,9 @@ type AddonOutcome struct {
 	// Hang blocks the call until its context ends, then returns ctx.Err():
 	// an action that never finishes before its deadline.
 	Hang bool
+	// Panic, when not nil, makes the call panic with it: host code that
+	// crashes.
+	Panic any
 	// Revision is what an Install or Upgrade call returns; "" means the
 	// driver's next own revision ("1", "2", …: one per Install or Upgrade
 	// call, failed ones too, as Helm numbers a release's revisions).
@@ -120,6 +123,9 @@ func (d *AddonDriver) take(m AddonMethod, req addon.Request) AddonOutcome {
 }
 
 func (o AddonOutcome) result(ctx context.Context) error {
+	if o.Panic != nil {
+		panic(o.Panic)
+	}
 	if o.Hang {
 		<-ctx.Done()
 		return ctx.Err()

@@ -81,6 +81,17 @@ func TestAddonDriverHangReturnsWhenContextEnds(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
+func TestAddonDriverPanicPanicsAfterRecordingTheCall(t *testing.T) {
+	d := &fake.AddonDriver{}
+	d.Push(fake.AddonHealth, fake.AddonOutcome{Panic: "nil map"})
+	req := addon.Request{Spec: addon.Spec{Name: "mesh", Version: "v1"}}
+	assert.PanicsWithValue(t, "nil map", func() { _, _ = d.Health(context.Background(), req) })
+	assert.Equal(t, 1, d.Count(fake.AddonHealth))
+	h, err := d.Health(context.Background(), req)
+	require.NoError(t, err, "the panic was the one scripted")
+	assert.Equal(t, addon.HealthHealthy, h)
+}
+
 func TestAddonDriverIsSafeForConcurrentUse(t *testing.T) {
 	d := &fake.AddonDriver{}
 	var wg sync.WaitGroup

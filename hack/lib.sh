@@ -1,10 +1,15 @@
 # shellcheck shell=bash
-# Sourced by the hack/ scripts. It defines:
+# Sourced by the hack/ scripts and .ci/run. It defines:
 #   ensure_controller_gen  builds controller-gen from internal/tools once per
 #                          version into $CONVERGE_TOOLS_BIN (default ./bin,
 #                          git-ignored) and sets CONTROLLER_GEN to its path;
 #   generate_deepcopy      regenerates every zz_generated.deepcopy.go of
-#                          codegen_paths in the current directory.
+#                          codegen_paths in the current directory;
+#   go_modules             prints the directory of every Go module;
+#   has_packages MOD       succeeds when module MOD has Go packages;
+#   integration_packages MOD
+#                          prints the packages of module MOD that have
+#                          integration tests.
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -50,4 +55,46 @@ generate_deepcopy() {
     args+=("paths=$p")
   done
   "$CONTROLLER_GEN" object "${args[@]}"
+}
+
+# go_modules prints the directory of every Go module of the repository,
+# relative to its top ("." for the root module), one a line, sorted: each
+# directory of a go.mod that git tracks or would track, except under
+# testdata (a test's fixture).
+go_modules() {
+  local mod
+  (cd "$repo_root" && git ls-files --cached --others --exclude-standard -- go.mod '*/go.mod') |
+    grep -v '\(^\|/\)testdata/' |
+    while read -r mod; do
+      if [ -f "$repo_root/$mod" ]; then dirname "$mod"; fi
+    done | sort -u
+}
+
+# has_packages MOD succeeds when module MOD (a directory of go_modules) has
+# Go packages to vet and test; a tools module has none but a file excluded
+# by its build tag. A module go list cannot read ends the calling script.
+has_packages() {
+  local out
+  if ! out=$(cd "$repo_root/$1" && go list ./... 2>&1); then
+    echo "$out" >&2
+    echo "go list failed in module $1" >&2
+    exit 1
+  fi
+  [ -n "$(grep -v '^go: warning: "./..." matched no packages$' <<<"$out")" ]
+}
+
+# integration_packages MOD prints the import paths of the packages of module
+# MOD (a directory of go_modules) that have integration tests: a test file
+# built only with -tags integration.
+integration_packages() {
+  (cd "$repo_root/$1" && go list -tags integration \
+    -f '{{.ImportPath}} {{.Dir}}{{range .TestGoFiles}} {{.}}{{end}}{{range .XTestGoFiles}} {{.}}{{end}}' ./... 2>/dev/null) |
+    while read -r pkg dir files; do
+      for f in $files; do
+        if grep -q '^//go:build integration$' "$dir/$f"; then
+          echo "$pkg"
+          break
+        fi
+      done
+    done
 }

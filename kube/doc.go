@@ -18,6 +18,22 @@
 // take any other client (the controller-runtime module's, for one), as the
 // status stores' ...For constructors do.
 //
+// ObjectReady judges any object read from the cluster, of any kind, by its
+// status: ready, in progress (ErrNotReady) or failed (ErrObjectFailed);
+// Applier.Ready waits on it for payload, and the Helm driver of the
+// contrib/helm module for an add-on's release. It follows kstatus (Current,
+// InProgress, Failed, from the standard conditions Ready, Reconciling and
+// Stalled, observedGeneration, and rules for the built-in kinds), except where
+// kube's own rules are stricter, each stated with its reason on ObjectReady
+// (a Job must complete, not only start). kube takes kstatus from
+// github.com/fluxcd/cli-utils, the fork Flux maintains, rather than from
+// sigs.k8s.io/cli-utils: its status package is the same code, but it is the
+// copy Helm 4 requires (helm.sh/helm/v4 v4.3.1 requires fluxcd/cli-utils
+// v1.2.2), so that in a binary that links both one copy judges readiness for
+// kube and Helm alike, and it tracks current Kubernetes releases, where
+// sigs.k8s.io/cli-utils' latest release requires Kubernetes 1.30 modules. Only
+// kube imports it; the engines judge nothing by themselves.
+//
 // RecordEvents and RecordLegacyEvents turn any engine's Result.Events into
 // Kubernetes events about the object the engine works for, through client-go's
 // events/v1 recorder or its older record.EventRecorder.

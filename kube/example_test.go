@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -146,4 +147,42 @@ func adoptAddon(ctx context.Context, dynamicClient dynamic.Interface, driver add
 	res, err := m.Reconcile(ctx, o) // requeue after res.RequeueAfter; drop your finalizer on res.Deleted
 	kube.RecordEvents(recorder, o.Host.(runtime.Object), "Reconcile", res.Events)
 	return res, err
+}
+
+// ObjectReady judges any object by its status: a Deployment that still
+// rolls out waits, a custom resource whose controller reports Stalled has
+// failed, and one that reports Ready is ready.
+func ExampleObjectReady() {
+	objects := []string{
+		`{"apiVersion": "apps/v1", "kind": "Deployment",
+		  "metadata": {"name": "web", "namespace": "shop", "generation": 2},
+		  "spec": {"replicas": 3},
+		  "status": {"observedGeneration": 2, "replicas": 3, "updatedReplicas": 3, "readyReplicas": 1, "availableReplicas": 1}}`,
+		`{"apiVersion": "example.com/v1", "kind": "Widget",
+		  "metadata": {"name": "blue", "namespace": "shop", "generation": 4},
+		  "status": {"observedGeneration": 4, "conditions": [{"type": "Stalled", "status": "True", "reason": "InvalidSpec", "message": "size must be positive"}]}}`,
+		`{"apiVersion": "example.com/v1", "kind": "Widget",
+		  "metadata": {"name": "green", "namespace": "shop", "generation": 1},
+		  "status": {"observedGeneration": 1, "conditions": [{"type": "Ready", "status": "True"}]}}`,
+	}
+	for _, doc := range objects {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON([]byte(doc)); err != nil {
+			fmt.Println(err)
+			return
+		}
+		err := kube.ObjectReady(obj)
+		switch {
+		case err == nil:
+			fmt.Println(obj.GetName(), "is ready")
+		case errors.Is(err, kube.ErrObjectFailed):
+			fmt.Println("stop waiting:", err)
+		case errors.Is(err, kube.ErrNotReady):
+			fmt.Println("wait:", err)
+		}
+	}
+	// Output:
+	// wait: kube: Deployment shop/web is not ready: LessAvailable: Available: 1/3
+	// stop waiting: kube: Widget shop/blue failed: InvalidSpec: size must be positive
+	// green is ready
 }

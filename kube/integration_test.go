@@ -37,11 +37,12 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/events"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
-	"github.com/converge-dev/converge/internal/testenv"
 	"github.com/converge-dev/converge/payload"
 	"github.com/converge-dev/converge/rollout"
+	"github.com/converge-dev/converge/testenv"
 )
 
 // env is the etcd and kube-apiserver every integration test of the package shares.
@@ -322,7 +323,7 @@ func TestRolloutPodsAndEventsOnTheAPIServer(t *testing.T) {
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "etcd-rollout", Namespace: "kube-rollout"}}
 	owner, err = c.typed.CoreV1().ConfigMaps("kube-rollout").Create(ctx, owner, metav1.CreateOptions{})
 	require.NoError(t, err)
-	RecordEvents(broadcaster.NewRecorder(scheme.Scheme, "converge-kube-test"), owner, "Rollout", []Event{
+	RecordEvents(broadcaster.NewRecorder(scheme.Scheme, "converge-kube-test"), owner, "Rollout", []converge.Event{
 		{Type: "Normal", Reason: "NodeTargetRevisionChanged", Message: "Updating node \"master-0\" from revision 1 to 2"},
 	})
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {

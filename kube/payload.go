@@ -57,12 +57,12 @@ type ApplyClient interface {
 //
 // Applying an unchanged manifest writes nothing (the API server keeps the
 // object and its resource version as they are). A Job's pod template is
-// immutable, so a Job is applied only when it does not exist yet. Readiness:
-// a Job has completed (a failed Job stops the wait with an
-// *payload.UpdateError); a Deployment, DaemonSet or StatefulSet has rolled
-// out its current generation (every replica updated and available); a
-// CustomResourceDefinition is Established; any other object is ready once
-// applied.
+// immutable, so a Job is applied only when it does not exist yet. Readiness
+// is ObjectReady's, for every kind: a Job has completed, a workload has
+// rolled out its current generation, a CustomResourceDefinition is
+// Established, a custom resource reports Ready (or neither Reconciling nor
+// Stalled); an object that failed (a failed Job, Stalled=True) stops the
+// wait with an *payload.UpdateError.
 //
 // RBAC: on every resource of the payload, get, create and patch (server-side
 // apply needs create as well as patch), and delete for manifests marked for
@@ -127,21 +127,27 @@ func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
 	return a.client.Delete(ctx, m.GVK, m.Namespace(), m.Name())
 }
 
-// Ready reports nil once the object of m is ready, and otherwise an error
-// saying what it waits for.
+// Ready reads the object of m and judges it with ObjectReady: nil once it is
+// ready, an error matching ErrNotReady that says what it waits for, and for
+// an object that failed (ErrObjectFailed) an *payload.UpdateError with
+// EffectFail and Reason "<Kind>Failed", which stops payload's wait at once.
+// An object that is not there is the client's NotFound, which payload waits
+// on as it does on any other error.
 func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
 	if err := a.check("Ready", m); err != nil {
 		return err
-	}
-	check, ok := readinessChecks[m.GVK.GroupKind()]
-	if !ok {
-		return nil
 	}
 	obj, err := a.client.Get(ctx, m.GVK, m.Namespace(), m.Name())
 	if err != nil {
 		return err
 	}
-	return check(obj)
+	err = ObjectReady(obj)
+	if errors.Is(err, ErrObjectFailed) {
+		return &payload.UpdateError{
+			Nested: err, Effect: payload.EffectFail, Reason: obj.GetKind() + "Failed", Name: objectName(obj), Message: err.Error(),
+		}
+	}
+	return err
 }
 
 // check returns ErrInvalid for an Applier not made by NewApplier or
@@ -206,121 +212,4 @@ func (d dynamicApply) Delete(ctx context.Context, gvk schema.GroupVersionKind, n
 	}
 	background := metav1.DeletePropagationBackground
 	return ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &background})
-}
-
-// ErrNotReady is wrapped by Ready's error while an object is not ready yet.
-var ErrNotReady = errors.New("kube: not ready")
-
-var readinessChecks = map[schema.GroupKind]func(*unstructured.Unstructured) error{
-	{Group: "batch", Kind: "Job"}:                                     jobReady,
-	{Group: "apps", Kind: "Deployment"}:                               deploymentReady,
-	{Group: "apps", Kind: "DaemonSet"}:                                daemonSetReady,
-	{Group: "apps", Kind: "StatefulSet"}:                              statefulSetReady,
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: crdReady,
-}
-
-func notReady(obj *unstructured.Unstructured, format string, args ...any) error {
-	return fmt.Errorf("%s %s: %s: %w", obj.GetKind(), objectName(obj), fmt.Sprintf(format, args...), ErrNotReady)
-}
-
-func objectName(obj *unstructured.Unstructured) string {
-	if obj.GetNamespace() == "" {
-		return obj.GetName()
-	}
-	return obj.GetNamespace() + "/" + obj.GetName()
-}
-
-// condition returns the status and message of the condition of condType.
-func condition(obj *unstructured.Unstructured, condType string) (status, message string) {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == condType {
-			status, _ = m["status"].(string)
-			message, _ = m["message"].(string)
-			return status, message
-		}
-	}
-	return "", ""
-}
-
-func jobReady(obj *unstructured.Unstructured) error {
-	if s, msg := condition(obj, "Failed"); s == "True" {
-		return &payload.UpdateError{
-			Reason: "JobFailed", Effect: payload.EffectFail, Name: objectName(obj),
-			Message: fmt.Sprintf("Job %s failed: %s", objectName(obj), msg),
-		}
-	}
-	if s, _ := condition(obj, "Complete"); s == "True" {
-		return nil
-	}
-	return notReady(obj, "has not completed")
-}
-
-func int64At(obj *unstructured.Unstructured, fields ...string) int64 {
-	v, _, _ := unstructured.NestedInt64(obj.Object, fields...)
-	return v
-}
-
-// generationObserved is nil once the controller has seen the object's
-// current generation.
-func generationObserved(obj *unstructured.Unstructured) error {
-	if observed := int64At(obj, "status", "observedGeneration"); observed < obj.GetGeneration() {
-		return notReady(obj, "generation %d not observed yet (at %d)", obj.GetGeneration(), observed)
-	}
-	return nil
-}
-
-func deploymentReady(obj *unstructured.Unstructured) error {
-	if err := generationObserved(obj); err != nil {
-		return err
-	}
-	want, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
-	if !found {
-		want = 1
-	}
-	updated, available := int64At(obj, "status", "updatedReplicas"), int64At(obj, "status", "availableReplicas")
-	if total := int64At(obj, "status", "replicas"); updated < want || total > updated || available < want {
-		return notReady(obj, "%d of %d replicas updated, %d available, %d in total", updated, want, available, total)
-	}
-	return nil
-}
-
-func daemonSetReady(obj *unstructured.Unstructured) error {
-	if err := generationObserved(obj); err != nil {
-		return err
-	}
-	want := int64At(obj, "status", "desiredNumberScheduled")
-	updated, available := int64At(obj, "status", "updatedNumberScheduled"), int64At(obj, "status", "numberAvailable")
-	if updated < want || available < want {
-		return notReady(obj, "%d of %d pods updated, %d available", updated, want, available)
-	}
-	return nil
-}
-
-func statefulSetReady(obj *unstructured.Unstructured) error {
-	if err := generationObserved(obj); err != nil {
-		return err
-	}
-	want, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
-	if !found {
-		want = 1
-	}
-	updated, ready := int64At(obj, "status", "updatedReplicas"), int64At(obj, "status", "readyReplicas")
-	if updated < want || ready < want {
-		return notReady(obj, "%d of %d replicas updated, %d ready", updated, want, ready)
-	}
-	current, _, _ := unstructured.NestedString(obj.Object, "status", "currentRevision")
-	update, _, _ := unstructured.NestedString(obj.Object, "status", "updateRevision")
-	if update != "" && current != update {
-		return notReady(obj, "revision %s not rolled out yet (at %s)", update, current)
-	}
-	return nil
-}
-
-func crdReady(obj *unstructured.Unstructured) error {
-	if s, _ := condition(obj, "Established"); s != "True" {
-		return notReady(obj, "not established")
-	}
-	return nil
 }

@@ -35,53 +35,6 @@ func conds(typ, status string) map[string]any {
 	return map[string]any{"conditions": []any{map[string]any{"type": typ, "status": status, "message": "backoff limit exceeded"}}}
 }
 
-func TestReadinessChecks(t *testing.T) {
-	tests := []struct {
-		name      string
-		obj       *unstructured.Unstructured
-		wantReady bool
-		wantFail  bool
-	}{
-		{name: "a running job waits", obj: obj("batch/v1", "Job", 1, nil, nil)},
-		{name: "a complete job is ready", obj: obj("batch/v1", "Job", 1, conds("Complete", "True"), nil), wantReady: true},
-		{name: "a failed job stops the wait", obj: obj("batch/v1", "Job", 1, conds("Failed", "True"), nil), wantFail: true},
-		{name: "a deployment whose generation is not observed waits", obj: obj("apps/v1", "Deployment", 2,
-			map[string]any{"observedGeneration": int64(1), "replicas": int64(3), "updatedReplicas": int64(3), "availableReplicas": int64(3)}, map[string]any{"replicas": int64(3)})},
-		{name: "a deployment with old replicas left waits", obj: obj("apps/v1", "Deployment", 2,
-			map[string]any{"observedGeneration": int64(2), "replicas": int64(4), "updatedReplicas": int64(3), "availableReplicas": int64(3)}, map[string]any{"replicas": int64(3)})},
-		{name: "a rolled out deployment is ready", obj: obj("apps/v1", "Deployment", 2,
-			map[string]any{"observedGeneration": int64(2), "replicas": int64(3), "updatedReplicas": int64(3), "availableReplicas": int64(3)}, map[string]any{"replicas": int64(3)}), wantReady: true},
-		{name: "a deployment without replicas wants one", obj: obj("apps/v1", "Deployment", 1,
-			map[string]any{"observedGeneration": int64(1)}, map[string]any{})},
-		{name: "a daemonset not yet available waits", obj: obj("apps/v1", "DaemonSet", 1,
-			map[string]any{"observedGeneration": int64(1), "desiredNumberScheduled": int64(3), "updatedNumberScheduled": int64(3), "numberAvailable": int64(2)}, nil)},
-		{name: "a rolled out daemonset is ready", obj: obj("apps/v1", "DaemonSet", 1,
-			map[string]any{"observedGeneration": int64(1), "desiredNumberScheduled": int64(3), "updatedNumberScheduled": int64(3), "numberAvailable": int64(3)}, nil), wantReady: true},
-		{name: "a statefulset mid-revision waits", obj: obj("apps/v1", "StatefulSet", 1,
-			map[string]any{"observedGeneration": int64(1), "updatedReplicas": int64(2), "readyReplicas": int64(2), "currentRevision": "a", "updateRevision": "b"}, map[string]any{"replicas": int64(2)})},
-		{name: "a rolled out statefulset is ready", obj: obj("apps/v1", "StatefulSet", 1,
-			map[string]any{"observedGeneration": int64(1), "updatedReplicas": int64(2), "readyReplicas": int64(2), "currentRevision": "b", "updateRevision": "b"}, map[string]any{"replicas": int64(2)}), wantReady: true},
-		{name: "a CRD not established waits", obj: obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", 1, conds("NamesAccepted", "True"), nil)},
-		{name: "an established CRD is ready", obj: obj("apiextensions.k8s.io/v1", "CustomResourceDefinition", 1, conds("Established", "True"), nil), wantReady: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := readinessChecks[tt.obj.GroupVersionKind().GroupKind()](tt.obj)
-			switch {
-			case tt.wantReady:
-				assert.NoError(t, err)
-			case tt.wantFail:
-				var ue *payload.UpdateError
-				require.True(t, errors.As(err, &ue), "%v", err)
-				assert.Equal(t, payload.EffectFail, ue.Effect)
-				assert.Contains(t, ue.Message, "backoff limit exceeded")
-			default:
-				assert.True(t, errors.Is(err, ErrNotReady), "%v", err)
-			}
-		})
-	}
-}
-
 func applierFor(t *testing.T, objs ...runtime.Object) (*Applier, *dynamicfake.FakeDynamicClient) {
 	t.Helper()
 	jobs := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
@@ -100,13 +53,14 @@ func manifest(o *unstructured.Unstructured) *payload.Manifest {
 	return &payload.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: o.GroupVersionKind(), Object: o}
 }
 
+// Ready judges the object the cluster holds, not the manifest's.
 func TestApplierReadinessReadsTheObject(t *testing.T) {
-	done := obj("batch/v1", "Job", 1, conds("Complete", "True"), nil)
-	a, _ := applierFor(t, done)
-	require.NoError(t, a.Ready(context.Background(), manifest(done)))
-	cm := obj("v1", "ConfigMap", 1, nil, nil)
-	require.NoError(t, a.Ready(context.Background(), manifest(cm)), "a kind without a check is ready once applied")
-	err := a.Ready(context.Background(), manifest(obj("apps/v1", "Deployment", 1, nil, nil)))
+	ctx := context.Background()
+	a, _ := applierFor(t, obj("batch/v1", "Job", 1, conds("Complete", "True"), nil))
+	require.NoError(t, a.Ready(ctx, manifest(obj("batch/v1", "Job", 1, nil, nil))), "the Job in the cluster has completed")
+	err := a.Ready(ctx, manifest(obj("v1", "ConfigMap", 1, nil, nil)))
+	assert.True(t, apierrors.IsNotFound(err), "an object that is not there is the API server's NotFound: %v", err)
+	err = a.Ready(ctx, manifest(obj("apps/v1", "Deployment", 1, nil, nil)))
 	assert.ErrorContains(t, err, "kube: mapping apps/v1, Kind=Deployment", "a kind the mapper does not know is an error")
 }
 

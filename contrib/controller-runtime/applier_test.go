@@ -59,7 +59,7 @@ func TestApplierOnAControllerRuntimeClient(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "cm"}, got))
 	assert.Equal(t, map[string]string{"k": "v"}, got.Data)
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "reader"}, &rbacv1.ClusterRole{}), "a cluster-scoped object drops the manifest's namespace")
-	require.NoError(t, a.Ready(ctx, cm), "a ConfigMap is ready once applied")
+	require.NoError(t, a.Ready(ctx, cm), "a ConfigMap is ready once it exists")
 
 	require.NoError(t, a.Delete(ctx, role))
 	assert.True(t, apierrors.IsNotFound(a.Delete(ctx, role)), "deleting what is gone is NotFound, which the worker counts as gone")

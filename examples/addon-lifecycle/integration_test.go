@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/converge-dev/converge/internal/testenv"
+	"github.com/converge-dev/converge/testenv"
 )
 
 var env *testenv.Environment

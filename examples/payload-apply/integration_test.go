@@ -23,12 +23,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
-	"github.com/converge-dev/converge/internal/testenv"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/testenv"
 )
 
 // env is the etcd and kube-apiserver every integration test of the package shares.
@@ -198,7 +198,8 @@ func (c *testCluster) startJobController(t *testing.T, completeJob bool) *jobCon
 }
 
 // rollOutDeployments writes, for every Deployment of the payload whose generation was
-// not observed yet, the status the deployment controller writes once it is rolled out.
+// not observed yet, the status the deployment controller writes once it is rolled out
+// (e2e.RolledOut).
 func (c *testCluster) rollOutDeployments(ctx context.Context) error {
 	deps := c.Typed.AppsV1().Deployments(demoNamespace)
 	list, err := deps.List(ctx, metav1.ListOptions{})
@@ -210,9 +211,16 @@ func (c *testCluster) rollOutDeployments(ctx context.Context) error {
 		if dep.Status.ObservedGeneration == dep.Generation {
 			continue
 		}
-		n := ptr.Deref(dep.Spec.Replicas, 1)
-		dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: n, UpdatedReplicas: n, ReadyReplicas: n, AvailableReplicas: n}
-		if _, err := deps.UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(dep)
+		if err != nil {
+			return err
+		}
+		done := &appsv1.Deployment{}
+		rolledOut := e2e.RolledOut(&unstructured.Unstructured{Object: u}, time.Now())
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(rolledOut.Object, done); err != nil {
+			return err
+		}
+		if _, err := deps.UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
 			return err
 		}
 	}

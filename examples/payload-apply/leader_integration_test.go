@@ -147,7 +147,7 @@ func TestLeaderElection(t *testing.T) {
 		}
 	}
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, pollInterval, pollTimeout, true, func(context.Context) (bool, error) {
-		return len(c.live(t, beforeJob)) == len(beforeJob) && strings.Contains(leader.out.String(), "has not completed: kube: not ready"), nil
+		return len(c.live(t, beforeJob)) == len(beforeJob) && strings.Contains(leader.out.String(), "is not ready: JobNotComplete: has not completed"), nil
 	}), "the leader did not reach the Job:\n%s", leader.out)
 
 	// Only the leader wrote: every object, and the status, is managed by it alone, and

@@ -26,10 +26,10 @@ func TestRunInMemory(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(text, "attempt failed: ConfigMap/converge-payload-demo/web-settings"), text)
 	assert.Contains(t, text, "apply (Initializing) done: 31/31 manifests, completed 1 time(s), next in 3m0s")
 	assert.Contains(t, text, "apply (Reconciling) done: 31/31 manifests, completed 2 time(s)")
-	assert.Contains(t, text, `waiting for Job/converge-payload-demo/schema-migrate to be ready: Job converge-payload-demo/schema-migrate: has not completed: kube: not ready`,
+	assert.Contains(t, text, `waiting for Job/converge-payload-demo/schema-migrate to be ready: kube: Job converge-payload-demo/schema-migrate is not ready: JobNotComplete: has not completed: 0 active, 0 succeeded, 0 failed`,
 		"the worker waits for the Job before the next run level")
 	for _, dep := range []string{"api", "web"} {
-		assert.Contains(t, text, "waiting for Deployment/converge-payload-demo/"+dep+" to be ready: Deployment converge-payload-demo/"+dep+": 0 of 1 replicas updated, 0 available, 0 in total: kube: not ready",
+		assert.Contains(t, text, "waiting for Deployment/converge-payload-demo/"+dep+" to be ready: kube: Deployment converge-payload-demo/"+dep+" is not ready: LatestGenerationNotObserved: Deployment status.observedGeneration not written yet",
 			"the worker waits for the Deployment until the simulated controller rolled it out")
 	}
 	assert.Equal(t, 1, strings.Count(text, `event: Normal ManifestsDeleted: Deleted 1 objects of 1.0.0: configmap "converge-payload-demo/legacy-settings"`),

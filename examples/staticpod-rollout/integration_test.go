@@ -17,7 +17,7 @@ import (
 
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/internal/e2e/staticpodrollout"
-	"github.com/converge-dev/converge/internal/testenv"
+	"github.com/converge-dev/converge/testenv"
 )
 
 var env *testenv.Environment

@@ -197,7 +197,7 @@ func startControllers(ctx context.Context, c *Cluster, reconcile Reconcile, work
 	}
 	var deps *deploymentStatusController
 	if simulate {
-		if deps, err = newDeploymentStatusController(c.Kube); err != nil {
+		if deps, err = newDeploymentStatusController(c.Kube, labels.SelectorFromSet(labels.Set{managedByLabel: managedBy}).String()); err != nil {
 			ctrl.queue.ShutDown()
 			return nil, err
 		}

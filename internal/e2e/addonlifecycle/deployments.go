@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -28,8 +27,19 @@ type deploymentStatusController struct {
 	queue    workqueue.TypedRateLimitingInterface[string]
 }
 
-func newDeploymentStatusController(client kubernetes.Interface) (*deploymentStatusController, error) {
-	selector := labels.SelectorFromSet(labels.Set{managedByLabel: managedBy}).String()
+// RollOutDeployments runs the simulated deployment controller on the
+// Deployments that selector (a label selector) selects, with two workers,
+// until ctx ends; then it stops and waits for everything it started. Other
+// integration tests (contrib/helm's) make their Deployments ready with it.
+func RollOutDeployments(ctx context.Context, client kubernetes.Interface, selector string) error {
+	c, err := newDeploymentStatusController(client, selector)
+	if err != nil {
+		return err
+	}
+	return c.Run(ctx, 2)
+}
+
+func newDeploymentStatusController(client kubernetes.Interface, selector string) (*deploymentStatusController, error) {
 	c := &deploymentStatusController{
 		client: client,
 		factory: informers.NewSharedInformerFactoryWithOptions(client, 0,

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -57,5 +58,24 @@ func rolledOut(dep *appsv1.Deployment) appsv1.DeploymentStatus {
 		ObservedGeneration: dep.Generation,
 		Replicas:           replicas, UpdatedReplicas: replicas,
 		ReadyReplicas: available, AvailableReplicas: available,
+		Conditions: deploymentConditions(available == replicas),
+	}
+}
+
+// deploymentConditions are the Available and Progressing conditions the
+// deployment controller writes beside its counts (kstatus reads them): a
+// rollout whose replicas are all available has progressed, one whose
+// replicas are not is still updating. They carry no timestamps, so a status
+// written twice is the same status.
+func deploymentConditions(available bool) []appsv1.DeploymentCondition {
+	if available {
+		return []appsv1.DeploymentCondition{
+			{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable", Message: "Deployment has minimum availability."},
+			{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable", Message: "ReplicaSet has successfully progressed."},
+		}
+	}
+	return []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable", Message: "Deployment does not have minimum availability."},
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "ReplicaSetUpdated", Message: "ReplicaSet is progressing."},
 	}
 }

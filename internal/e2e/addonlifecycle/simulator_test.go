@@ -4,10 +4,15 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/kube"
 )
 
 func TestRolledOut(t *testing.T) {
@@ -31,7 +36,18 @@ func TestRolledOut(t *testing.T) {
 			assert.Equal(t, appsv1.DeploymentStatus{
 				ObservedGeneration: 4, Replicas: want, UpdatedReplicas: want,
 				ReadyReplicas: tt.available, AvailableReplicas: tt.available,
+				Conditions: deploymentConditions(tt.available == want),
 			}, got)
+			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&appsv1.Deployment{
+				TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: dep.ObjectMeta, Spec: dep.Spec, Status: got,
+			})
+			require.NoError(t, err)
+			ready := kube.ObjectReady(&unstructured.Unstructured{Object: u})
+			if tt.available == want {
+				assert.NoError(t, ready, "kstatus calls a rolled-out Deployment Current")
+			} else {
+				assert.ErrorIs(t, ready, kube.ErrNotReady, "a Deployment without available replicas is in progress")
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package payloadapply
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -20,9 +21,9 @@ import (
 // controllers of a cluster that has none (the in-memory one, an apiserver without
 // kube-controller-manager): a Job or a Deployment that kube.Applier finds not ready yet
 // gets the status its controller writes once done (CompletedJob, RolledOut) through its
-// status subresource, so the next check finds it ready. Every other kind kube.Applier
-// checks (DaemonSet, StatefulSet, CustomResourceDefinition) is waited for too, but none
-// is in the payload, so none is simulated.
+// status subresource, so the next check finds it ready. kube.Applier judges every other
+// kind too; those of the payload (namespaces, service accounts, config maps, secrets,
+// ClusterIP services) are ready once they exist, so none of them is simulated.
 type Applier struct {
 	// Kube applies, deletes and checks readiness.
 	Kube *kube.Applier
@@ -107,17 +108,30 @@ var doneStatus = map[schema.GroupKind]func(*unstructured.Unstructured, time.Time
 }
 
 // RolledOut returns a copy of dep with the status a deployment controller writes once
-// every replica of dep's current generation is updated and available.
-func RolledOut(dep *unstructured.Unstructured, _ time.Time) *unstructured.Unstructured {
+// every replica of dep's current generation is updated and available: the counts, and
+// the conditions Available (MinimumReplicasAvailable) and Progressing
+// (NewReplicaSetAvailable).
+func RolledOut(dep *unstructured.Unstructured, now time.Time) *unstructured.Unstructured {
 	done := dep.DeepCopy()
 	replicas, found, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
 	if !found {
 		replicas = 1
 	}
+	at := now.UTC().Truncate(time.Second).Format(time.RFC3339)
+	condition := func(condType, reason, message string) any {
+		return map[string]any{
+			"type": condType, "status": "True", "reason": reason, "message": message,
+			"lastUpdateTime": at, "lastTransitionTime": at,
+		}
+	}
 	done.Object["status"] = map[string]any{
 		"observedGeneration": dep.GetGeneration(),
 		"replicas":           replicas, "updatedReplicas": replicas,
 		"readyReplicas": replicas, "availableReplicas": replicas,
+		"conditions": []any{
+			condition("Available", "MinimumReplicasAvailable", "Deployment has minimum availability."),
+			condition("Progressing", "NewReplicaSetAvailable", fmt.Sprintf("Deployment %q has successfully progressed.", dep.GetName())),
+		},
 	}
 	return done
 }

@@ -80,7 +80,7 @@ func TestApplierServerSideApplies(t *testing.T) {
 
 func TestApplierWaitsForJobs(t *testing.T) {
 	complete := []any{map[string]any{"type": "Complete", "status": "True"}}
-	failed := []any{map[string]any{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}}
+	failed := []any{map[string]any{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}}
 	tests := []struct {
 		name string
 		// existing is the status of a Job already in the cluster; nil applies a new one.
@@ -127,7 +127,7 @@ func TestApplierWaitsForJobs(t *testing.T) {
 				var uErr *payload.UpdateError
 				require.ErrorAs(t, err, &uErr)
 				assert.Equal(t, payload.EffectFail, uErr.Effect, "%v", err)
-				assert.ErrorContains(t, err, "Job demo/migrate failed: BackoffLimitExceeded")
+				assert.ErrorContains(t, err, "kube: Job demo/migrate failed: BackoffLimitExceeded: Job has reached the specified backoff limit")
 				assert.Empty(t, waited, "a failed Job is no wait")
 			case tt.wantErr != nil:
 				assert.ErrorIs(t, err, tt.wantErr)
@@ -187,19 +187,29 @@ func TestRolledOut(t *testing.T) {
 		spec     map[string]any
 		replicas int64
 	}{
-		{name: "replicas given", spec: map[string]any{"replicas": int64(3)}, replicas: 3},
+		{name: "replicas given", spec: map[string]any{"replicas": int64(3), "progressDeadlineSeconds": int64(600)}, replicas: 3},
 		{name: "replicas defaulted", spec: map[string]any{}, replicas: 1},
 	}
+	at := "2026-01-01T12:00:00Z"
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dep := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": tt.spec}}
+			dep.SetName("web")
 			dep.SetGeneration(4)
-			done := RolledOut(dep, time.Now())
+			require.ErrorIs(t, kube.ObjectReady(dep), kube.ErrNotReady)
+			done := RolledOut(dep, time.Date(2026, 1, 1, 12, 0, 0, 500, time.UTC))
 			assert.NotContains(t, dep.Object, "status", "the Deployment given was changed")
 			assert.Equal(t, map[string]any{
 				"observedGeneration": int64(4), "replicas": tt.replicas, "updatedReplicas": tt.replicas,
 				"readyReplicas": tt.replicas, "availableReplicas": tt.replicas,
+				"conditions": []any{
+					map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
+						"message": "Deployment has minimum availability.", "lastUpdateTime": at, "lastTransitionTime": at},
+					map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
+						"message": `Deployment "web" has successfully progressed.`, "lastUpdateTime": at, "lastTransitionTime": at},
+				},
 			}, done.Object["status"])
+			assert.NoError(t, kube.ObjectReady(done), "kube takes the Deployment for rolled out")
 		})
 	}
 }

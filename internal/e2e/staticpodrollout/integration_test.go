@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/converge-dev/converge/fake"
-	"github.com/converge-dev/converge/internal/testenv"
 	"github.com/converge-dev/converge/rollout"
+	"github.com/converge-dev/converge/testenv"
 )
 
 var env *testenv.Environment

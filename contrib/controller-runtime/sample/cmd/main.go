@@ -22,13 +22,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/internal/controller"
 )
 
-// Leader election keeps a Lease and records events about it.
+// Leader election keeps a Lease and records events about it; the
+// controllers record their engines' events.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 func main() {
 	err := run(ctrl.SetupSignalHandler(), os.Args[1:], os.Stderr, nil)
@@ -62,7 +65,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, cfg *rest.Config)
 		metricsAddr string
 		payloadKey  string
 		releasesDir string
-		rollouts    controller.RolloutReconciler
+		rolloutNS   string
+		operand     string
+		installer   string
 	)
 	fs := flag.NewFlagSet("sample", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -72,9 +77,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, cfg *rest.Config)
 	fs.StringVar(&metricsAddr, "metrics-bind-address", "0", "address of the metrics endpoint (0: none)")
 	fs.StringVar(&payloadKey, "payload", "", "namespace/name of the Payload whose releases to apply (none: no payload worker)")
 	fs.StringVar(&releasesDir, "releases", "releases", "directory with one sub-directory of manifests per release, for -payload")
-	fs.StringVar(&rollouts.Namespace, "rollout-namespace", "kube-system", "namespace of the installer and operand pods of the Rollouts")
-	fs.StringVar(&rollouts.Operand, "operand", "operand", "name prefix of the operand pods (<operand>-<node>)")
-	fs.StringVar(&rollouts.InstallerImage, "installer-image", "installer", "image of the installer pods")
+	fs.StringVar(&rolloutNS, "rollout-namespace", "kube-system", "namespace of the installer and operand pods of the Rollouts")
+	fs.StringVar(&operand, "operand", "operand", "name prefix of the operand pods (<operand>-<node>)")
+	fs.StringVar(&installer, "installer-image", "installer", "image of the installer pods")
 	opts := zap.Options{}
 	opts.BindFlags(fs)
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -118,16 +123,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, cfg *rest.Config)
 	if err != nil {
 		return fmt.Errorf("sample: creating the manager: %w", err)
 	}
-	if err := controller.SetupAddonReconciler(mgr, controller.ConfigMapDriver{Client: mgr.GetClient()}); err != nil {
+	if _, err := crconverge.NewAddonController(mgr, controller.AddonOptions(controller.ConfigMapDriver{Client: mgr.GetClient()})); err != nil {
 		return fmt.Errorf("sample: setting up the add-on controller: %w", err)
 	}
-	rollouts.Client, rollouts.Recorder = mgr.GetClient(), mgr.GetEventRecorder("rollout-controller")
-	if err := controller.SetupRolloutReconciler(mgr, &rollouts); err != nil {
+	if _, err := crconverge.NewRolloutController(mgr, controller.RolloutOptions(rolloutNS, operand, installer)); err != nil {
 		return fmt.Errorf("sample: setting up the rollout controller: %w", err)
 	}
 	if payloadKey != "" {
-		if err := controller.SetupPayloadWorker(ctx, mgr, payload, os.DirFS(releasesDir)); err != nil {
-			return fmt.Errorf("sample: setting up the payload worker: %w", err)
+		if _, err := crconverge.NewPayloadController(mgr, controller.PayloadOptions(payload, os.DirFS(releasesDir))); err != nil {
+			return fmt.Errorf("sample: setting up the payload controller: %w", err)
 		}
 	}
 	return mgr.Start(ctx)

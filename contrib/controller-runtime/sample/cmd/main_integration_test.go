@@ -20,16 +20,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/converge-dev/converge/contrib/controller-runtime/internal/crtest"
+	"github.com/converge-dev/converge/contrib/controller-runtime/crtest"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 )
 
 // env is the etcd and kube-apiserver of the command's integration test,
 // with the sample's generated CRDs installed.
-var env *envtest.Environment
+var env = &envtest.Environment{CRDDirectoryPaths: []string{"../config/crd/bases"}, ErrorIfCRDPathMissing: true}
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(crtest.Main(m, &env, "../config/crd/bases"))
+	goleak.VerifyTestMain(crtest.WithEnvironment(m, env))
 }
 
 // TestRunServesEveryEngineUntilCancelled starts the operator as main does,

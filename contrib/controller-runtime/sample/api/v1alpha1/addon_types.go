@@ -35,6 +35,19 @@ type Addon struct {
 	Status addon.Status `json:"status,omitempty"`
 }
 
+// AddonPolicy is the Addon's policy (crconverge.AddonObject).
+func (a *Addon) AddonPolicy() addon.Policy { return a.Spec.Policy }
+
+// AddonVersion is the version to keep installed (crconverge.AddonObject).
+func (a *Addon) AddonVersion() string { return a.Spec.Version }
+
+// AddonStatus is the Addon's status field (crconverge.AddonObject).
+func (a *Addon) AddonStatus() *addon.Status { return &a.Status }
+
+// AddonSuspended reports whether the Addon is held where it is
+// (crconverge.AddonSuspender).
+func (a *Addon) AddonSuspended() bool { return a.Spec.Suspend }
+
 // AddonList is a list of Addons.
 //
 // +kubebuilder:object:root=true

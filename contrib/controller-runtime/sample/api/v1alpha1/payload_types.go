@@ -30,6 +30,15 @@ type Payload struct {
 	Status payload.Status `json:"status,omitempty"`
 }
 
+// PayloadRelease is the release to apply (crconverge.PayloadObject).
+func (p *Payload) PayloadRelease() payload.Release { return payload.Release{Version: p.Spec.Release} }
+
+// PayloadPolicy is the Payload's policy (crconverge.PayloadObject).
+func (p *Payload) PayloadPolicy() payload.Policy { return p.Spec.Policy }
+
+// PayloadStatus is the Payload's status field (crconverge.PayloadObject).
+func (p *Payload) PayloadStatus() *payload.Status { return &p.Status }
+
 // PayloadList is a list of Payloads.
 //
 // +kubebuilder:object:root=true

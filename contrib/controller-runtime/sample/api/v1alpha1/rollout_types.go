@@ -31,6 +31,15 @@ type Rollout struct {
 	Status rollout.Status `json:"status,omitempty"`
 }
 
+// RolloutPolicy is the Rollout's policy (crconverge.RolloutObject).
+func (r *Rollout) RolloutPolicy() rollout.Policy { return r.Spec.Policy }
+
+// RolloutRevision is the revision to roll out (crconverge.RolloutObject).
+func (r *Rollout) RolloutRevision() int32 { return r.Spec.Revision }
+
+// RolloutStatus is the Rollout's status field (crconverge.RolloutObject).
+func (r *Rollout) RolloutStatus() *rollout.Status { return &r.Status }
+
 // RolloutList is a list of Rollouts.
 //
 // +kubebuilder:object:root=true

@@ -6,8 +6,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/converge-dev/converge/addon"
+	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
+	"github.com/converge-dev/converge/payload"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -39,4 +42,33 @@ func TestDeepCopySharesNothing(t *testing.T) {
 	assert.True(t, ok)
 	adCopy.Status.History[0].Version = "v2"
 	assert.Equal(t, "v1", ad.Status.History[0].Version)
+}
+
+// Each resource is the object its configured controller reconciles.
+var (
+	_ crconverge.RolloutObject  = (*Rollout)(nil)
+	_ crconverge.AddonObject    = (*Addon)(nil)
+	_ crconverge.AddonSuspender = (*Addon)(nil)
+	_ crconverge.PayloadObject  = (*Payload)(nil)
+)
+
+func TestAccessorsReadTheSpecAndTheStatusField(t *testing.T) {
+	ro := &Rollout{Spec: RolloutSpec{Revision: 4, Policy: rollout.Policy{MaxUnavailable: 2}}}
+	assert.Equal(t, int32(4), ro.RolloutRevision())
+	assert.Equal(t, int32(2), ro.RolloutPolicy().MaxUnavailable)
+	ro.RolloutStatus().LatestAvailableRevision = 4
+	assert.Equal(t, int32(4), ro.Status.LatestAvailableRevision, "the status accessor is the field itself")
+
+	ad := &Addon{Spec: AddonSpec{Version: "v2", Suspend: true, Policy: addon.Policy{MaxRetries: ptr.To[int32](3)}}}
+	assert.Equal(t, "v2", ad.AddonVersion())
+	assert.True(t, ad.AddonSuspended())
+	assert.Equal(t, int32(3), *ad.AddonPolicy().MaxRetries)
+	ad.AddonStatus().Phase = addon.PhaseRunning
+	assert.Equal(t, addon.PhaseRunning, ad.Status.Phase)
+
+	p := &Payload{Spec: PayloadSpec{Release: "1.1", Policy: payload.Policy{Workers: 3}}}
+	assert.Equal(t, payload.Release{Version: "1.1"}, p.PayloadRelease())
+	assert.Equal(t, int32(3), p.PayloadPolicy().Workers)
+	p.PayloadStatus().Done = 2
+	assert.Equal(t, int32(2), p.Status.Done)
 }

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/converge-dev/converge/addon"
+	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 )
 
@@ -80,11 +81,12 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 	require.NoError(t, err, what)
 }
 
-// TestAddonReconcilerLifecycle installs, upgrades and uninstalls an add-on
+// TestAddonControllerLifecycle installs, upgrades and uninstalls an add-on
 // through the manager, on the real API server.
-func TestAddonReconcilerLifecycle(t *testing.T) {
+func TestAddonControllerLifecycle(t *testing.T) {
 	startManager(t, func(mgr ctrl.Manager) error {
-		return SetupAddonReconciler(mgr, ConfigMapDriver{Client: mgr.GetClient()})
+		_, err := crconverge.NewAddonController(mgr, AddonOptions(ConfigMapDriver{Client: mgr.GetClient()}))
+		return err
 	})
 	ctx := context.Background()
 	c := apiClient(t)
@@ -113,7 +115,7 @@ func TestAddonReconcilerLifecycle(t *testing.T) {
 	eventually(t, "the add-on runs v1, installed by the driver", running("v1"))
 
 	require.NoError(t, c.Get(ctx, key, a))
-	require.Contains(t, a.Finalizers, AddonFinalizer, "the reconciler keeps the Addon until it is uninstalled")
+	require.Contains(t, a.Finalizers, addonFinalizer, "the controller keeps the Addon until it is uninstalled")
 	a.Spec.Version = "v2"
 	require.NoError(t, c.Update(ctx, a))
 	eventually(t, "the add-on is upgraded to v2", running("v2"))

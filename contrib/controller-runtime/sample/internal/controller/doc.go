@@ -1,2 +1,4 @@
-// Package controller holds the sample operator's reconcilers, one per engine.
+// Package controller holds the sample operator's controllers, one per
+// engine, each the options of one of crconverge's configured controllers,
+// and the sample's add-on driver.
 package controller

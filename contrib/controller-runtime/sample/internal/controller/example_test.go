@@ -15,14 +15,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
+	"github.com/converge-dev/converge/contrib/controller-runtime/crtest"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/internal/controller"
 )
 
-// A RolloutReconciler's first reconcile of a Rollout at revision 1 starts
-// the first node: it records the decision in the Rollout's status and
-// creates that node's installer pod.
-func ExampleRolloutReconciler() {
+// The rollout controller's first reconcile of a Rollout at revision 1
+// starts the first node: it records the decision in the Rollout's status
+// and creates that node's installer pod.
+func ExampleRolloutOptions() {
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
@@ -33,11 +35,16 @@ func ExampleRolloutReconciler() {
 	}
 	ro := &v1alpha1.Rollout{ObjectMeta: metav1.ObjectMeta{Name: "etcd"}, Spec: v1alpha1.RolloutSpec{Revision: 1}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.Rollout{}).WithObjects(node, ro).Build()
-	r := &controller.RolloutReconciler{Client: c, Recorder: events.NewFakeRecorder(10), Namespace: "operand",
-		Operand: "etcd", InstallerImage: "installer:v1",
-		Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	mgr, _ := crtest.NewManager(c, events.NewFakeRecorder(10))
+	opts := controller.RolloutOptions("operand", "etcd", "installer:v1")
+	opts.Engine.Clock = clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	r, err := crconverge.NewRolloutController(mgr, opts)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 
-	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "etcd"}})
+	_, err = r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "etcd"}})
 	fmt.Println("reconcile error:", err)
 	_ = c.Get(ctx, client.ObjectKey{Name: "etcd"}, ro)
 	for _, n := range ro.Status.NodeStatuses {

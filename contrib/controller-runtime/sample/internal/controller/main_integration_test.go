@@ -8,13 +8,13 @@ import (
 	"go.uber.org/goleak"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/converge-dev/converge/contrib/controller-runtime/internal/crtest"
+	"github.com/converge-dev/converge/contrib/controller-runtime/crtest"
 )
 
 // env is the etcd and kube-apiserver the package's integration tests share,
 // with the sample's generated CRDs installed.
-var env *envtest.Environment
+var env = &envtest.Environment{CRDDirectoryPaths: []string{"../../config/crd/bases"}, ErrorIfCRDPathMissing: true}
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(crtest.Main(m, &env, "../../config/crd/bases"))
+	goleak.VerifyTestMain(crtest.WithEnvironment(m, env))
 }

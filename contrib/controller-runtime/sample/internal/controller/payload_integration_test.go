@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 	"github.com/converge-dev/converge/payload"
 )
@@ -41,7 +42,10 @@ func TestPayloadWorkerAppliesTheNamedRelease(t *testing.T) {
 		"1.1/0000_10_settings.yaml": configMapManifest(ns, "settings", "1.1"),
 		"1.1/0000_20_extra.yaml":    configMapManifest(ns, "extra", "1.1"),
 	}
-	startManager(t, func(mgr ctrl.Manager) error { return SetupPayloadWorker(ctx, mgr, key, releases) })
+	startManager(t, func(mgr ctrl.Manager) error {
+		_, err := crconverge.NewPayloadController(mgr, PayloadOptions(key, releases))
+		return err
+	})
 	p := &v1alpha1.Payload{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cluster"}, Spec: v1alpha1.PayloadSpec{Release: "1.0"}}
 	require.NoError(t, c.Create(ctx, p))
 

@@ -14,21 +14,22 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 	"github.com/converge-dev/converge/kube"
 )
 
-// TestRolloutReconcilerOnTheAPIServer rolls a revision out to two nodes
+// TestRolloutControllerOnTheAPIServer rolls a revision out to two nodes
 // through the manager, on the real API server, with the test as the kubelet
 // (envtest runs none). Its nodes and Rollout go when it ends, so that it runs
 // again with -count on the same apiserver.
-func TestRolloutReconcilerOnTheAPIServer(t *testing.T) {
+func TestRolloutControllerOnTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	c := apiClient(t)
 	ns := newNamespace(t, c)
 	startManager(t, func(mgr ctrl.Manager) error {
-		return SetupRolloutReconciler(mgr, &RolloutReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("rollout-controller"),
-			Namespace: ns, Operand: "etcd", InstallerImage: "installer"})
+		_, err := crconverge.NewRolloutController(mgr, RolloutOptions(ns, "etcd", "installer"))
+		return err
 	})
 	for _, name := range []string{"node-a", "node-b"} {
 		n := readyNode(name)

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
+	"github.com/converge-dev/converge/contrib/controller-runtime/crtest"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 	"github.com/converge-dev/converge/kube"
 )
@@ -53,10 +55,10 @@ func kubelet(t *testing.T, c client.Client, now time.Time) {
 	}
 }
 
-// TestRolloutReconcilerRollsOutNodeByNode drives a Rollout on the fake
+// TestRolloutControllerRollsOutNodeByNode drives a Rollout on the fake
 // client, with a fake clock and the test as the kubelet, until every node
 // runs the revision; then a new revision follows the same way.
-func TestRolloutReconcilerRollsOutNodeByNode(t *testing.T) {
+func TestRolloutControllerRollsOutNodeByNode(t *testing.T) {
 	tests := []struct {
 		name      string
 		nodes     []string
@@ -77,8 +79,12 @@ func TestRolloutReconcilerRollsOutNodeByNode(t *testing.T) {
 			}
 			c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.Rollout{}).WithObjects(objs...).Build()
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			r := &RolloutReconciler{Client: c, Recorder: events.NewFakeRecorder(1000), Namespace: "operand",
-				Operand: "etcd", InstallerImage: "installer", Clock: clk}
+			mgr, err := crtest.NewManager(c, events.NewFakeRecorder(1000))
+			require.NoError(t, err)
+			opts := RolloutOptions("operand", "etcd", "installer")
+			opts.Engine.Clock = clk
+			r, err := crconverge.NewRolloutController(mgr, opts)
+			require.NoError(t, err)
 			key := client.ObjectKey{Name: "etcd"}
 
 			for _, rev := range tt.revisions {

@@ -1,0 +1,118 @@
+package helmconverge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+
+	"github.com/converge-dev/converge/addon"
+)
+
+// Chart is what an add-on applies: a chart and the values it is rendered
+// with.
+type Chart struct {
+	// Chart is the loaded chart (LoadDir, LoadArchive, LoadFS, or the
+	// host's own loader: pulling from an OCI or HTTP repository is the
+	// host's business, done before the driver runs).
+	Chart *chart.Chart
+	// Values override the chart's values.yaml. They may hold secrets: the
+	// driver never writes them to the add-on's status, events or logs, and
+	// Helm keeps them in its release storage (Secrets on the apiserver).
+	Values map[string]any
+}
+
+// ChartFunc gives the chart and values of an add-on. It is called for an
+// install and an upgrade with the request the engine made (req.Spec, with
+// the desired version, and req.Host, the host's object); its result must
+// carry req.To, the version the engine applies (Version computes one from
+// the chart and values). A rollback needs no chart: Helm keeps every
+// revision's chart and values.
+type ChartFunc func(ctx context.Context, req addon.Request) (Chart, error)
+
+// LoadDir loads the chart in directory dir (honouring its .helmignore).
+func LoadDir(dir string) (*chart.Chart, error) {
+	c, err := loader.LoadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("helm: load chart directory %s: %w", dir, err)
+	}
+	return c, nil
+}
+
+// LoadArchive loads a packaged chart (a .tgz as helm package writes it).
+func LoadArchive(r io.Reader) (*chart.Chart, error) {
+	c, err := loader.LoadArchive(r)
+	if err != nil {
+		return nil, fmt.Errorf("helm: load chart archive: %w", err)
+	}
+	return c, nil
+}
+
+// LoadFS loads the chart in directory dir of fsys, such as an embed.FS that
+// ships the chart inside the host's binary. Every regular file under dir is
+// part of the chart (an fs.FS has no .helmignore rules).
+func LoadFS(fsys fs.FS, dir string) (*chart.Chart, error) {
+	if fsys == nil {
+		return nil, invalidf("chart", "nil fs.FS")
+	}
+	var files []*archive.BufferedFile
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(p, dir+"/")
+		if dir == "." {
+			name = p
+		}
+		files = append(files, &archive.BufferedFile{Name: path.Clean(name), Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("helm: load chart %s from fs: %w", dir, err)
+	}
+	c, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("helm: load chart %s from fs: %w", dir, err)
+	}
+	return c, nil
+}
+
+// Version names a chart and its values as one add-on version:
+// "<chart version>+values.<digest>", the digest being the first 16 hex
+// digits of the SHA-256 of the values' JSON (keys sorted). A change of the
+// values is a new version, so the engine upgrades for it; the digest names
+// the values without revealing them.
+func Version(c *chart.Chart, values map[string]any) (string, error) {
+	if c == nil || c.Metadata == nil {
+		return "", invalidf("chart", "nil chart or chart without metadata")
+	}
+	raw, err := json.Marshal(values)
+	if err != nil {
+		return "", invalidf("values", "not JSON: %v", err)
+	}
+	if values == nil {
+		raw = []byte("{}")
+	}
+	sum := sha256.Sum256(raw)
+	return c.Metadata.Version + "+values." + hex.EncodeToString(sum[:8]), nil
+}
+
+// versionDigest is the label value that names a version in Helm's release
+// storage: label values are short and plain, versions need not be.
+func versionDigest(version string) string {
+	sum := sha256.Sum256([]byte(version))
+	return hex.EncodeToString(sum[:16])
+}

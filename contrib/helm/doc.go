@@ -1,0 +1,54 @@
+// Package helmconverge is an addon.Driver on Helm 4's SDK, so that the addon
+// engine and Helm make an embeddable helm-controller: each add-on is one
+// Helm release, installed, upgraded, tested, rolled back, checked for drift
+// and uninstalled by Helm's action package under the engine's rules
+// (retries, remediation, deadlines, claims, status).
+//
+// The host gives three things (Config): where the releases live (a
+// Cluster: NewCluster on a rest.Config stores them in Secrets, as the helm
+// command does; NewMemoryCluster keeps them in memory for tests), which
+// release an add-on is (ReleaseFromName by default: add-on "ns/name" is
+// release name in ns), and the chart and values of each add-on version (a
+// ChartFunc). Charts come from a directory (LoadDir), a packaged archive
+// (LoadArchive) or an fs.FS such as an embed.FS (LoadFS); pulling a chart
+// from an OCI registry or an HTTP repository, with its credentials, is the
+// host's business, done before the function returns. The add-on's version
+// must name both the chart and the values, so that a values change is an
+// upgrade: Version computes "<chart version>+values.<digest>".
+//
+// The engine stays the source of truth for decisions; Helm's own history is
+// where revisions live. Install and Upgrade return the Helm revision they
+// made and the engine records it with the attempt and with the version it
+// carries (addon.Status.InstalledRevision, LastGoodRevision); a rollback to
+// the last good version goes back to that very revision (or, when Helm
+// pruned it, to the newest revision that carried the version: every
+// revision the driver makes is labelled with a digest of its version).
+//
+// Nothing blocks inside a Reconcile beyond the chart's hooks: install and
+// upgrade run without Helm's --wait, and readiness comes from Health, which
+// reads each object of the deployed revision from the cluster and judges it
+// by its status (rolled-out workloads, complete Jobs, established CRDs, a
+// True Ready condition), so the engine's check deadlines and RequeueAfter do
+// the waiting. A release left pending-install, pending-upgrade or
+// pending-rollback by a crash is reported by Health (ErrReleasePending) and
+// unlocked by the next action, which then goes on: no add-on wedges on
+// "another operation (install/upgrade/rollback) is in progress".
+//
+// Drift is detected as Flux's helm-controller detects it: a server-side
+// dry-run apply of every object of the deployed revision, as Helm's field
+// manager, compared with the object in the cluster; the detail names the
+// objects and fields, never their values. The engine's Policy.Drift says
+// what follows: a Warn, or a correction by a re-apply of the installed
+// version.
+//
+// Values may hold secrets. They go to Helm's release storage and to the
+// objects the chart renders, never to the add-on's status, events or logs:
+// the engine redacts Helm's errors (addon.Config.Redact), and the driver
+// passes Helm's own log records to the context's logger with their text
+// redacted (Config.Redact) and their structured values omitted.
+//
+// Helm sets no owner references: a host that wants to reconcile an add-on
+// when one of its objects changes watches the kinds it lists in
+// Config.Watch (Driver.Watches) and maps an object to its release with
+// ReleaseOf.
+package helmconverge

@@ -1,0 +1,30 @@
+package helmconverge
+
+import (
+	"errors"
+
+	"github.com/converge-dev/converge/internal/input"
+)
+
+// The driver's errors, matched with errors.Is. Bad input (a nil chart, a
+// release name Helm refuses, a Config without Charts or Cluster) matches
+// converge.ErrInvalid instead.
+var (
+	// ErrRollbackTargetMissing: no revision of the release carries the
+	// version a rollback goes back to (Helm's history no longer holds it).
+	ErrRollbackTargetMissing = errors.New("helm: no revision carries the rollback target")
+	// ErrReleaseMissing: the add-on's release is not in Helm's storage.
+	ErrReleaseMissing = errors.New("helm: release not found")
+	// ErrReleasePending: the release's last revision is pending-install,
+	// pending-upgrade or pending-rollback with no action of this engine
+	// running: the action that left it was cut short. The next install,
+	// upgrade, rollback or uninstall unlocks it (marks it failed) and goes
+	// on, as Flux's helm-controller does.
+	ErrReleasePending = errors.New("helm: release left pending")
+)
+
+func invalid(what string, problems ...string) error { return input.Invalid("helm", what, problems...) }
+
+func invalidf(what, format string, args ...any) error {
+	return input.Invalidf("helm", what, format, args...)
+}

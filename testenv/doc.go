@@ -1,0 +1,41 @@
+// Package testenv starts a real etcd and kube-apiserver on loopback for
+// integration tests, built from source through the Go module proxy: no
+// binary is downloaded, so it works where setup-envtest has no download
+// site to reach.
+//
+// One Environment serves a whole test package; its Config (a *rest.Config
+// for system:masters) and Kubeconfig (a file, for programs that take
+// -kubeconfig) reach the apiserver:
+//
+//	var env *testenv.Environment
+//
+//	func TestMain(m *testing.M) {
+//		goleak.VerifyTestMain(testenv.WithEnvironment(m, &env))
+//	}
+//
+// The apiserver runs no controllers (no kube-controller-manager, no
+// scheduler): a test writes the status a controller would. It authorizes with
+// RBAC and enforces OwnerReferencesPermissionEnforcement, as production
+// clusters do (see Start).
+//
+// # The binaries
+//
+// The first Start builds the two binaries with the go command on $PATH from
+// a small build module embedded in this package, which pins k8s.io/kubernetes
+// and the etcd server (the go command fetches their sources from the module
+// proxy, as for any dependency). The first build compiles Kubernetes and
+// takes many minutes; later ones find the binaries in the cache, under
+// CacheDir ($CONVERGE_TESTBIN_CACHE, or converge/testbin in the user's cache
+// directory) in a directory named by a digest of the build module, so they
+// are rebuilt only when a version changes and every checkout and every module
+// that requires converge shares them. CONVERGE_KUBE_APISERVER and
+// CONVERGE_ETCD point at existing binaries instead. Test packages that start
+// at once build once: one process builds under a file lock and the others
+// wait for it. A build runs in a process group of its own and dies with the
+// process that started it, also when go test kills that process at its
+// -timeout; so do etcd and kube-apiserver.
+//
+// controller-runtime's envtest can run on the same binaries: the
+// contrib/controller-runtime module's crtest package fills an
+// envtest.Environment from EnsureBinaries.
+package testenv
