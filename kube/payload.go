@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,8 +53,8 @@ type ApplyClient interface {
 // Applier applies a payload's manifests with server-side apply through an
 // ApplyClient, deletes the objects of manifests marked for deletion, and
 // checks readiness: it implements payload.Applier, payload.Deleter and
-// payload.Readiness. Deleting an object already gone returns the API
-// server's NotFound.
+// payload.Readiness. Deleting an object already gone, or already being
+// deleted, returns the API server's NotFound.
 //
 // Applying an unchanged manifest writes nothing (the API server keeps the
 // object and its resource version as they are). A Job's pod template is
@@ -118,11 +119,20 @@ func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, _ payload.Stat
 }
 
 // Delete deletes the object of m in the background. An object already gone is
-// the API server's NotFound, returned as it is: the worker counts it as gone,
-// not as a deletion, so that it reports only what it removed.
+// the API server's NotFound, returned as it is, and so is an object already being
+// deleted (a finalizer holds it): the worker counts either as done, not as a
+// deletion, so that it reports only what it removed.
 func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
 	if err := a.check("Delete", m); err != nil {
 		return err
+	}
+	obj, err := a.client.Get(ctx, m.GVK, m.Namespace(), m.Name())
+	if err != nil {
+		return err
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+			Reason: metav1.StatusReasonNotFound, Message: fmt.Sprintf("%s %q is being deleted", m.GVK.Kind, m.Name())}}
 	}
 	return a.client.Delete(ctx, m.GVK, m.Namespace(), m.Name())
 }

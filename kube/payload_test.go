@@ -64,6 +64,23 @@ func TestApplierReadinessReadsTheObject(t *testing.T) {
 	assert.ErrorContains(t, err, "kube: mapping apps/v1, Kind=Deployment", "a kind the mapper does not know is an error")
 }
 
+// TestApplierDeleteOfAnObjectBeingDeletedIsNotFound: an object a finalizer holds
+// after a delete is not deleted again: Delete answers NotFound, which the worker
+// counts as no deletion, and sends no second delete.
+func TestApplierDeleteOfAnObjectBeingDeletedIsNotFound(t *testing.T) {
+	cm := obj("v1", "ConfigMap", 1, nil, nil)
+	now := metav1.Now()
+	cm.SetDeletionTimestamp(&now)
+	cm.SetFinalizers([]string{"example.com/hold"})
+	a, client := applierFor(t, cm)
+	err := a.Delete(context.Background(), manifest(cm))
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	assert.ErrorContains(t, err, `ConfigMap "x" is being deleted`)
+	for _, action := range client.Actions() {
+		assert.NotEqual(t, "delete", action.GetVerb())
+	}
+}
+
 // TestApplierDeleteOfAnObjectAlreadyGoneIsNotFound: the worker tells a deletion from
 // an object already gone by the API server's NotFound, which Delete returns as it is.
 func TestApplierDeleteOfAnObjectAlreadyGoneIsNotFound(t *testing.T) {
