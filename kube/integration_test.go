@@ -899,7 +899,7 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 		{needs: []rule{{"configmaps", "patch"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Apply(ctx, byAdmin(t, configMap("patched-by-"+user)), payload.StateUpdating)
 		}},
-		{needs: []rule{{"configmaps", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"configmaps", "get"}, {"configmaps", "delete"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Delete(ctx, byAdmin(t, configMap("deleted-by-"+user)))
 		}},
 		{needs: []rule{{"configmaps", "get"}}, act: func(t *testing.T, c clients, user string) error {
@@ -923,7 +923,7 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 			}
 			return err
 		}},
-		{needs: []rule{{"deployments", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"deployments", "get"}, {"deployments", "delete"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Delete(ctx, byAdmin(t, deployment("deleted-by-"+user)))
 		}},
 		{needs: []rule{{"jobs", "get"}, {"jobs", "create"}, {"jobs", "patch"}}, act: func(t *testing.T, c clients, user string) error {
@@ -932,7 +932,7 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 		{needs: []rule{{"jobs", "get"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Apply(ctx, byAdmin(t, job("kept-by-"+user)), payload.StateUpdating)
 		}},
-		{needs: []rule{{"jobs", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"jobs", "get"}, {"jobs", "delete"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Delete(ctx, byAdmin(t, job("deleted-by-"+user)))
 		}},
 		{needs: []rule{{"leases", "create"}}, act: func(t *testing.T, c clients, user string) error {

@@ -118,10 +118,11 @@ func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, _ payload.Stat
 	return a.client.Apply(ctx, m.Object, a.cfg.FieldManager, a.cfg.Force)
 }
 
-// Delete deletes the object of m in the background. An object already gone is
-// the API server's NotFound, returned as it is, and so is an object already being
-// deleted (a finalizer holds it): the worker counts either as done, not as a
-// deletion, so that it reports only what it removed.
+// Delete deletes the object of m in the background. It reads the object first:
+// an object already gone is the API server's NotFound, returned as it is, and so
+// is an object already being deleted (a finalizer holds it), which is not
+// deleted again: the worker counts either as done, not as a deletion, so that
+// it reports only what it removed.
 func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
 	if err := a.check("Delete", m); err != nil {
 		return err

@@ -24,8 +24,10 @@
 //     in its state, a reconcile when it is due; a later Update may replace the release.
 //   - Update to another release cancels the apply in flight before it returns, and no
 //     host call of the replaced release starts once Update has returned: the worker
-//     checks before each call that its apply still runs. A call in flight that ignores
-//     its context keeps its pool slot until it returns.
+//     checks, right before each call, that its apply still runs (its context, which
+//     Update cancels). Only a goroutine preempted between that check and its call can
+//     still start one; closing that instant would make Update wait behind hung calls.
+//     A call in flight that ignores its context keeps its pool slot until it returns.
 //   - A delete that finds its object gone (the API server's NotFound) is done, not a
 //     deletion: ManifestsDeleted names only the objects a pass removed.
 //   - A failed manifest says why in the operator's words, then the error: `Could not
@@ -65,7 +67,9 @@
 // bubble, where every host call blocks until the seeded schedule answers it, in any
 // order, with failures, hangs past their context, panics, unknown kinds, readiness
 // waits, Updates, restarts and crashes that lose the writes not yet made; it checks the
-// rules above after every step, and each seed replays (go test ./payload -run
-// 'TestSimPayload$' -seed N -v). hack/mutants/payload keeps the bug classes it must
-// catch.
+// rules above after every step. A seed replays (go test ./payload -run
+// 'TestSimPayload$' -seed N -v), but for the status writes: the notifier reads the
+// status on a goroutine the schedule does not order with the loop's, so a few seeds in
+// a thousand can take another path after a write. hack/mutants/payload keeps the bug
+// classes it must catch.
 package payload
