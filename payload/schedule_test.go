@@ -115,6 +115,16 @@ func runReleased(t *testing.T, g *Graph, opts RunOptions, finishing ...string) [
 // of several workers whose nodes end in a given order; the pure schedule and
 // RunGraph's goroutines must both start them so.
 func TestLowestIndexFirstIsTheClusterVersionOperatorsOrder(t *testing.T) {
+	// The graph of the operator's "nodes executed after dependencies" cases.
+	afterDependencies := func() []*taskNode {
+		return []*taskNode{
+			nodeNamed([]int{3}, nil, "c"),
+			nodeNamed([]int{3}, nil, "d", "e"),
+			nodeNamed([]int{3}, []int{4}, "f"),
+			nodeNamed(nil, []int{0, 1, 2}, "a", "b"),
+			nodeNamed([]int{2}, nil, "g"),
+		}
+	}
 	tests := []struct {
 		name      string
 		nodes     func() []*taskNode
@@ -128,31 +138,15 @@ func TestLowestIndexFirstIsTheClusterVersionOperatorsOrder(t *testing.T) {
 			workers: 1, want: []string{"b"},
 		},
 		{
-			name: "nodes executed after dependencies, one worker",
-			nodes: func() []*taskNode {
-				return []*taskNode{
-					nodeNamed([]int{3}, nil, "c"),
-					nodeNamed([]int{3}, nil, "d", "e"),
-					nodeNamed([]int{3}, []int{4}, "f"),
-					nodeNamed(nil, []int{0, 1, 2}, "a", "b"),
-					nodeNamed([]int{2}, nil, "g"),
-				}
-			},
+			name:    "nodes executed after dependencies, one worker",
+			nodes:   afterDependencies,
 			workers: 1, want: []string{"a", "c", "d", "f", "g"},
 		},
 		{
 			// As the cluster-version operator's test runs it: c and d start with a's
 			// end, f once d ends, g once f ends.
-			name: "nodes executed after dependencies, two workers",
-			nodes: func() []*taskNode {
-				return []*taskNode{
-					nodeNamed([]int{3}, nil, "c"),
-					nodeNamed([]int{3}, nil, "d", "e"),
-					nodeNamed([]int{3}, []int{4}, "f"),
-					nodeNamed(nil, []int{0, 1, 2}, "a", "b"),
-					nodeNamed([]int{2}, nil, "g"),
-				}
-			},
+			name:    "nodes executed after dependencies, two workers",
+			nodes:   afterDependencies,
 			workers: 2, finishing: []string{"a", "d", "f", "c", "g"}, want: []string{"a", "c", "d", "f", "g"},
 		},
 		{
