@@ -28,7 +28,8 @@ const raceRounds = 4
 // the manner of testing/fstest.TestFS. The worker is the only writer of its
 // status and always hands over the whole of it, so: a written status reads
 // back whole through read (JSON round trips included; times are whole
-// seconds, as the worker truncates them; the largest status the worker
+// seconds, as the worker truncates them, but for NextApplyTime, which keeps
+// its microseconds; the largest status the worker
 // writes, Policy.MaxHistory's default of 10 releases and messages at the
 // Condition API's bound, fits); a status with fewer fields replaces the one
 // before, nothing of it merged in; the latest write wins; a write after
@@ -131,12 +132,13 @@ func racePayloadStatusWriters(ctx context.Context, round int, w, foreign payload
 func largestPayloadStatus(at time.Time) payload.Status {
 	t := func(d time.Duration) *metav1.Time { mt := metav1.NewTime(at.Add(d)); return &mt }
 	long := strings.Repeat("m", conditions.MaxMessageLength)
+	next := metav1.NewMicroTime(at.Add(time.Minute + 1500*time.Microsecond))
 	s := payload.Status{
 		ObservedGeneration: 1<<53 + 1,
 		Release:            payload.Release{Version: "conformance-1.0.0", Image: "registry.example/release@sha256:0123"},
 		State:              payload.StateUpdating, Done: 512, Total: 862, Completed: 1, Failures: 3, Interrupted: true,
 		Failure:          &payload.Failure{Reason: "MultipleErrors", Message: long, Effect: payload.EffectFailAfterInterval},
-		LastProgressTime: t(0), NextApplyTime: t(time.Minute),
+		LastProgressTime: t(0), NextApplyTime: &next,
 		Conditions: []metav1.Condition{
 			{Type: payload.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: "Done applying conformance-0.9.0", LastTransitionTime: *t(-time.Hour), ObservedGeneration: 1},
 			{Type: payload.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "MultipleErrors", Message: long, LastTransitionTime: *t(0)},

@@ -275,7 +275,8 @@ func TestApplierOnTheAPIServer(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrNotReady), "no controller-manager rolls it out here: %v", err)
 
 	require.NoError(t, a.Delete(ctx, m))
-	require.NoError(t, a.Delete(ctx, m), "an object already gone is deleted")
+	err = a.Delete(ctx, m)
+	assert.True(t, apierrors.IsNotFound(err), "deleting an object already gone is the API server's NotFound, which the worker counts as no deletion: %v", err)
 	_, err = c.typed.CoreV1().ConfigMaps("kube-apply").Get(ctx, "settings", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 }
@@ -898,7 +899,7 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 		{needs: []rule{{"configmaps", "patch"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Apply(ctx, byAdmin(t, configMap("patched-by-"+user)), payload.StateUpdating)
 		}},
-		{needs: []rule{{"configmaps", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"configmaps", "get"}, {"configmaps", "delete"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Delete(ctx, byAdmin(t, configMap("deleted-by-"+user)))
 		}},
 		{needs: []rule{{"configmaps", "get"}}, act: func(t *testing.T, c clients, user string) error {
@@ -922,7 +923,7 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 			}
 			return err
 		}},
-		{needs: []rule{{"deployments", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"deployments", "get"}, {"deployments", "delete"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Delete(ctx, byAdmin(t, deployment("deleted-by-"+user)))
 		}},
 		{needs: []rule{{"jobs", "get"}, {"jobs", "create"}, {"jobs", "patch"}}, act: func(t *testing.T, c clients, user string) error {
@@ -931,7 +932,7 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 		{needs: []rule{{"jobs", "get"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Apply(ctx, byAdmin(t, job("kept-by-"+user)), payload.StateUpdating)
 		}},
-		{needs: []rule{{"jobs", "delete"}}, act: func(t *testing.T, c clients, user string) error {
+		{needs: []rule{{"jobs", "get"}, {"jobs", "delete"}}, act: func(t *testing.T, c clients, user string) error {
 			return applierOf(t, c, user).Delete(ctx, byAdmin(t, job("deleted-by-"+user)))
 		}},
 		{needs: []rule{{"leases", "create"}}, act: func(t *testing.T, c clients, user string) error {

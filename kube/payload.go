@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -52,7 +53,8 @@ type ApplyClient interface {
 // Applier applies a payload's manifests with server-side apply through an
 // ApplyClient, deletes the objects of manifests marked for deletion, and
 // checks readiness: it implements payload.Applier, payload.Deleter and
-// payload.Readiness.
+// payload.Readiness. Deleting an object already gone, or already being
+// deleted, returns the API server's NotFound.
 //
 // Applying an unchanged manifest writes nothing (the API server keeps the
 // object and its resource version as they are). A Job's pod template is
@@ -116,17 +118,24 @@ func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, _ payload.Stat
 	return a.client.Apply(ctx, m.Object, a.cfg.FieldManager, a.cfg.Force)
 }
 
-// Delete deletes the object of m in the background; an object already gone
-// is success.
+// Delete deletes the object of m in the background. It reads the object first:
+// an object already gone is the API server's NotFound, returned as it is, and so
+// is an object already being deleted (a finalizer holds it), which is not
+// deleted again: the worker counts either as done, not as a deletion, so that
+// it reports only what it removed.
 func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
 	if err := a.check("Delete", m); err != nil {
 		return err
 	}
-	err := a.client.Delete(ctx, m.GVK, m.Namespace(), m.Name())
-	if apierrors.IsNotFound(err) {
-		return nil
+	obj, err := a.client.Get(ctx, m.GVK, m.Namespace(), m.Name())
+	if err != nil {
+		return err
 	}
-	return err
+	if obj.GetDeletionTimestamp() != nil {
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: http.StatusNotFound,
+			Reason: metav1.StatusReasonNotFound, Message: fmt.Sprintf("%s %q is being deleted", m.GVK.Kind, m.Name())}}
+	}
+	return a.client.Delete(ctx, m.GVK, m.Namespace(), m.Name())
 }
 
 // Ready reads the object of m and judges it with ObjectReady: nil once it is
@@ -170,9 +179,17 @@ type dynamicApply struct {
 	mapper meta.RESTMapper
 }
 
-// resource returns the client of gvk's resource, namespaced when the resource is.
+// resource returns the client of gvk's resource, namespaced when the resource is. A
+// kind the mapper does not know is looked up once more after a Reset of a mapper
+// that caches discovery (meta.ResettableRESTMapper, as
+// restmapper.NewDeferredDiscoveryRESTMapper is), so that a kind a CRD of the
+// payload registered is found by the next apply.
 func (d dynamicApply) resource(gvk schema.GroupVersionKind, namespace string) (dynamic.ResourceInterface, error) {
 	mapping, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if resettable, ok := d.mapper.(meta.ResettableRESTMapper); ok && meta.IsNoMatchError(err) {
+		resettable.Reset()
+		mapping, err = d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kube: mapping %s: %w", gvk, err)
 	}

@@ -64,14 +64,67 @@ func TestApplierReadinessReadsTheObject(t *testing.T) {
 	assert.ErrorContains(t, err, "kube: mapping apps/v1, Kind=Deployment", "a kind the mapper does not know is an error")
 }
 
-func TestApplierDeleteOfAnObjectAlreadyGoneSucceeds(t *testing.T) {
+// TestApplierDeleteOfAnObjectBeingDeletedIsNotFound: an object a finalizer holds
+// after a delete is not deleted again: Delete answers NotFound, which the worker
+// counts as no deletion, and sends no second delete.
+func TestApplierDeleteOfAnObjectBeingDeletedIsNotFound(t *testing.T) {
+	cm := obj("v1", "ConfigMap", 1, nil, nil)
+	now := metav1.Now()
+	cm.SetDeletionTimestamp(&now)
+	cm.SetFinalizers([]string{"example.com/hold"})
+	a, client := applierFor(t, cm)
+	err := a.Delete(context.Background(), manifest(cm))
+	assert.True(t, apierrors.IsNotFound(err), "%v", err)
+	assert.ErrorContains(t, err, `ConfigMap "x" is being deleted`)
+	for _, action := range client.Actions() {
+		assert.NotEqual(t, "delete", action.GetVerb())
+	}
+}
+
+// TestApplierDeleteOfAnObjectAlreadyGoneIsNotFound: the worker tells a deletion from
+// an object already gone by the API server's NotFound, which Delete returns as it is.
+func TestApplierDeleteOfAnObjectAlreadyGoneIsNotFound(t *testing.T) {
 	cm := obj("v1", "ConfigMap", 1, nil, nil)
 	a, client := applierFor(t, cm)
 	ctx := context.Background()
 	require.NoError(t, a.Delete(ctx, manifest(cm)))
 	_, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("ns").Get(ctx, "x", metav1.GetOptions{})
 	require.Error(t, err)
-	require.NoError(t, a.Delete(ctx, manifest(cm)), "deleting what is gone succeeds")
+	err = a.Delete(ctx, manifest(cm))
+	assert.True(t, apierrors.IsNotFound(err), "deleting what is gone is NotFound: %v", err)
+}
+
+// discoveringMapper is a mapper that caches discovery: it knows the Widget kind only
+// after a Reset, as a deferred discovery mapper knows a CRD's kind once it re-reads.
+type discoveringMapper struct {
+	*meta.DefaultRESTMapper
+	resets int
+}
+
+func (m *discoveringMapper) Reset() {
+	m.resets++
+	m.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, meta.RESTScopeNamespace)
+}
+
+// TestApplierLooksAKindUpAgainAfterResettingTheMapper: a kind the mapper does not know
+// is looked up once more after resetting a mapper that caches discovery, so that a
+// kind a CRD registered since is found; a mapper that cannot reset answers NoMatch,
+// naming the kind.
+func TestApplierLooksAKindUpAgainAfterResettingTheMapper(t *testing.T) {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widget := obj("example.com/v1", "Widget", 1, nil, nil)
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{widgets: "WidgetList"}, widget)
+	ctx := context.Background()
+
+	mapper := &discoveringMapper{DefaultRESTMapper: meta.NewDefaultRESTMapper(nil)}
+	got, err := dynamicApply{client: client, mapper: mapper}.Get(ctx, widget.GroupVersionKind(), "ns", "x")
+	require.NoError(t, err)
+	assert.Equal(t, "x", got.GetName())
+	assert.Equal(t, 1, mapper.resets)
+
+	_, err = dynamicApply{client: client, mapper: meta.NewDefaultRESTMapper(nil)}.Get(ctx, widget.GroupVersionKind(), "ns", "x")
+	assert.True(t, meta.IsNoMatchError(err), "%v", err)
+	assert.ErrorContains(t, err, `no matches for kind "Widget" in version "example.com/v1"`)
 }
 
 func TestNewApplierRejectsBadInput(t *testing.T) {
@@ -132,8 +185,8 @@ func (r *recordingApply) Delete(_ context.Context, gvk schema.GroupVersionKind, 
 
 // TestApplierForKeepsEveryRuleOnAnyApplyClient drives the applier through
 // an ApplyClient of its own: the field manager and force, the Job applied
-// only while it does not exist, readiness and NotFound on delete are the
-// Applier's own, not the client's.
+// only while it does not exist and readiness are the Applier's own, not the
+// client's; NotFound on delete is the client's, passed on.
 func TestApplierForKeepsEveryRuleOnAnyApplyClient(t *testing.T) {
 	ctx := context.Background()
 	job := obj("batch/v1", "Job", 1, conds("Complete", "True"), nil)
@@ -145,7 +198,7 @@ func TestApplierForKeepsEveryRuleOnAnyApplyClient(t *testing.T) {
 	require.NoError(t, a.Apply(ctx, manifest(obj("v1", "ConfigMap", 1, nil, nil)), payload.StateReconciling))
 	require.NoError(t, a.Apply(ctx, manifest(job), payload.StateReconciling), "an existing Job is left as it is")
 	assert.Equal(t, []string{"ConfigMap ns/x as op force=true"}, client.applied)
-	require.NoError(t, a.Delete(ctx, manifest(job)), "deleting what is gone succeeds")
+	assert.True(t, apierrors.IsNotFound(a.Delete(ctx, manifest(job))), "deleting what is gone is the client's NotFound")
 	assert.Equal(t, []string{"Job ns/x"}, client.deleted)
 	require.NoError(t, a.Ready(ctx, manifest(job)))
 	assert.ErrorIs(t, a.Ready(ctx, manifest(deploy)), ErrNotReady)

@@ -73,6 +73,9 @@ func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 	out.Total = int32(len(manifests))
 	w.progress(release, 0, out.Total)
 	if d.CheckPreconditions && w.cfg.Preconditions != nil {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		from := Release{}
 		if last := lastCompleted(d.Status.History); last != nil {
 			from = Release{Version: last.Version, Image: last.Image}
@@ -165,15 +168,14 @@ func (w *Worker) applyTask(ctx context.Context, t *Task, state State) error {
 }
 
 // plan builds the graph and the run options of state: Initializing runs every
-// component at once, Updating run levels in order favouring the critical path,
-// Reconciling every component at once in a permutation seeded by the pass and rotated
-// within a stride of passes, so that a manifest that always fails cannot starve the
-// ones behind it.
+// component at once, the longest first; Updating run levels in order; Reconciling
+// every component at once in a permutation seeded by the pass and rotated within a
+// stride of passes, so that a manifest that always fails cannot starve the ones behind
+// it. Updating and reconciling start nodes in the cluster-version operator's order.
 func (w *Worker) plan(tasks []*Task, state State, pass int32) (*Graph, RunOptions, error) {
-	opts := RunOptions{Workers: w.policy.workersFor(state)}
+	opts := RunOptions{Workers: w.policy.workersFor(state), Priority: priorityFor(state)}
 	switch state {
 	case StateUpdating:
-		opts.Priority = CriticalPathFirst
 		g, err := BuildGraph(tasks, OrderRunLevels)
 		return g, opts, err
 	case StateReconciling:
@@ -190,10 +192,25 @@ func (w *Worker) plan(tasks []*Task, state State, pass int32) (*Graph, RunOption
 	return g, opts, err
 }
 
+// priorityFor is the order of state's pool. Initializing starts the component with
+// the most manifests left first, so that a fresh cluster is done in about max(N/w,
+// critical path) manifest latencies (N manifests, w workers; TestInitializingOrder);
+// the cluster-version operator's order starts its largest component late. Updating
+// and reconciling keep the cluster-version operator's order.
+func priorityFor(state State) Priority {
+	if state == StateInitializing {
+		return CriticalPathFirst
+	}
+	return LowestIndexFirst
+}
+
 // load returns the payload of release, loading it when it is not the one loaded last.
 func (w *Worker) load(ctx context.Context, release Release) (*Payload, error) {
 	if w.loaded != nil && w.loadedFor == release {
 		return w.loaded, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	var p *Payload
 	err := guard("loading the payload", func() error {

@@ -34,8 +34,10 @@ type Decision struct {
 //     says Interrupted and the next apply starts at once, in the same state.
 //   - A failed apply counts a failure and is retried after Policy.Backoff's delay; a
 //     completed one makes the worker Reconciling and reconciles every Policy.Interval.
-//     Both times are kept in Status.NextApplyTime, so a worker restarted from the
-//     status keeps them.
+//     Both times are kept in Status.NextApplyTime, to the microsecond a custom
+//     resource stores and rounded up to it, so that no apply starts before its
+//     interval or backoff has elapsed, whatever their precision, and a worker
+//     restarted from the status keeps them.
 //   - A desired release that is not the status's (Release.Same) starts anew:
 //     Initializing while no release has completed, Updating after, with an entry in
 //     the history. The same release through a mirror starts nothing.
@@ -52,7 +54,7 @@ func Decide(in Input) (Decision, error) {
 	s := *in.Status.DeepCopy()
 	var d Decision
 	if obs := &in.Observation; !obs.Release.IsZero() && !s.Release.IsZero() && obs.Release.Same(s.Release) {
-		d.Result.Events = fold(&s, obs, p, at, in.Jitter)
+		d.Result.Events = fold(&s, obs, p, in.Now, in.Jitter)
 	}
 	if !in.Desired.IsZero() {
 		s.ObservedGeneration = in.Generation
@@ -92,9 +94,10 @@ func (in *Input) validate() error {
 	return input.Invalid("payload", "observation", problems...)
 }
 
-// fold records what an apply of s.Release did.
-func fold(s *Status, out *Observation, p Policy, at metav1.Time, jitter float64) []converge.Event {
+// fold records what an apply of s.Release did, and returns the events to emit.
+func fold(s *Status, out *Observation, p Policy, now time.Time, jitter float64) []converge.Event {
 	var events []converge.Event
+	at := metav1.NewTime(now.Truncate(time.Second))
 	if s.Release.Version == "" && out.Release.Version != "" {
 		s.Release.Version = out.Release.Version
 		if len(s.History) > 0 && s.History[0].Version == "" {
@@ -123,8 +126,7 @@ func fold(s *Status, out *Observation, p Policy, at metav1.Time, jitter float64)
 		}
 		s.Completed = 0
 		s.Failure = failureOf(out.Err)
-		next := metav1.NewTime(at.Add(p.Backoff.Delay(s.Failures, jitter)).Truncate(time.Second))
-		s.NextApplyTime = &next
+		s.NextApplyTime = dueAfter(now, p.Backoff.Delay(s.Failures, jitter))
 		events = append(events, converge.Event{Type: converge.EventTypeWarning, Reason: sanitizeReason(s.Failure.Reason), Message: s.Failure.Message})
 	default:
 		s.Interrupted = false
@@ -143,10 +145,21 @@ func fold(s *Status, out *Observation, p Policy, at metav1.Time, jitter float64)
 		s.Failures = 0
 		s.Failure = failureOf(out.Err)
 		s.LastProgressTime = &at
-		next := metav1.NewTime(at.Add(p.Interval.Duration))
-		s.NextApplyTime = &next
+		s.NextApplyTime = dueAfter(now, p.Interval.Duration)
 	}
 	return events
+}
+
+// dueAfter is now+d rounded up to the microsecond, the precision of a persisted
+// metav1.MicroTime: never sooner than d.
+func dueAfter(now time.Time, d time.Duration) *metav1.MicroTime {
+	due := now.Add(d)
+	up := due.Truncate(time.Microsecond)
+	if up.Before(due) {
+		up = up.Add(time.Microsecond)
+	}
+	mt := metav1.NewMicroTime(up)
+	return &mt
 }
 
 // start moves s to the desired release: Initializing while no release has completed,

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/payload"
@@ -20,11 +21,16 @@ func at(d time.Duration) *metav1.Time {
 	return &t
 }
 
+func dueAt(d time.Duration) *metav1.MicroTime {
+	t := metav1.NewMicroTime(t0.Add(d))
+	return &t
+}
+
 // TestDecide is the worker's loop as a table: what to apply next, in which state, after
 // which delay, with which events.
 func TestDecide(t *testing.T) {
 	reconciling := payload.Status{Release: v1, State: payload.StateReconciling, Done: 6, Total: 6, Completed: 2,
-		NextApplyTime: at(3 * time.Minute), History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "1.0.0", Image: v1.Image}}}
+		NextApplyTime: dueAt(3 * time.Minute), History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "1.0.0", Image: v1.Image}}}
 	updating := payload.Status{Release: v2, State: payload.StateUpdating, Done: 3, Total: 6,
 		History: []payload.UpdateHistory{{State: payload.UpdatePartial, Version: "2.0.0"}, {State: payload.UpdateCompleted, Version: "1.0.0"}}}
 	boom := errors.New("boom")
@@ -105,7 +111,7 @@ func TestDecide(t *testing.T) {
 			name: "a failed apply backs off and says why",
 			in: payload.Input{Desired: v2, Status: updating, Jitter: 0.5,
 				Observation: payload.Observation{Release: v2, State: payload.StateUpdating, Done: 1, Total: 6, Err: boom}},
-			wantRequeue: 24 * time.Second, wantState: payload.StateUpdating, // 22.5s plus half of 20%, to the second
+			wantRequeue: 24750 * time.Millisecond, wantState: payload.StateUpdating, // 22.5s plus half of 20%
 			wantEvents: []string{"UpdatePayloadFailed"}, wantFailures: 1,
 			check: func(t *testing.T, s payload.Status) {
 				assert.Equal(t, int32(3), s.Done, "progress does not go backwards")
@@ -154,7 +160,7 @@ func TestDecide(t *testing.T) {
 			name: "a payload that shrank keeps done within its total (found by FuzzDecide)",
 			in: payload.Input{Desired: v2, Status: updating,
 				Observation: payload.Observation{Release: v2, State: payload.StateUpdating, Done: 1, Total: 2, Err: boom}},
-			wantRequeue: 22 * time.Second, wantState: payload.StateUpdating, wantEvents: []string{"UpdatePayloadFailed"}, wantFailures: 1,
+			wantRequeue: 22500 * time.Millisecond, wantState: payload.StateUpdating, wantEvents: []string{"UpdatePayloadFailed"}, wantFailures: 1,
 			check: func(t *testing.T, s payload.Status) {
 				assert.Equal(t, int32(2), s.Total)
 				assert.Equal(t, int32(2), s.Done)
@@ -228,11 +234,53 @@ func TestDecideRetryTimeSurvivesARestart(t *testing.T) {
 	failed, err := payload.Decide(payload.Input{Desired: v1, Now: t0, Status: payload.Status{Release: v1, State: payload.StateInitializing},
 		Observation: payload.Observation{Release: v1, Err: errors.New("boom")}})
 	require.NoError(t, err)
-	assert.Equal(t, 22*time.Second, failed.Result.RequeueAfter)
+	assert.Equal(t, 22500*time.Millisecond, failed.Result.RequeueAfter, "Interval/8")
 	restarted, err := payload.Decide(payload.Input{Desired: v1, Now: t0.Add(20 * time.Second), Status: failed.Status, Jitter: 0.9})
 	require.NoError(t, err)
 	assert.False(t, restarted.Apply)
-	assert.Equal(t, 2*time.Second, restarted.Result.RequeueAfter)
+	assert.Equal(t, 2500*time.Millisecond, restarted.Result.RequeueAfter)
+}
+
+// TestDecideWaitsTheWholeIntervalWhateverItsPrecision: an interval or backoff below a
+// second, or off the second, is waited for in full: the due time is kept to the
+// microsecond, rounded up, and nothing is applied before it.
+func TestDecideWaitsTheWholeIntervalWhateverItsPrecision(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	tests := []struct {
+		name     string
+		interval time.Duration
+		now      time.Duration // after t0, a whole second
+		err      error
+		want     time.Duration
+	}{
+		{name: "100ms", interval: ms(100), now: ms(900), want: ms(100)},
+		{name: "300ms late in a second", interval: ms(300), now: ms(800), want: ms(300)},
+		{name: "300ms on a second", interval: ms(300), now: time.Second, want: ms(300)},
+		{name: "1s off the second", interval: time.Second, now: ms(1), want: time.Second},
+		{name: "1.5s", interval: ms(1500), now: 0, want: ms(1500)},
+		{name: "a failure backs off Interval/8", interval: ms(800), now: ms(950), err: errors.New("boom"), want: ms(100)},
+		{name: "a due time below the microsecond is rounded up", interval: 1500 * time.Nanosecond, now: 0, want: 2 * time.Microsecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reconciling := payload.Status{Release: v1, State: payload.StateReconciling, Done: 1, Total: 1,
+				History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: v1.Version}}}
+			in := payload.Input{Desired: v1, Status: reconciling, Now: t0.Add(tt.now),
+				Policy: payload.Policy{Interval: metav1.Duration{Duration: tt.interval},
+					Backoff: converge.Backoff{JitterPercent: ptr.To[int32](0)}},
+				Observation: payload.Observation{Release: v1, State: payload.StateReconciling, Done: 1, Total: 1, Err: tt.err}}
+			d, err := payload.Decide(in)
+			require.NoError(t, err)
+			assert.False(t, d.Apply)
+			assert.Equal(t, tt.want, d.Result.RequeueAfter)
+			assert.Equal(t, dueAt(tt.now+tt.want), d.Status.NextApplyTime)
+			for _, later := range []time.Duration{tt.want - time.Nanosecond, tt.want} {
+				again, err := payload.Decide(payload.Input{Desired: v1, Status: d.Status, Policy: in.Policy, Now: in.Now.Add(later)})
+				require.NoError(t, err)
+				assert.Equal(t, later == tt.want, again.Apply, "applied %s after the decision", later)
+			}
+		})
+	}
 }
 
 // FuzzDecide holds Decide's rules over random observations: nothing is applied before
@@ -249,7 +297,7 @@ func FuzzDecide(f *testing.F) {
 		total = max(total, 0)
 		done = min(max(done, 0), total)
 		st := payload.Status{Release: releases[int(current)%3], State: states[int(state)%4], Done: done, Total: total,
-			NextApplyTime: at(time.Duration(seconds%3600) * time.Second)}
+			NextApplyTime: dueAt(time.Duration(seconds%3600) * time.Second)}
 		if !st.Release.IsZero() {
 			st.History = []payload.UpdateHistory{{State: payload.UpdatePartial, Version: st.Release.Version}}
 		}

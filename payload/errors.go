@@ -87,34 +87,33 @@ func (e *UpdateError) Error() string { return e.Message }
 // Unwrap returns Nested.
 func (e *UpdateError) Unwrap() error { return e.Nested }
 
-// reasonForError classifies an apply error with a Reason, as the cluster-version
-// operator does.
-func reasonForError(err error) string {
+// reasonForError classifies an apply error as the cluster-version operator does
+// (pkg/payload/task.go, reasonForPayloadSyncError): a Reason, and the operator's words
+// for the cause where it has them, "" where it has none.
+func reasonForError(err error) (reason, cause string) {
 	switch {
-	case apierrors.IsNotFound(err):
-		return "UpdatePayloadResourceNotFound"
-	case apierrors.IsAlreadyExists(err):
-		return "UpdatePayloadResourceAlreadyExists"
+	case apierrors.IsNotFound(err), apierrors.IsAlreadyExists(err):
+		return "UpdatePayloadResourceNotFound", "resource may have been deleted"
 	case apierrors.IsConflict(err):
-		return "UpdatePayloadResourceConflict"
+		return "UpdatePayloadResourceConflict", "someone else is updating this resource"
 	case apierrors.IsTimeout(err), apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
-		return "UpdatePayloadClusterDown"
+		return "UpdatePayloadClusterDown", "the server is down or not responding"
 	case apierrors.IsInternalError(err):
-		return "UpdatePayloadClusterError"
+		return "UpdatePayloadClusterError", "the server is reporting an internal error"
 	case apierrors.IsInvalid(err):
-		return "UpdatePayloadResourceInvalid"
+		return "UpdatePayloadResourceInvalid", "the object is invalid, possibly due to local cluster configuration"
 	case apierrors.IsUnauthorized(err):
-		return "UpdatePayloadClusterUnauthorized"
+		return "UpdatePayloadClusterUnauthorized", "could not authenticate to the server"
 	case apierrors.IsForbidden(err):
-		return "UpdatePayloadResourceForbidden"
+		return "UpdatePayloadResourceForbidden", "the server has forbidden updates to this resource"
 	case apierrors.IsServerTimeout(err), apierrors.IsTooManyRequests(err):
-		return "UpdatePayloadClusterOverloaded"
+		return "UpdatePayloadClusterOverloaded", "the server is overloaded and is not accepting updates"
 	case meta.IsNoMatchError(err):
-		return "UpdatePayloadResourceTypeMissing"
+		return "UpdatePayloadResourceTypeMissing", "the server does not recognize this resource, check extension API servers"
 	case isContextError(err):
-		return "UpdatePayloadInterrupted"
+		return "UpdatePayloadInterrupted", ""
 	}
-	return "UpdatePayloadFailed"
+	return "UpdatePayloadFailed", ""
 }
 
 // isContextError reports whether err is, or wraps, context.Canceled or context.DeadlineExceeded.

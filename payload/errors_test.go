@@ -126,28 +126,33 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestReasonForError: the reasons and the words of the cluster-version operator's
+// reasonForPayloadSyncError, for every error it knows.
 func TestReasonForError(t *testing.T) {
 	gr := schema.GroupResource{Resource: "pods"}
 	tests := []struct {
 		err    error
 		reason string
+		cause  string
 	}{
-		{apierrors.NewNotFound(gr, "x"), "UpdatePayloadResourceNotFound"},
-		{apierrors.NewAlreadyExists(gr, "x"), "UpdatePayloadResourceAlreadyExists"},
-		{apierrors.NewConflict(gr, "x", errors.New("c")), "UpdatePayloadResourceConflict"},
-		{apierrors.NewServiceUnavailable("down"), "UpdatePayloadClusterDown"},
-		{apierrors.NewInternalError(errors.New("x")), "UpdatePayloadClusterError"},
-		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "x", nil), "UpdatePayloadResourceInvalid"},
-		{apierrors.NewUnauthorized("who"), "UpdatePayloadClusterUnauthorized"},
-		{apierrors.NewForbidden(gr, "x", errors.New("no")), "UpdatePayloadResourceForbidden"},
-		{apierrors.NewTooManyRequests("slow down", 1), "UpdatePayloadClusterOverloaded"},
-		{&meta.NoKindMatchError{GroupKind: schema.GroupKind{Kind: "Widget"}}, "UpdatePayloadResourceTypeMissing"},
-		{fmt.Errorf("x: %w", context.DeadlineExceeded), "UpdatePayloadInterrupted"},
-		{errors.New("other"), "UpdatePayloadFailed"},
+		{apierrors.NewNotFound(gr, "x"), "UpdatePayloadResourceNotFound", "resource may have been deleted"},
+		{apierrors.NewAlreadyExists(gr, "x"), "UpdatePayloadResourceNotFound", "resource may have been deleted"},
+		{apierrors.NewConflict(gr, "x", errors.New("c")), "UpdatePayloadResourceConflict", "someone else is updating this resource"},
+		{apierrors.NewServiceUnavailable("down"), "UpdatePayloadClusterDown", "the server is down or not responding"},
+		{apierrors.NewInternalError(errors.New("x")), "UpdatePayloadClusterError", "the server is reporting an internal error"},
+		{apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "x", nil), "UpdatePayloadResourceInvalid", "the object is invalid, possibly due to local cluster configuration"},
+		{apierrors.NewUnauthorized("who"), "UpdatePayloadClusterUnauthorized", "could not authenticate to the server"},
+		{apierrors.NewForbidden(gr, "x", errors.New("no")), "UpdatePayloadResourceForbidden", "the server has forbidden updates to this resource"},
+		{apierrors.NewTooManyRequests("slow down", 1), "UpdatePayloadClusterOverloaded", "the server is overloaded and is not accepting updates"},
+		{&meta.NoKindMatchError{GroupKind: schema.GroupKind{Kind: "Widget"}}, "UpdatePayloadResourceTypeMissing", "the server does not recognize this resource, check extension API servers"},
+		{fmt.Errorf("x: %w", context.DeadlineExceeded), "UpdatePayloadInterrupted", ""},
+		{errors.New("other"), "UpdatePayloadFailed", ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.reason, func(t *testing.T) {
-			assert.Equal(t, tt.reason, reasonForError(tt.err))
+		t.Run(tt.err.Error(), func(t *testing.T) {
+			reason, cause := reasonForError(tt.err)
+			assert.Equal(t, tt.reason, reason)
+			assert.Equal(t, tt.cause, cause)
 		})
 	}
 }

@@ -232,7 +232,7 @@ func ExampleWorker() {
 	// Output:
 	// event Normal InitializingStarted: Initializing 1.0.0
 	// event Warning UpdatePayloadFailed: Could not update configmap "config/web" (3 of 5): webhook not ready
-	// 1.0.0 Initializing: 2/5, next in 22s
+	// 1.0.0 Initializing: 2/5, next in 22.5s
 	// event Normal PayloadApplied: Applied 5 manifests of 1.0.0
 	// 1.0.0 Reconciling: 5/5, next in 3m0s
 	// 1.0.0 Reconciling: 5/5, next in 3m0s
@@ -281,7 +281,7 @@ func ExampleReadiness() {
 	runExample(payload.Config{
 		Loader: loader, Applier: applier, Readiness: ready,
 		Policy: payload.Policy{Workers: 1, ReconcileWorkers: 1},
-		Status: payload.Status{Release: from, State: payload.StateReconciling},
+		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)}},
 	}, 1, to)
 	// Output:
 	// event Normal UpdateStarted: Updating from 1.0.0 to 1.1.0
@@ -314,12 +314,12 @@ func ExamplePreconditions() {
 		Preconditions: payload.PreconditionsFunc(func(context.Context, payload.Release, payload.Release) error {
 			return errors.New("Cluster operator network is not upgradeable")
 		}),
-		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: &metav1.Time{Time: time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)}},
+		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)}},
 	}, 1, to, forced)
 	// Output:
 	// event Normal UpdateStarted: Updating from 1.0.0 to 1.1.0
 	// event Warning UpgradePreconditionCheckFailed: Preconditions failed for the update to 1.1.0: Cluster operator network is not upgradeable
-	// 1.1.0 Updating: 0/5, next in 22s
+	// 1.1.0 Updating: 0/5, next in 22.5s
 	// event Normal PayloadApplied: Applied 5 manifests of 1.1.0
 	// 1.1.0 Reconciling: 5/5, next in 3m0s
 }

@@ -558,31 +558,22 @@ func (g *Graph) String() string {
 	return b.String()
 }
 
-// runOrder returns the node indexes in the order RunGraph with one worker starts them,
-// or in index order when the graph is invalid.
+// runOrder returns the node indexes in the order RunGraph with one worker, in
+// LowestIndexFirst order, starts them, or in index order when the graph is invalid.
 func (g *Graph) runOrder() []int {
 	order := make([]int, 0, len(g.nodes))
-	remaining := make([]int32, len(g.nodes))
-	if validate(g, remaining, make([]int32, 0, len(g.nodes)), nil) != nil {
+	sealed := &Graph{nodes: g.nodes}
+	if sealed.seal() != nil {
 		for i := range g.nodes {
 			order = append(order, i)
 		}
 		return order
 	}
-	ready := readyHeap{ids: make([]int32, 0, len(g.nodes))}
-	for i, r := range remaining {
-		if r == 0 {
-			ready.push(int32(i))
-		}
-	}
-	for ready.len() > 0 {
-		k := ready.pop()
+	var s schedule
+	s.init(sealed, RunOptions{Workers: 1})
+	for k, ok := s.next(); ok; k, ok = s.next() {
 		order = append(order, int(k))
-		for _, o := range g.nodes[k].out {
-			if remaining[o]--; remaining[o] == 0 {
-				ready.push(int32(o))
-			}
-		}
+		s.finish(k, nil)
 	}
 	return order
 }

@@ -40,8 +40,10 @@ func (f ApplierFunc) Apply(ctx context.Context, m *Manifest, state State) error 
 	return f(ctx, m, state)
 }
 
-// Deleter removes the object of a manifest marked for deletion (Manifest.Delete). An
-// object already gone is success: return nil or the apiserver's NotFound error.
+// Deleter removes the object of a manifest marked for deletion (Manifest.Delete). It
+// returns nil when it deleted the object, and the apiserver's NotFound
+// (apierrors.IsNotFound) when the object was already gone: the worker counts that as
+// done but not as a deletion, so that its events name only the objects it removed.
 type Deleter interface {
 	Delete(ctx context.Context, m *Manifest) error
 }

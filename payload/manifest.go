@@ -235,6 +235,10 @@ func loadFile(manifests []Manifest, fsys fs.FS, file string, limit int64) ([]Man
 	}
 	defer f.Close()
 	docs := documentReader{r: bufio.NewReader(f), limit: limit}
+	if info, err := f.Stat(); err == nil && info.Size() > 0 {
+		// One buffer the size of the file, or of the limit, for every document of it.
+		docs.buf = make([]byte, 0, min(info.Size(), limit)+1)
+	}
 	for doc := 1; ; doc++ {
 		raw, err := docs.next()
 		if errors.Is(err, io.EOF) {
@@ -308,18 +312,16 @@ func isSeparator(line []byte) bool {
 	return len(rest) == 0 || rest[0] == '#'
 }
 
+// decodeDocument reads one document into a manifest. A document in the block style
+// manifests use is read once (decodeBlock); any other goes through sigs.k8s.io/yaml,
+// whose result the block decoder gives too.
 func decodeDocument(raw []byte) (m Manifest, empty bool, err error) {
-	js, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		return Manifest{}, false, err
+	object, empty, ok := decodeBlock(raw)
+	if !ok {
+		object, empty, err = decodeYAML(raw)
 	}
-	js = bytes.TrimSpace(js)
-	if len(js) == 0 || string(js) == "null" {
-		return Manifest{}, true, nil
-	}
-	var object map[string]any
-	if err := utiljson.Unmarshal(js, &object); err != nil {
-		return Manifest{}, false, fmt.Errorf("the document is not an object: %w", err)
+	if err != nil || empty {
+		return Manifest{}, empty, err
 	}
 	obj := &unstructured.Unstructured{Object: object}
 	switch {
@@ -346,6 +348,22 @@ func decodeDocument(raw []byte) (m Manifest, empty bool, err error) {
 		m.Delete = true
 	}
 	return m, false, nil
+}
+
+// decodeYAML reads a document with sigs.k8s.io/yaml: YAML to JSON, then JSON into a map.
+func decodeYAML(raw []byte) (object map[string]any, empty bool, err error) {
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, false, err
+	}
+	js = bytes.TrimSpace(js)
+	if len(js) == 0 || string(js) == "null" {
+		return nil, true, nil
+	}
+	if err := utiljson.Unmarshal(js, &object); err != nil {
+		return nil, false, fmt.Errorf("the document is not an object: %w", err)
+	}
+	return object, false, nil
 }
 
 func sortFiles(files []string) { slices.SortFunc(files, CompareFiles) }

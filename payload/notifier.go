@@ -2,7 +2,6 @@ package payload
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/converge-dev/converge"
@@ -20,41 +19,38 @@ func isEdge(last, next *Status) bool {
 		(next.Failure != nil) != (last.Failure != nil)
 }
 
-// notifier writes statuses through a StatusWriter: edges (isEdge) at once, other
-// changes at most one per interval, coalesced so the writer always gets the latest
-// status. A write that fails is tried again with the latest status: at once after a
-// conflict (the worker owns its status), after the interval otherwise. offer is safe
-// for concurrent use and never blocks; run writes.
+// notifier writes the worker's status through a StatusWriter: edges (isEdge) at once,
+// other changes at most one per interval, coalesced. It reads the status to write from
+// the worker when it writes (latest), never from a copy handed over earlier, so that
+// writes follow the status in order: progress a write persists never goes back within
+// a release. A write that fails is tried again with the latest status: at once after a
+// conflict (the worker owns its status), after the interval otherwise. poke is safe for
+// concurrent use and never blocks; run and deliver write, one at a time.
 type notifier struct {
 	limiter *rate.Limiter
 	clock   clock.WithDelayedExecution
-	write   func(context.Context, Status) error
-	signal  chan struct{}
+	// latest returns the worker's status and its version, which grows with every change.
+	latest func() (Status, uint64)
+	write  func(context.Context, Status) error
+	signal chan struct{}
 
-	mu      sync.Mutex
-	pending Status
-	has     bool
+	// The status written last and its version, owned by whoever writes.
 	last    Status
+	version uint64
 	sent    bool
 }
 
-func newNotifier(interval time.Duration, clk clock.WithDelayedExecution, write func(context.Context, Status) error) *notifier {
+func newNotifier(interval time.Duration, clk clock.WithDelayedExecution, latest func() (Status, uint64), write func(context.Context, Status) error) *notifier {
 	return &notifier{
 		limiter: rate.NewLimiter(rate.Every(interval), 1),
 		clock:   clk,
+		latest:  latest,
 		write:   write,
 		signal:  make(chan struct{}, 1),
 	}
 }
 
-// offer records s as the latest status to write.
-func (n *notifier) offer(s Status) {
-	n.mu.Lock()
-	n.pending, n.has = s, true
-	n.mu.Unlock()
-	n.poke()
-}
-
+// poke says the status changed.
 func (n *notifier) poke() {
 	select {
 	case n.signal <- struct{}{}:
@@ -62,11 +58,13 @@ func (n *notifier) poke() {
 	}
 }
 
-// take reports whether a status waits and whether it is an edge.
+// take reports whether a status not written yet waits, and whether it is an edge.
 func (n *notifier) take() (waiting, edge bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.has, n.has && (!n.sent || isEdge(&n.last, &n.pending))
+	s, v := n.latest()
+	if n.sent && v == n.version {
+		return false, false
+	}
+	return true, !n.sent || isEdge(&n.last, &s)
 }
 
 // conflictRetries is how many conflicts in a row deliver answers with an
@@ -74,44 +72,29 @@ func (n *notifier) take() (waiting, edge bool) {
 // writer that keeps conflicting cannot make the worker hammer the apiserver.
 const conflictRetries = 3
 
-// deliver writes the latest offered status; it reports false when the write failed
-// and the status waits again. A conflict is written again at once, up to
-// conflictRetries times in a row.
+// deliver writes the latest status unless it is written already; it reports false
+// when the write failed and the status waits again. A conflict is written again at
+// once, with the latest status, up to conflictRetries times in a row.
 func (n *notifier) deliver(ctx context.Context) bool {
-	n.mu.Lock()
-	s, ok := n.pending, n.has
-	n.has = false
-	n.mu.Unlock()
-	if !ok {
-		return true
-	}
 	for attempt := 1; ; attempt++ {
+		s, v := n.latest()
+		if n.sent && v == n.version {
+			return true
+		}
 		err := n.write(ctx, s)
 		if err == nil {
-			n.mu.Lock()
-			n.last, n.sent = s, true
-			n.mu.Unlock()
+			n.last, n.version, n.sent = s, v, true
 			return true
 		}
 		klog.FromContext(ctx).V(2).Info("Writing the payload status failed", "err", err)
-		n.mu.Lock()
-		if !n.has {
-			n.pending, n.has = s, true
-		}
-		s = n.pending
-		retryNow := converge.IsConflict(err) && ctx.Err() == nil && attempt <= conflictRetries
-		if retryNow {
-			n.has = false
-		}
-		n.mu.Unlock()
-		if !retryNow {
+		if !converge.IsConflict(err) || ctx.Err() != nil || attempt > conflictRetries {
 			return false
 		}
 	}
 }
 
-// run writes offered statuses until ctx ends. While a throttled status waits, a newer
-// offer replaces it, and an edge is written at once.
+// run writes the status as it changes, until ctx ends. While a throttled status
+// waits, a newer one takes its place, and an edge is written at once.
 func (n *notifier) run(ctx context.Context) {
 	for {
 		select {
@@ -135,7 +118,7 @@ func (n *notifier) run(ctx context.Context) {
 	}
 }
 
-// throttle waits for the limiter, or for an offer that is an edge; it returns false
+// throttle waits for the limiter, or for a change that is an edge; it returns false
 // when ctx ends first.
 func (n *notifier) throttle(ctx context.Context) bool {
 	now := n.clock.Now()

@@ -18,6 +18,27 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
+// source is a status that changes, as the worker's does.
+type source struct {
+	mu sync.Mutex
+	s  Status
+	v  uint64
+}
+
+func (src *source) latest() (Status, uint64) {
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	return src.s, src.v
+}
+
+// set changes the status and tells n.
+func (src *source) set(n *notifier, s Status) {
+	src.mu.Lock()
+	src.s, src.v = s, src.v+1
+	src.mu.Unlock()
+	n.poke()
+}
+
 func TestIsEdge(t *testing.T) {
 	base := Status{ObservedGeneration: 1, Done: 1, Total: 5, Release: Release{Version: "1"}, State: StateUpdating}
 	failed := &Failure{Message: "x"}
@@ -50,7 +71,8 @@ func TestIsEdge(t *testing.T) {
 func TestNotifier(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	got := make(chan Status, 10)
-	n := newNotifier(10*time.Second, clk, func(_ context.Context, s Status) error { got <- s; return nil })
+	src := &source{}
+	n := newNotifier(10*time.Second, clk, src.latest, func(_ context.Context, s Status) error { got <- s; return nil })
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -81,41 +103,42 @@ func TestNotifier(t *testing.T) {
 	}
 	s := Status{ObservedGeneration: 1, Total: 10}
 
-	n.offer(s)
+	src.set(n, s)
 	assert.Equal(t, s, receive(), "the first status passes at once")
 
 	s.Done = 1
-	n.offer(s)
+	src.set(n, s)
 	assert.Equal(t, int32(1), receive().Done, "the first change passes: the limiter starts full")
 
 	s.Done = 2
-	n.offer(s)
+	src.set(n, s)
 	waitForTimer()
 	s.Done = 3
-	n.offer(s)
+	src.set(n, s)
 	assert.Empty(t, got, "throttled")
 	clk.Step(10 * time.Second)
 	assert.Equal(t, int32(3), receive().Done, "after the interval the latest status is delivered")
 
 	s.Done = 4
-	n.offer(s)
+	src.set(n, s)
 	waitForTimer()
 	s.Failure = &Failure{Message: "boom"}
-	n.offer(s)
+	src.set(n, s)
 	assert.Equal(t, s, receive(), "an edge passes at once, even while a throttled status waits")
 }
 
 func TestNotifierStopsWhileThrottled(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
-	n := newNotifier(time.Second, clk, func(context.Context, Status) error { return nil })
+	src := &source{}
+	n := newNotifier(time.Second, clk, src.latest, func(context.Context, Status) error { return nil })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		n.run(ctx)
 		close(done)
 	}()
-	n.offer(Status{Done: 1})
-	n.offer(Status{Done: 1})
+	src.set(n, Status{Done: 1})
+	src.set(n, Status{Done: 1})
 	cancel()
 	<-done
 }
@@ -124,7 +147,8 @@ func TestNotifierWritesAgainAfterAConflict(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	var writes []int32
 	conflicts := 2
-	n := newNotifier(time.Second, clk, func(_ context.Context, s Status) error {
+	src := &source{}
+	n := newNotifier(time.Second, clk, src.latest, func(_ context.Context, s Status) error {
 		writes = append(writes, s.Done)
 		if conflicts > 0 {
 			conflicts--
@@ -135,7 +159,7 @@ func TestNotifierWritesAgainAfterAConflict(t *testing.T) {
 		}
 		return nil
 	})
-	n.offer(Status{Done: 7})
+	src.set(n, Status{Done: 7})
 	require.True(t, n.deliver(context.Background()), "written after two conflicts")
 	assert.Equal(t, []int32{7, 7, 7}, writes, "converge.ErrConflict and the apiserver's 409 both make it write again at once")
 }
@@ -143,11 +167,12 @@ func TestNotifierWritesAgainAfterAConflict(t *testing.T) {
 func TestNotifierWaitsAfterConflictsInARow(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	writes := 0
-	n := newNotifier(time.Second, clk, func(context.Context, Status) error {
+	src := &source{}
+	n := newNotifier(time.Second, clk, src.latest, func(context.Context, Status) error {
 		writes++
 		return converge.ErrConflict
 	})
-	n.offer(Status{Done: 7})
+	src.set(n, Status{Done: 7})
 	assert.False(t, n.deliver(context.Background()), "a writer that always conflicts is not retried forever")
 	assert.Equal(t, 1+conflictRetries, writes, "one write and conflictRetries immediate writes again")
 	waiting, _ := n.take()
@@ -158,16 +183,27 @@ func TestNotifierKeepsAStatusWhoseWriteFailed(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	fail := true
 	var written []int32
-	n := newNotifier(time.Second, clk, func(_ context.Context, s Status) error {
+	src := &source{}
+	n := newNotifier(time.Second, clk, src.latest, func(_ context.Context, s Status) error {
 		if fail {
 			return errors.New("apiserver down")
 		}
 		written = append(written, s.Done)
 		return nil
 	})
-	n.offer(Status{Done: 3})
+	src.set(n, Status{Done: 3})
 	assert.False(t, n.deliver(context.Background()))
 	fail = false
 	assert.True(t, n.deliver(context.Background()))
 	assert.Equal(t, []int32{3}, written, "the status is written once the writer recovers")
+	assert.True(t, n.deliver(context.Background()))
+	assert.Equal(t, []int32{3}, written, "a status written is not written again")
+
+	fail = true
+	src.set(n, Status{Done: 4})
+	assert.False(t, n.deliver(context.Background()))
+	src.set(n, Status{Done: 5})
+	fail = false
+	assert.True(t, n.deliver(context.Background()))
+	assert.Equal(t, []int32{3, 5}, written, "the write after a failure writes the status as it is then")
 }

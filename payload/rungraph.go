@@ -52,12 +52,18 @@ var errGoexit = errors.New("runtime.Goexit")
 type Priority int
 
 const (
-	// LowestIndexFirst runs the ready node that comes first in the payload first, as
-	// the cluster-version operator does.
+	// LowestIndexFirst is the cluster-version operator's order: a dispatcher keeps up
+	// to Workers nodes queued ahead of the workers, each time taking the ready node
+	// that comes first in the payload, and the workers start the queued nodes in the
+	// order they were queued. A node that becomes ready while the queue is full
+	// therefore starts after the nodes queued before it, even when it comes first in
+	// the payload: with one worker, y and z ready and x waiting on y, the order is
+	// y, z, x. It is how the Worker updates and reconciles.
 	LowestIndexFirst Priority = iota
-	// CriticalPathFirst runs the ready node with the most tasks left on its longest path
-	// first (payload order on ties), which keeps the wall time near the critical path
-	// when the pool is smaller than the graph is wide.
+	// CriticalPathFirst starts the ready node with the most tasks left on its longest
+	// path first (payload order on ties), when a worker is free, which keeps the wall
+	// time near the critical path when the pool is smaller than the graph is wide. It
+	// is how the Worker initializes.
 	CriticalPathFirst
 )
 
@@ -93,7 +99,6 @@ func RunGraph(ctx context.Context, graph *Graph, opts RunOptions, fn func(ctx co
 	if n == 0 {
 		return nil
 	}
-	r := &graphRun{graph: graph, fn: fn, finished: make(chan struct{})}
 	if graph.indegree == nil {
 		// A graph assembled by hand (in this package's tests) is checked on every run.
 		sealed := &Graph{nodes: graph.nodes}
@@ -102,12 +107,8 @@ func RunGraph(ctx context.Context, graph *Graph, opts RunOptions, fn func(ctx co
 		}
 		graph = sealed
 	}
-	r.remaining = slices.Clone(graph.indegree)
-	r.ready.ids = make([]int32, 0, n)
-	r.ready.roots = graph.roots
-	if opts.Priority == CriticalPathFirst {
-		r.ready.key, r.ready.roots = graph.critical, graph.criticalRoots
-	}
+	r := &graphRun{graph: graph, fn: fn, finished: make(chan struct{})}
+	r.schedule.init(graph, opts)
 	r.cond.L = &r.mu
 
 	workers := max(opts.Workers, 1)
@@ -152,23 +153,99 @@ type nodeError struct {
 	err  error
 }
 
+// schedule is RunGraph's order, without goroutines: which node a free worker starts
+// next (next), and what a finished node makes ready (finish). RunGraph calls it under
+// its lock; the schedule benchmarks drive it in simulated time.
+type schedule struct {
+	graph *Graph
+	// remaining counts the unfinished predecessors of a node; -1 once the node started.
+	remaining []int32
+	ready     readyHeap
+	// queue holds, for LowestIndexFirst, the nodes dispatched ahead of the workers, in
+	// order: queue[head:] wait, at most ahead of them.
+	queue []int32
+	head  int
+	ahead int
+	errs  []nodeError
+}
+
+// init prepares a run of the sealed graph g.
+func (s *schedule) init(g *Graph, opts RunOptions) {
+	n := len(g.nodes)
+	s.graph = g
+	s.remaining = slices.Clone(g.indegree)
+	s.ready = readyHeap{ids: make([]int32, 0, n), roots: g.roots}
+	if opts.Priority == CriticalPathFirst {
+		s.ready.key, s.ready.roots = g.critical, g.criticalRoots
+		return
+	}
+	s.ahead = max(opts.Workers, 1)
+	s.queue = make([]int32, 0, n)
+	s.dispatch()
+}
+
+// dispatch queues ready nodes, lowest index first, until ahead of them wait.
+func (s *schedule) dispatch() {
+	for len(s.queue)-s.head < s.ahead && s.ready.len() > 0 {
+		s.queue = append(s.queue, s.ready.pop())
+	}
+}
+
+// next returns the node a free worker starts now; false when none is ready.
+func (s *schedule) next() (int32, bool) {
+	var k int32
+	switch {
+	case s.ahead > 0 && s.head < len(s.queue):
+		k = s.queue[s.head]
+		s.head++
+		s.dispatch()
+	case s.ahead == 0 && s.ready.len() > 0:
+		k = s.ready.pop()
+	default:
+		return 0, false
+	}
+	s.remaining[k] = -1
+	return k, true
+}
+
+// startable counts the nodes next can return now.
+func (s *schedule) startable() int {
+	if s.ahead > 0 {
+		return len(s.queue) - s.head
+	}
+	return s.ready.len()
+}
+
+// finish records the end of node k: a failure, or dependents that may now be ready.
+func (s *schedule) finish(k int32, err error) {
+	if err != nil {
+		s.errs = append(s.errs, nodeError{node: k, err: err})
+		return
+	}
+	for _, o := range s.graph.nodes[k].out {
+		if s.remaining[o]--; s.remaining[o] == 0 {
+			s.ready.push(int32(o))
+		}
+	}
+	if s.ahead > 0 {
+		s.dispatch()
+	}
+}
+
 // graphRun is the shared state of one RunGraph call, guarded by mu.
 type graphRun struct {
 	graph *Graph
 	fn    func(ctx context.Context, tasks []*Task) error
 	wg    sync.WaitGroup
 
-	mu   sync.Mutex
-	cond sync.Cond
-	// remaining counts the unfinished predecessors of a node; -1 once the node ran.
-	remaining []int32
-	ready     readyHeap
-	errs      []nodeError
-	inflight  int
-	idle      int
-	stopped   bool // ctx ended: start nothing new
-	done      bool // nothing ready, nothing in flight
-	finished  chan struct{}
+	mu       sync.Mutex
+	cond     sync.Cond
+	schedule schedule
+	inflight int
+	idle     int
+	stopped  bool // ctx ended: start nothing new
+	done     bool // nothing ready, nothing in flight
+	finished chan struct{}
 }
 
 // work runs ready nodes until the run is stopped or done.
@@ -181,7 +258,8 @@ func (r *graphRun) work(ctx context.Context) {
 			r.cond.Broadcast()
 			break
 		}
-		if r.ready.len() == 0 {
+		k, ok := r.schedule.next()
+		if !ok {
 			if r.inflight == 0 {
 				r.done = true
 				close(r.finished)
@@ -193,8 +271,6 @@ func (r *graphRun) work(ctx context.Context) {
 			r.idle--
 			continue
 		}
-		k := r.ready.pop()
-		r.remaining[k] = -1
 		var err error
 		if tasks := r.graph.nodes[k].tasks; len(tasks) > 0 {
 			r.inflight++
@@ -212,19 +288,11 @@ func (r *graphRun) work(ctx context.Context) {
 	r.mu.Unlock()
 }
 
-// finish records the end of node k and makes its dependents ready; the caller holds mu.
+// finish records the end of node k and wakes idle workers for the nodes it made
+// ready; the caller holds mu and takes one ready node itself.
 func (r *graphRun) finish(k int32, err error) {
-	if err != nil {
-		r.errs = append(r.errs, nodeError{node: k, err: err})
-		return
-	}
-	for _, o := range r.graph.nodes[k].out {
-		if r.remaining[o]--; r.remaining[o] == 0 {
-			r.ready.push(int32(o))
-		}
-	}
-	// The calling worker takes one ready node itself; wake idle workers for the others.
-	for extra := min(r.ready.len()-1, r.idle); extra > 0; extra-- {
+	r.schedule.finish(k, err)
+	for extra := min(r.schedule.startable()-1, r.idle); extra > 0; extra-- {
 		r.cond.Signal()
 	}
 }
@@ -256,10 +324,10 @@ func (r *graphRun) runNode(ctx context.Context, k int32, tasks []*Task) (err err
 
 func (r *graphRun) result(ctx context.Context) []error {
 	var errs []error
-	if len(r.errs) > 0 {
-		slices.SortFunc(r.errs, func(a, b nodeError) int { return int(a.node - b.node) })
-		errs = make([]error, len(r.errs))
-		for i, e := range r.errs {
+	if nodeErrs := r.schedule.errs; len(nodeErrs) > 0 {
+		slices.SortFunc(nodeErrs, func(a, b nodeError) int { return int(a.node - b.node) })
+		errs = make([]error, len(nodeErrs))
+		for i, e := range nodeErrs {
 			errs[i] = e.err
 		}
 		if r.done {
@@ -267,7 +335,7 @@ func (r *graphRun) result(ctx context.Context) []error {
 		}
 	}
 	incomplete := &IncompleteError{}
-	for i, left := range r.remaining {
+	for i, left := range r.schedule.remaining {
 		if left < 0 {
 			continue
 		}

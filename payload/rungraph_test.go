@@ -238,10 +238,12 @@ func TestRunGraph(t *testing.T) {
 			wantRun: []string{"a", "b", "c"},
 		},
 		{
-			name:      "lowest index first",
+			// n2 is queued while n0 runs, n3 while n2 runs: each before the lower node
+			// that the node running makes ready.
+			name:      "lowest index first, queued ahead as the cluster-version operator does",
 			nodes:     []*taskNode{{tasks: pods("n0"), out: []int{3}}, {tasks: pods("n1"), in: []int{2}}, {tasks: pods("n2"), out: []int{1}}, {tasks: pods("n3"), in: []int{0}}},
 			workers:   1,
-			wantOrder: []string{"n0", "n2", "n1", "n3"},
+			wantOrder: []string{"n0", "n2", "n3", "n1"},
 			wantRun:   []string{"n0", "n1", "n2", "n3"},
 		},
 		{
@@ -473,7 +475,7 @@ func TestRunGraphCriticalPathFirst(t *testing.T) {
 		priority Priority
 		want     []string
 	}{
-		{LowestIndexFirst, []string{"n0", "n1", "n2", "n3", "n4"}},
+		{LowestIndexFirst, []string{"n0", "n1", "n4", "n2", "n3"}},  // n4 is queued while n1 runs
 		{CriticalPathFirst, []string{"n1", "n2", "n0", "n3", "n4"}}, // n3 and n0 tie: lowest index
 	}
 	for _, tt := range tests {

@@ -156,9 +156,11 @@ type Status struct {
 	// +optional
 	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
 	// NextApplyTime is when the next apply of Release is due (the reconcile interval or
-	// the retry delay); it survives restarts, which neither extend nor shorten it.
+	// the retry delay), rounded up to the microsecond, so that an interval below a
+	// second is kept as it is; it survives restarts, which neither extend nor shorten
+	// it.
 	// +optional
-	NextApplyTime *metav1.Time `json:"nextApplyTime,omitempty"`
+	NextApplyTime *metav1.MicroTime `json:"nextApplyTime,omitempty"`
 	// History lists the releases the worker moved to, newest first, at most
 	// Policy.MaxHistory.
 	// +optional

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -74,10 +75,13 @@ func (t *Task) file() string {
 
 // retry calls attempt up to p.ManifestAttempts times, spaced by p.ManifestBackoff on
 // clk with jitter's draws, until it succeeds. It stops at once when attempt returns an *UpdateError (its
-// Task is filled in when empty) or when ctx ends. When the attempts run out, or ctx ends
-// after a failed attempt, the last error is returned as an *UpdateError
-// "Could not <verb> <kind> "ns/name" (i of n): <cause>" whose Reason classifies it; when
-// ctx ended before any attempt, ctx's error.
+// Task is filled in when empty), when ctx ends, or when the kind has no resource on the
+// server (meta.IsNoMatchError): a CRD of the payload may register it, which takes more
+// than an attempt's backoff, so the apply fails at once and says which kind, and a
+// later apply tries again. When the attempts run out, or ctx ends after a failed
+// attempt, the last error is returned as an *UpdateError "Could not <verb> <kind>
+// "ns/name" (i of n): <the cluster-version operator's words>: <error>" whose Reason
+// classifies it, as the operator does; when ctx ended before any attempt, ctx's error.
 func (t *Task) retry(ctx context.Context, clk clock.WithDelayedExecution, p Policy, jitter func() float64, verb string, attempt func() error) error {
 	var lastErr error
 	for n := int32(1); ; n++ {
@@ -96,7 +100,7 @@ func (t *Task) retry(ctx context.Context, clk clock.WithDelayedExecution, p Poli
 			}
 			return err
 		}
-		if n >= p.ManifestAttempts {
+		if n >= p.ManifestAttempts || meta.IsNoMatchError(err) {
 			return t.failure(verb, lastErr, nil)
 		}
 		if !sleep(ctx, clk, p.ManifestBackoff.Delay(n, jitter())) {
@@ -125,16 +129,24 @@ func (t *Task) failure(verb string, lastErr, ctxErr error) error {
 	if lastErr == nil {
 		return ctxErr
 	}
+	reason, cause := reasonForError(lastErr)
 	msg := fmt.Sprintf("Could not %s %s: %v", verb, t, lastErr)
-	return &UpdateError{Nested: lastErr, Effect: EffectFail, Reason: reasonForError(lastErr), Message: msg, Task: t}
+	if cause != "" {
+		msg = fmt.Sprintf("Could not %s %s: %s: %v", verb, t, cause, lastErr)
+	}
+	return &UpdateError{Nested: lastErr, Effect: EffectFail, Reason: reason, Message: msg, Task: t}
 }
 
 // awaitReady polls ready until the task's object is ready, ready returns an
 // *UpdateError, ctx ends or p.ReadinessTimeout passes: then the error has
-// p.ReadinessEffect and says what the object waited on.
+// p.ReadinessEffect and says what the object waited on. No check starts once ctx has
+// ended, so that a replaced release stops before its next host call.
 func (t *Task) awaitReady(ctx context.Context, clk clock.WithDelayedExecution, p Policy, ready func() error) error {
 	deadline := clk.Now().Add(p.ReadinessTimeout.Duration)
 	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		err := ready()
 		if err == nil {
 			return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -72,6 +73,7 @@ func TestTaskRun(t *testing.T) {
 	notFound := apierrors.NewNotFound(gr, "web")
 	conflict := apierrors.NewConflict(gr, "web", errors.New("changed"))
 	boom := errors.New("boom")
+	noMatch := &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "apps", Kind: "Deployment"}, SearchedVersions: []string{"v1"}}
 	stop := &UpdateError{Reason: "ClusterOperatorDegraded", Message: "stop now", Effect: EffectFailAfterInterval}
 	backoff := attempts(3)
 
@@ -97,17 +99,27 @@ func TestTaskRun(t *testing.T) {
 			results:    []error{boom, boom, conflict},
 			wantCalls:  []time.Duration{0, time.Second, 3 * time.Second},
 			wantReason: "UpdatePayloadResourceConflict",
-			wantMsg:    `Could not update deployment "ns/web" (3 of 7): Operation cannot be fulfilled on deployments.apps "web": changed`,
+			wantMsg:    `Could not update deployment "ns/web" (3 of 7): someone else is updating this resource: Operation cannot be fulfilled on deployments.apps "web": changed`,
 			wantNested: conflict,
 		},
 		{
-			name:       "not found has its own reason",
+			name:       "an object deleted under the apply: the cluster-version operator's words, then the error",
 			backoff:    attempts(1),
 			results:    []error{notFound},
 			wantCalls:  []time.Duration{0},
 			wantReason: "UpdatePayloadResourceNotFound",
-			wantMsg:    `Could not update deployment "ns/web" (3 of 7): deployments.apps "web" not found`,
+			wantMsg:    `Could not update deployment "ns/web" (3 of 7): resource may have been deleted: deployments.apps "web" not found`,
 			wantNested: notFound,
+		},
+		{
+			name:       "a kind the server does not know fails at once and names the kind",
+			backoff:    backoff,
+			results:    []error{noMatch},
+			wantCalls:  []time.Duration{0},
+			wantReason: "UpdatePayloadResourceTypeMissing",
+			wantMsg: `Could not update deployment "ns/web" (3 of 7): the server does not recognize this resource, check extension API servers: ` +
+				`no matches for kind "Deployment" in version "apps/v1"`,
+			wantNested: noMatch,
 		},
 		{
 			name:       "failures say why: the message carries the cause",

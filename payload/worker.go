@@ -43,7 +43,8 @@ type Config struct {
 	Include func(m *Manifest) error
 	// Policy paces the worker; the zero value is every default.
 	Policy Policy
-	// Status is the last status the host persisted; the worker carries on from it.
+	// Status is the last status the host persisted; the worker carries on from it at
+	// once, with its Release, until Update says otherwise.
 	Status Status
 	// StatusWriter, when set, persists every new status: edges (release, state,
 	// generation, failure, interruption) at once, progress at most once per
@@ -90,6 +91,8 @@ type Worker struct {
 	desired    Release
 	generation int64
 	status     Status
+	// version grows with every change of status, for the notifier.
+	version uint64
 	// cancel cancels the apply in flight, of the release applying.
 	cancel   context.CancelCauseFunc
 	applying Release
@@ -119,12 +122,16 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if w.cfg.Jitter == nil {
 		w.cfg.Jitter = rand.Float64
 	}
+	// A persisted release is resumed at once; Update may replace it.
+	if !w.status.Release.IsZero() {
+		w.desired, w.generation = w.status.Release, w.status.ObservedGeneration
+	}
 	if cfg.StatusWriter != nil {
 		interval := cfg.NotifyInterval
 		if interval == 0 {
 			interval = defaultNotifyInterval
 		}
-		w.notifier = newNotifier(interval, w.clock, func(ctx context.Context, s Status) error {
+		w.notifier = newNotifier(interval, w.clock, w.latest, func(ctx context.Context, s Status) error {
 			return guard("writing the status", func() error { return cfg.StatusWriter.WriteStatus(ctx, s) })
 		})
 	}
@@ -252,13 +259,26 @@ func (w *Worker) Start(ctx context.Context) error {
 // flushTimeout bounds the last status write of a stopping worker.
 const flushTimeout = 10 * time.Second
 
-// publish makes s the worker's status and offers it to the StatusWriter.
+// publish makes s the worker's status and tells the notifier.
 func (w *Worker) publish(s Status) {
 	w.mu.Lock()
 	w.status = s
+	w.version++
 	w.mu.Unlock()
+	w.notify()
+}
+
+// latest returns a copy of the status and its version.
+func (w *Worker) latest() (Status, uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return *w.status.DeepCopy(), w.version
+}
+
+// notify tells the notifier, if any, that the status changed.
+func (w *Worker) notify() {
 	if w.notifier != nil {
-		w.notifier.offer(*s.DeepCopy())
+		w.notifier.poke()
 	}
 }
 
@@ -278,11 +298,9 @@ func (w *Worker) progress(release Release, done, total int32) {
 	}
 	s.Total, s.Done = total, min(s.Done, total)
 	setConditions(s, w.policy, now)
-	copied := *s.DeepCopy()
+	w.version++
 	w.mu.Unlock()
-	if w.notifier != nil {
-		w.notifier.offer(copied)
-	}
+	w.notify()
 }
 
 // report hands a result to the host.

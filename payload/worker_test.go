@@ -381,7 +381,9 @@ func TestWorkerStartAgainCarriesOn(t *testing.T) {
 // the worker mid-apply publishes no failure and no warning; the status says the apply
 // was interrupted, and a restart resumes it in the same state.
 func TestWorkerCleanStopIsNotAFailure(t *testing.T) {
-	h := newHarness(t, func(c *payload.Config) { c.Status = payload.Status{Release: v2, State: payload.StateReconciling} })
+	h := newHarness(t, func(c *payload.Config) {
+		c.Status = payload.Status{Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour)}
+	})
 	started := make(chan struct{})
 	var once sync.Once
 	h.applier.Push("ConfigMap/b/two", fake.PayloadOutcome{Block: true, Times: 1})
@@ -429,8 +431,9 @@ func TestWorkerValidIsValidInEveryState(t *testing.T) {
 	forwards.Manifests[5].DependsOn = []string{"Namespace/a"}
 	persisted := map[payload.State]payload.Status{
 		payload.StateInitializing: {},
-		payload.StateUpdating:     {Release: v2, State: payload.StateReconciling, History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "2.0.0"}}},
-		payload.StateReconciling:  {Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.Time{Time: t0}},
+		payload.StateUpdating: {Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour),
+			History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "2.0.0"}}},
+		payload.StateReconciling: {Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: t0}},
 	}
 	for _, p := range []struct {
 		name    string
@@ -540,7 +543,7 @@ func TestWorkerSurvivesCrashingHostCode(t *testing.T) {
 			c.Readiness = payload.ReadinessFunc(func(context.Context, *payload.Manifest) error { crash(); return nil })
 		}, want: "payload: applying"},
 		{name: "preconditions", configure: func(c *payload.Config, crash func()) {
-			c.Status = payload.Status{Release: v2, State: payload.StateReconciling}
+			c.Status = payload.Status{Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour)}
 			c.Preconditions = payload.PreconditionsFunc(func(context.Context, payload.Release, payload.Release) error { crash(); return nil })
 		}, want: "payload: checking the preconditions"},
 	}
@@ -624,7 +627,7 @@ func TestWorkerStartRejectsANilContextAndASecondStart(t *testing.T) {
 func TestWorkerRemovesManifestsMarkedForDeletion(t *testing.T) {
 	h := newHarness(t, func(c *payload.Config) {
 		c.Policy.Workers = 1
-		c.Status = payload.Status{Release: v1, State: payload.StateReconciling}
+		c.Status = payload.Status{Release: v1, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour)}
 	})
 	p := samplePayload(v2)
 	old := manifest("0000_20_a_03_old.yaml", "ConfigMap", "a", "old")
@@ -661,7 +664,7 @@ func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
 		c.Policy.ReadinessPoll = metav1.Duration{Duration: 10 * time.Second}
 		c.Policy.ReadinessTimeout = metav1.Duration{Duration: time.Minute}
 		c.Readiness = readiness
-		c.Status = payload.Status{Release: v2, State: payload.StateReconciling}
+		c.Status = payload.Status{Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour)}
 	})
 	readiness.NotReadyFor("ConfigMap/b/two", 2)
 	var order []string
@@ -715,7 +718,7 @@ func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
 func TestWorkerPreconditionsBlockAnUpdateUnlessForced(t *testing.T) {
 	var checks []string
 	h := newHarness(t, func(c *payload.Config) {
-		c.Status = payload.Status{Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.Time{Time: t0.Add(time.Hour)},
+		c.Status = payload.Status{Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: t0.Add(time.Hour)},
 			History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "1.0.0", Image: v1.Image}}}
 		c.Preconditions = payload.PreconditionsFunc(func(_ context.Context, from, to payload.Release) error {
 			checks = append(checks, from.Version+"->"+to.Version)
@@ -876,7 +879,7 @@ func TestWorkerAwaitsReadinessAfterAReportedError(t *testing.T) {
 		c.Policy.Workers = 1
 		c.Policy.ReadinessPoll = metav1.Duration{Duration: 10 * time.Second}
 		c.Readiness = readiness
-		c.Status = payload.Status{Release: v2, State: payload.StateReconciling}
+		c.Status = payload.Status{Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour)}
 	})
 	h.applier.Push("ConfigMap/b/two", fake.PayloadOutcome{Err: &payload.UpdateError{Reason: "Slow", Message: "slow", Effect: payload.EffectReport}, Times: 1})
 	readiness.NotReadyFor("ConfigMap/b/two", 1)

@@ -1,5 +1,5 @@
-// Command payload-apply applies an embedded payload of 30 manifests (5 run
-// levels, a Job, two Deployments) and one removal with the payload engine's
+// Command payload-apply applies an embedded payload of 31 manifests, 30 objects
+// (5 run levels, a Job, two Deployments) and one removal, with the payload engine's
 // sync worker, kube.Applier (server-side apply, deletion, readiness),
 // kube.ConfigMapStatusStore and kube.RecordEvents. With no flags it runs in
 // memory (client-go's fakes, simulated job and deployment controllers, a
@@ -83,7 +83,8 @@ func apply(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer c.Close()
 	work := func(ctx context.Context) error {
-		progress.Println("applying %d manifests of release %s to %s", len(manifests), o.release, c)
+		progress.Println("applying %d manifests of release %s (%d objects to apply, %d to delete) to %s",
+			len(manifests)+len(removals), o.release, len(manifests), len(removals), c)
 		return runWorker(ctx, c, o, manifests, removals, progress)
 	}
 	if !o.leaderElect {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -260,5 +262,6 @@ func TestApplierDeletes(t *testing.T) {
 	require.NoError(t, applier.Delete(context.Background(), &removals[0]), "the in-memory cluster has the legacy settings")
 	_, err = c.Present(context.Background(), removals)
 	assert.ErrorContains(t, err, "not found", "the legacy settings are gone")
-	assert.NoError(t, applier.Delete(context.Background(), &removals[0]), "gone already is success")
+	err = applier.Delete(context.Background(), &removals[0])
+	assert.True(t, apierrors.IsNotFound(err), "gone already is NotFound, which the worker does not count as a deletion: %v", err)
 }
