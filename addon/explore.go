@@ -38,8 +38,9 @@ type ExploreOptions struct {
 
 // ExploreReport says how much an exploration covered.
 type ExploreReport struct {
-	// States counts the distinct states reached (statuses with their spec
-	// and world, times taken relative to the present).
+	// States counts the distinct states reached (statuses with the status
+	// before their latest write, their spec and world, times taken
+	// relative to the present).
 	States int
 	// Transitions counts the decisions tried.
 	Transitions int
