@@ -338,16 +338,7 @@ func (d *decider) resume() {
 	}
 	suspended := d.now.Sub(st.SuspendedTime.Time)
 	if st.Deadline != nil {
-		moved := st.Deadline.Time
-		if suspended > 0 {
-			moved = moved.Add(suspended)
-		}
-		if latest := d.now.Add(d.rules.timeout(st.Phase)); moved.After(latest) {
-			moved = latest
-		}
-		if !moved.Equal(st.Deadline.Time) {
-			st.Deadline = &metav1.Time{Time: moved}
-		}
+		d.setDeadline(st.Deadline.Add(max(suspended, 0)))
 	}
 	st.SuspendedTime = nil
 	st.Reason, st.Message = "Resumed", fmt.Sprintf("resumed in %s after %s", st.Phase, suspended)

@@ -153,5 +153,5 @@ func ExampleExplore() {
 	report, err := addon.Explore(addon.ExploreOptions{Policy: addon.Policy{MaxRetries: new(int32)}, Depth: 3})
 	fmt.Println(report.States, report.Depth, err)
 	// Output:
-	// 1229 3 <nil>
+	// 1550 3 <nil>
 }

@@ -38,8 +38,9 @@ type ExploreOptions struct {
 
 // ExploreReport says how much an exploration covered.
 type ExploreReport struct {
-	// States counts the distinct states reached (statuses with their spec
-	// and world, times taken relative to the present).
+	// States counts the distinct states reached (statuses with the status
+	// before their latest write, their spec and world, times taken
+	// relative to the present).
 	States int
 	// Transitions counts the decisions tried.
 	Transitions int
@@ -74,9 +75,14 @@ func (e *ExploreError) Error() string {
 //     next requeue, the clock stepping back an hour, another writer
 //     stretching a claim's expiry to year 9999;
 //   - a look at a stale spec: the one before the latest generation, as an
-//     old cache serves it (a stale status needs no step: whatever is
-//     decided from one is never written, its write conflicts, and a health
-//     read decided from it is dropped);
+//     old cache serves it;
+//   - a look at a stale status: the one before the latest write, as a
+//     lagging cache serves it, with the spec as it is. A Machine writes what
+//     it decides from a read over that read's resource version, which is no
+//     longer the persisted one, so the Store refuses any write (a claim, a
+//     health read, a changed status) and the Machine looks again afresh: the
+//     state stays as it is. What reaches the host is only a decision that
+//     writes nothing: its wait and its Deleted, which the rules check;
 //   - the outcome of the action a look claimed: it succeeds or fails at
 //     once, or stays in flight while other steps happen, and then succeeds,
 //     fails, or its Machine crashes after its claim was written, with the
@@ -195,8 +201,11 @@ type exploreState struct {
 	// (Generation 0: none), which a stale cache serves.
 	spec, prev Spec
 	status     Status
-	now        time.Time
-	world      exploreWorld
+	// older is the status before the latest write (nil: none was written
+	// yet), which a lagging cache serves.
+	older *Status
+	now   time.Time
+	world exploreWorld
 	// running is the claim of an action a Machine runs, its outcome still
 	// to come.
 	running *Claim
@@ -376,7 +385,9 @@ func (e *explorer) worlds() []world {
 			s.once |= onceStretched
 			c := *s.status.InFlight
 			c.Expires = metav1.NewTime(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
-			s.status.InFlight = &c
+			st := s.status
+			st.InFlight = &c
+			s.write(st)
 			return true
 		}},
 	}
@@ -443,7 +454,7 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 			return nil, err
 		}
 		base := moved
-		base.status = d.Status
+		base.write(d.Status)
 		switch {
 		case d.Action == ActionNone:
 			add(base, w.name)
@@ -466,6 +477,11 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 			}
 		}
 	}
+	if s.older != nil {
+		if err := e.lookStale(s); err != nil {
+			return nil, err
+		}
+	}
 	if c := s.running; c != nil {
 		done := *s
 		done.running = nil
@@ -486,6 +502,41 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 	return out, nil
 }
 
+// write persists st as s's status; the status it replaces, when st differs
+// from it, is the one a lagging cache serves next.
+func (s *exploreState) write(st Status) {
+	if reflect.DeepEqual(st, s.status) {
+		return
+	}
+	older := s.status
+	s.older, s.status = &older, st
+}
+
+// lookStale checks a look at s.older, the status before the latest write,
+// with the spec as it is. A decision that writes (a claim, a health read to
+// record, a changed status) is refused by the Store, the status it was
+// decided from being no longer the persisted one, and changes nothing; one
+// that writes nothing reaches the host, which waits as it says and drops
+// its finalizer on Deleted.
+func (e *explorer) lookStale(s *exploreState) error {
+	e.transitions++
+	fail := func(format string, args ...any) error {
+		return e.broken(s.path, "a look at the status before the latest write", format, args...)
+	}
+	in := e.input(s.spec, *s.older, s.now, Observation{})
+	d, err := Decide(in)
+	if err != nil {
+		return fail("Decide failed: %v", err)
+	}
+	if d.Action != ActionNone || !reflect.DeepEqual(d.Status, in.Status) {
+		return nil
+	}
+	if d.Deleted && (s.world.cluster != "" || s.running != nil) {
+		return fail("Deleted from a stale status while the cluster runs %q", s.world.cluster)
+	}
+	return e.bounded(in, d, fail)
+}
+
 func (e *explorer) input(spec Spec, st Status, now time.Time, obs Observation) Input {
 	return Input{Spec: spec, Status: st, Observation: obs, Policy: e.opts.Policy, Table: e.opts.Table, Now: now, Owner: "explorer"}
 }
@@ -495,7 +546,7 @@ func (e *explorer) input(spec Spec, st Status, now time.Time, obs Observation) I
 func (e *explorer) recorded(spec Spec, s exploreState, obs Observation, name string) (exploreState, error) {
 	s.world = e.observed(s.world, obs)
 	d, err := e.decide(e.input(spec, s.status, s.now, obs), &s, s.path, name)
-	s.status = d.Status
+	s.write(d.Status)
 	return s, err
 }
 
@@ -615,12 +666,6 @@ func (e *explorer) decide(in Input, s *exploreState, path *step, name string) (D
 			return d, fail("the claim of %s by %s holds past %s, the latest expiry the engine writes for it", c.Action, c.Owner, bound.UTC().Format(time.RFC3339))
 		}
 	}
-	if d.RequeueAfter > e.limits.wait {
-		return d, fail("waits %s, longer than any backoff, poll or claim of the policy (%s)", d.RequeueAfter, e.limits.wait)
-	}
-	if after.Deadline != nil && after.SuspendedTime == nil && after.Deadline.Sub(in.Now) > e.limits.deadline {
-		return d, fail("the deadline lies %s ahead, further than any phase timeout of the policy (%s)", after.Deadline.Sub(in.Now), e.limits.deadline)
-	}
 	if after.Phase == PhaseDeleted && before.Phase != PhaseDeleted &&
 		(in.Observation.Action != ActionUninstall || in.Observation.Err != nil || after.InFlight != nil || w.cluster != "") {
 		return d, fail("Deleted without a successful uninstall (the cluster runs %q)", w.cluster)
@@ -631,15 +676,28 @@ func (e *explorer) decide(in Input, s *exploreState, path *step, name string) (D
 	if after.ObservedGeneration < before.ObservedGeneration {
 		return d, fail("observed generation went back from %d to %d", before.ObservedGeneration, after.ObservedGeneration)
 	}
+	return d, e.bounded(in, d, fail)
+}
+
+// bounded checks the waits of d, decided from in: no longer than the
+// policy's, and none without an end but for the spec.
+func (e *explorer) bounded(in Input, d Decision, fail func(format string, args ...any) error) error {
+	after := &d.Status
+	if d.RequeueAfter > e.limits.wait {
+		return fail("waits %s, longer than any backoff, poll or claim of the policy (%s)", d.RequeueAfter, e.limits.wait)
+	}
+	if after.Deadline != nil && after.SuspendedTime == nil && after.Deadline.Sub(in.Now) > e.limits.deadline {
+		return fail("the deadline lies %s ahead, further than any phase timeout of the policy (%s)", after.Deadline.Sub(in.Now), e.limits.deadline)
+	}
 	if err := after.Validate(); err != nil {
-		return d, fail("stuck: %v", err)
+		return fail("stuck: %v", err)
 	}
 	waitsForSpec := after.Phase == PhaseFailed || after.Phase == PhaseDeleted || (after.Phase == PhaseDeleting && after.PendingAction == ActionNone) ||
 		(after.SuspendedTime != nil && !in.Spec.Deleting)
 	if d.Action == ActionNone && d.RequeueAfter == 0 && !waitsForSpec {
-		return d, fail("stuck: %s waits for nothing with %s pending", after.Phase, after.PendingAction)
+		return fail("stuck: %s waits for nothing with %s pending", after.Phase, after.PendingAction)
 	}
-	return d, nil
+	return nil
 }
 
 // uninstallsFor reports whether the policy remediates a failed a by
@@ -796,6 +854,11 @@ func (e *explorer) key(s *exploreState) string {
 	flag(s.running != nil && st.InFlight != nil && s.running.same(st.InFlight))
 	if e.condIs(st, TypeDrifted) {
 		b.WriteString(TypeDrifted)
+	}
+	if s.older != nil {
+		older := *s
+		older.status, older.older = *s.older, nil
+		b.WriteString("|older:" + e.key(&older))
 	}
 	return b.String()
 }

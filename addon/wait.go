@@ -30,9 +30,7 @@ func (d *decider) boundWaits() {
 		}
 	}
 	if st.Deadline != nil && st.SuspendedTime == nil {
-		if latest := now.Add(d.rules.timeout(st.Phase)); st.Deadline.After(latest) {
-			st.Deadline = d.at(d.rules.timeout(st.Phase))
-		}
+		d.setDeadline(st.Deadline.Time)
 	}
 	for _, t := range [...]**metav1.Time{&st.LastAttemptTime, &st.HealthUnknownSince} {
 		if *t != nil && (*t).After(now) {
@@ -68,6 +66,18 @@ func (d *decider) longestWait(a Action) time.Duration {
 		return d.rules.backoff.Delay(d.st.Failures, 1)
 	}
 	return 0
+}
+
+// setDeadline sets the phase's deadline to t, or to the phase's timeout
+// from now when t lies later: the latest deadline the engine writes. A
+// deadline already at that time is left as it is.
+func (d *decider) setDeadline(t time.Time) {
+	if latest := d.now.Add(d.rules.timeout(d.st.Phase)); t.After(latest) {
+		t = latest
+	}
+	if !t.Equal(d.st.Deadline.Time) {
+		d.st.Deadline = &metav1.Time{Time: t}
+	}
 }
 
 // notAfter returns t, or now plus wait when t is later (nil when that is

@@ -21,14 +21,16 @@ import (
 
 var crds = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// withCRDLabel returns a copy of c whose CRD carries label schema=v.
-func withCRDLabel(t *testing.T, c *chart.Chart, v string) *chart.Chart {
+// withCRD returns a copy of c whose CRDs have each old string of oldnew
+// replaced by the new one that follows it.
+func withCRD(t *testing.T, c *chart.Chart, oldnew ...string) *chart.Chart {
 	t.Helper()
+	r := strings.NewReplacer(oldnew...)
 	out := *c
 	out.Files = nil
 	for _, f := range c.Files {
 		if strings.HasPrefix(f.Name, "crds/") {
-			f = &common.File{Name: f.Name, ModTime: f.ModTime, Data: []byte(strings.Replace(string(f.Data), "schema: v1", "schema: "+v, 1))}
+			f = &common.File{Name: f.Name, ModTime: f.ModTime, Data: []byte(r.Replace(string(f.Data)))}
 		}
 		out.Files = append(out.Files, f)
 	}
@@ -58,7 +60,7 @@ func TestCRDPolicies(t *testing.T) {
 			objects := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 				crds: "CustomResourceDefinitionList", secrets: "SecretList",
 			})
-			charts := map[string]*chart.Chart{"v1": widgets, "v2": withCRDLabel(t, widgets, "v2")}
+			charts := map[string]*chart.Chart{"v1": widgets, "v2": withCRD(t, widgets, "schema: v1", "schema: v2")}
 			d, err := helmconverge.NewDriver(helmconverge.Config{
 				Cluster: helmconverge.NewMemoryCluster(objects, mapper), CRDs: tc.policy,
 				Charts: func(_ context.Context, req addon.Request) (helmconverge.Chart, error) {

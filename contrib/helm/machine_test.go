@@ -12,11 +12,14 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/conditions"
 	helmconverge "github.com/converge-dev/converge/contrib/helm"
 	"github.com/converge-dev/converge/fake"
 )
@@ -127,3 +130,44 @@ func TestMachineDrivesTheReleaseToRunning(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRuleReadyNamesAMissingRollbackRevision: when Helm no longer has a
+// revision that carries the last good version, the rollback after a failed
+// upgrade fails with ErrRollbackTargetMissing, and the add-on stops in
+// Failed with Ready (not only Stalled) saying so.
+func TestRuleReadyNamesAMissingRollbackRevision(t *testing.T) {
+	w := newWorld(t, helmconverge.Config{})
+	v1, bad := w.version(map[string]any{"replicas": 1}), w.version(map[string]any{"replicas": 2, "failHook": true})
+	h := newMachine(t, w, addon.Policy{MaxRetries: ptr[int32](1)}, v1)
+	h.run(1)
+	w.rollOut()
+	h.run(2)
+	require.Equal(t, addon.PhaseRunning, h.status().Phase, h.status().Message)
+	require.Equal(t, "1", h.status().LastGoodRevision)
+
+	_, ok := h.store.Update(name.Name, func(s *addon.Spec) { s.Generation, s.Version = 2, bad })
+	require.True(t, ok)
+	h.run(1)
+	require.Equal(t, addon.PhaseRemediating, h.status().Phase, h.status().Message)
+	require.Equal(t, []string{"deployed", "failed"}, w.statuses())
+
+	// Revision 1, the only one that carried v1, is gone from Helm's storage.
+	cfg, err := w.cluster.Helm("tke", nil)
+	require.NoError(t, err)
+	_, err = cfg.Releases.Delete("mesh", 1)
+	require.NoError(t, err)
+	h.run(3)
+
+	st := h.status()
+	require.Equal(t, addon.PhaseFailed, st.Phase, st.Message)
+	missing := helmconverge.ErrRollbackTargetMissing.Error()
+	for _, typ := range []string{conditions.TypeReady, conditions.TypeStalled} {
+		c := meta.FindStatusCondition(st.Conditions, typ)
+		require.NotNil(t, c, typ)
+		assert.Equal(t, string(addon.TriggerRollbackFailed), c.Reason, typ)
+		assert.Contains(t, c.Message, missing, typ)
+	}
+	ready := meta.FindStatusCondition(st.Conditions, conditions.TypeReady)
+	assert.Equal(t, metav1.ConditionFalse, ready.Status)
+	t.Logf("Ready: %s: %s", ready.Reason, ready.Message)
+}
