@@ -33,12 +33,14 @@ var ErrObjectFailed = errors.New("kube: object failed")
 // condition Reconciling=True means in progress and Stalled=True failed; the
 // built-in workloads are ready once rolled out (every replica updated,
 // available and ready, no old one left, a Deployment's Available and
-// Progressing conditions), a CustomResourceDefinition once Established (and
-// failed when its names are not accepted), a PersistentVolumeClaim once
-// Bound, a Service of type LoadBalancer once it has a cluster IP; any other
-// object is ready when its Ready
-// condition is True, not ready while it is False or Unknown, and ready once
-// it exists when it has none of these conditions (a ConfigMap, a Secret).
+// Progressing conditions; a ReplicaSet that cannot create its pods,
+// ReplicaFailure=True, is in progress), a CustomResourceDefinition once
+// Established (and failed when its names are not accepted), a
+// PersistentVolumeClaim once Bound, a Service of type LoadBalancer once it
+// has a cluster IP; any other object is ready when its Ready condition is
+// True, not ready while it is False or Unknown, and ready once it exists
+// when it has none of these conditions (a ConfigMap, a Secret, a CronJob, a
+// PodDisruptionBudget).
 //
 // Where kstatus and kube disagree, kube's rules win:
 //   - A Job is ready when it has completed (condition Complete=True) and
@@ -53,9 +55,10 @@ var ErrObjectFailed = errors.New("kube: object failed")
 //     but capacity can still come (a cluster autoscaler), and how long to wait
 //     is the caller's deadline (payload's Policy.ReadinessTimeout), not a
 //     clock read inside a readiness check.
-//   - A Deployment, DaemonSet or StatefulSet without status.observedGeneration
-//     is not ready: its controller always writes it, so a status without it
-//     comes from before the controller saw the object. kstatus skips the
+//   - A Deployment, ReplicaSet, DaemonSet or StatefulSet without
+//     status.observedGeneration is not ready: its controller always writes
+//     it, so a status without it comes from before the controller saw the
+//     object. kstatus skips the
 //     generation check when the field is absent (on kinds whose controllers
 //     never write it, as on many custom resources, kube does too).
 func ObjectReady(obj *unstructured.Unstructured) error {
@@ -96,6 +99,7 @@ var kubeRules = map[schema.GroupKind]func(*unstructured.Unstructured) *status.Re
 	{Group: "batch", Kind: "Job"}:        jobStatus,
 	{Kind: "Pod"}:                        podStatus,
 	{Group: "apps", Kind: "Deployment"}:  observedGenerationWritten,
+	{Group: "apps", Kind: "ReplicaSet"}:  observedGenerationWritten,
 	{Group: "apps", Kind: "DaemonSet"}:   observedGenerationWritten,
 	{Group: "apps", Kind: "StatefulSet"}: observedGenerationWritten,
 }

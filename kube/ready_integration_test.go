@@ -170,6 +170,57 @@ spec:
   selector: {matchLabels: {app: x}}
   template:` + podTemplate}, specPatch: `{"spec": {"replicas": 3}}`, status: `
 {observedGeneration: 1, replicas: 2, readyReplicas: 2, currentReplicas: 2, updatedReplicas: 2, currentRevision: db-changed-1, updateRevision: db-changed-1}`},
+	{readinessCase: readinessCase{name: "a ReplicaSet no controller has written a status for is in progress", want: inProgress,
+		wantErr: "kube: ReplicaSet kube-ready/web-rs-new is not ready: LatestGenerationNotObserved: ReplicaSet status.observedGeneration not written yet", yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-rs-new, namespace: kube-ready}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: x}}
+  template:` + podTemplate}},
+	{readinessCase: readinessCase{name: "a ReplicaSet with every replica available is ready", want: ready, yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-rs-ready, namespace: kube-ready}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: x}}
+  template:` + podTemplate}, status: `
+{observedGeneration: 1, replicas: 2, fullyLabeledReplicas: 2, readyReplicas: 2, availableReplicas: 2}`},
+	{readinessCase: readinessCase{name: "a ReplicaSet with a replica not yet available is in progress", want: inProgress,
+		wantErr: "kube: ReplicaSet kube-ready/web-rs-starting is not ready: LessAvailable: Available: 1/2", yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-rs-starting, namespace: kube-ready}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: x}}
+  template:` + podTemplate}, status: `
+{observedGeneration: 1, replicas: 2, fullyLabeledReplicas: 2, readyReplicas: 1, availableReplicas: 1}`},
+	{readinessCase: readinessCase{name: "a ReplicaSet that cannot create its pods is in progress", want: inProgress,
+		wantErr: "kube: ReplicaSet kube-ready/web-rs-quota is not ready: ReplicaFailure: Replica Failure condition. Check Pods", yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-rs-quota, namespace: kube-ready}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: x}}
+  template:` + podTemplate}, status: `
+observedGeneration: 1
+replicas: 0
+conditions:
+- {type: ReplicaFailure, status: "True", reason: FailedCreate, message: exceeded quota, lastTransitionTime: "2026-01-01T00:00:00Z"}`},
+	{readinessCase: readinessCase{name: "a ReplicaSet whose spec changed since its status was written is in progress", want: inProgress,
+		wantErr: "kube: ReplicaSet kube-ready/web-rs-changed is not ready: LatestGenerationNotObserved: ReplicaSet generation is 2, but latest observed generation is 1", yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-rs-changed, namespace: kube-ready}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: x}}
+  template:` + podTemplate}, specPatch: `{"spec": {"replicas": 3}}`, status: `
+{observedGeneration: 1, replicas: 2, fullyLabeledReplicas: 2, readyReplicas: 2, availableReplicas: 2}`},
 	{readinessCase: readinessCase{name: "a Job that has not started is in progress", want: inProgress,
 		wantErr: "kube: Job kube-ready/migrate-new is not ready: JobNotComplete: has not completed: 0 active, 0 succeeded, 0 failed", yaml: `
 apiVersion: batch/v1
@@ -267,6 +318,45 @@ kind: Pod
 metadata: {name: shell-evicted, namespace: kube-ready}
 spec: {restartPolicy: Never, containers: [{name: shell, image: busybox}]}`}, status: `
 {phase: Failed, reason: Evicted, message: "The node was low on resource: memory."}`},
+	{readinessCase: readinessCase{name: "a PersistentVolumeClaim no volume is bound to is in progress", want: inProgress,
+		wantErr: "kube: PersistentVolumeClaim kube-ready/data-new is not ready: NotBound: PVC is not Bound. phase: Pending", yaml: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-new, namespace: kube-ready}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}`}},
+	{readinessCase: readinessCase{name: "a bound PersistentVolumeClaim is ready", want: ready, yaml: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-bound, namespace: kube-ready}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}`}, status: `
+{phase: Bound, accessModes: [ReadWriteOnce], capacity: {storage: 1Gi}}`},
+	{readinessCase: readinessCase{name: "a PodDisruptionBudget no controller has written a status for is ready, as kstatus has it", want: ready, yaml: `
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web-pdb-new, namespace: kube-ready}
+spec: {minAvailable: 1, selector: {matchLabels: {app: x}}}`}},
+	{readinessCase: readinessCase{name: "a PodDisruptionBudget whose spec changed since its status was written is in progress", want: inProgress,
+		wantErr: "kube: PodDisruptionBudget kube-ready/web-pdb-changed is not ready: LatestGenerationNotObserved: PodDisruptionBudget generation is 2, but latest observed generation is 1", yaml: `
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web-pdb-changed, namespace: kube-ready}
+spec: {minAvailable: 1, selector: {matchLabels: {app: x}}}`}, specPatch: `{"spec": {"minAvailable": 2}}`, status: `
+{observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 1, expectedPods: 0}`},
+	{readinessCase: readinessCase{name: "a CronJob is ready once it exists", want: ready, yaml: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: backup, namespace: kube-ready}
+spec:
+  schedule: "0 * * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}`}},
+	{readinessCase: readinessCase{name: "a Secret is ready once it exists", want: ready, yaml: `
+apiVersion: v1
+kind: Secret
+metadata: {name: credentials, namespace: kube-ready}
+stringData: {password: hunter2}`}},
 	{readinessCase: readinessCase{name: "a ClusterIP Service is ready", want: ready, yaml: `
 apiVersion: v1
 kind: Service

@@ -3,6 +3,11 @@ package kube
 import (
 	"context"
 	"errors"
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,8 +51,9 @@ func fromYAML(t *testing.T, doc string) *unstructured.Unstructured {
 	return u
 }
 
-// readinessCases hold each built-in kind kube knows a rule for, and custom
-// resources with the standard conditions, in each state they can be in.
+// readinessCases hold each built-in kind kube or kstatus has a rule for, and
+// custom resources with the standard conditions, in each state they can be
+// in.
 var readinessCases = []readinessCase{
 	{name: "a rolled out Deployment is ready", want: ready, yaml: `
 apiVersion: apps/v1
@@ -174,6 +180,48 @@ metadata: {name: db, namespace: shop, generation: 2}
 spec: {replicas: 2, updateStrategy: {type: OnDelete}}
 status: {observedGeneration: 2, replicas: 2, readyReplicas: 2, currentReplicas: 2, updatedReplicas: 0, currentRevision: db-1, updateRevision: db-2}
 `},
+	{name: "a ReplicaSet with every replica available is ready", want: ready, yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-7d9, namespace: shop, generation: 1}
+spec: {replicas: 2}
+status: {observedGeneration: 1, replicas: 2, fullyLabeledReplicas: 2, readyReplicas: 2, availableReplicas: 2}
+`},
+	{name: "a ReplicaSet with a replica not yet available is in progress", want: inProgress,
+		wantErr: "kube: ReplicaSet shop/web-7d9 is not ready: LessAvailable: Available: 1/2", yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-7d9, namespace: shop, generation: 1}
+spec: {replicas: 2}
+status: {observedGeneration: 1, replicas: 2, fullyLabeledReplicas: 2, readyReplicas: 1, availableReplicas: 1}
+`},
+	{name: "a ReplicaSet that cannot create its pods is in progress", want: inProgress,
+		wantErr: "kube: ReplicaSet shop/web-7d9 is not ready: ReplicaFailure: Replica Failure condition. Check Pods", yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-7d9, namespace: shop, generation: 1}
+spec: {replicas: 2}
+status:
+  observedGeneration: 1
+  replicas: 0
+  conditions:
+  - {type: ReplicaFailure, status: "True", reason: FailedCreate, message: exceeded quota}
+`},
+	{name: "a ReplicaSet no controller has written a status for is in progress", want: inProgress,
+		wantErr: "kube: ReplicaSet shop/web-7d9 is not ready: LatestGenerationNotObserved: ReplicaSet status.observedGeneration not written yet", yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-7d9, namespace: shop, generation: 1}
+spec: {replicas: 0}
+`},
+	{name: "a ReplicaSet whose generation is not observed yet is in progress", want: inProgress,
+		wantErr: "kube: ReplicaSet shop/web-7d9 is not ready: LatestGenerationNotObserved: ReplicaSet generation is 2, but latest observed generation is 1", yaml: `
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata: {name: web-7d9, namespace: shop, generation: 2}
+spec: {replicas: 2}
+status: {observedGeneration: 1, replicas: 2, fullyLabeledReplicas: 2, readyReplicas: 2, availableReplicas: 2}
+`},
 	{name: "a completed Job is ready", want: ready, yaml: `
 apiVersion: batch/v1
 kind: Job
@@ -297,6 +345,48 @@ apiVersion: v1
 kind: Pod
 metadata: {name: shell, namespace: shop}
 status: {phase: Hibernating}
+`},
+	{name: "a bound PersistentVolumeClaim is ready", want: ready, yaml: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: shop}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+status: {phase: Bound}
+`},
+	{name: "a PersistentVolumeClaim no volume is bound to is in progress", want: inProgress,
+		wantErr: "kube: PersistentVolumeClaim shop/data is not ready: NotBound: PVC is not Bound. phase: Pending", yaml: `
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: shop}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+status: {phase: Pending}
+`},
+	{name: "a PodDisruptionBudget whose generation is observed is ready", want: ready, yaml: `
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: shop, generation: 1}
+spec: {minAvailable: 1}
+status: {observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 1, expectedPods: 0}
+`},
+	{name: "a PodDisruptionBudget whose generation is not observed yet is in progress", want: inProgress,
+		wantErr: "kube: PodDisruptionBudget shop/web is not ready: LatestGenerationNotObserved: PodDisruptionBudget generation is 2, but latest observed generation is 1", yaml: `
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: shop, generation: 2}
+spec: {minAvailable: 2}
+status: {observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 1, expectedPods: 0}
+`},
+	{name: "a CronJob is ready once it exists", want: ready, yaml: `
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: backup, namespace: shop, generation: 1}
+spec: {schedule: "0 * * * *"}
+`},
+	{name: "a Secret is ready once it exists", want: ready, yaml: `
+apiVersion: v1
+kind: Secret
+metadata: {name: credentials, namespace: shop}
+stringData: {password: hunter2}
 `},
 	{name: "a ClusterIP Service is ready", want: ready, yaml: `
 apiVersion: v1
@@ -487,4 +577,42 @@ func applierOn(t *testing.T, obj *unstructured.Unstructured) *Applier {
 	a, err := NewApplier(ApplierConfig{Client: client, Mapper: mapper, FieldManager: "test"})
 	require.NoError(t, err)
 	return a
+}
+
+// Only kube imports kstatus: no other package of the module (the engines,
+// fake, testenv, the examples) does, so the engines judge no readiness by
+// themselves and link no cli-utils.
+func TestOnlyKubeImportsKstatus(t *testing.T) {
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	var checked int
+	require.NoError(t, filepath.WalkDir(root, func(dir string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if dir != root {
+			if name := d.Name(); name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				return filepath.SkipDir // a nested module
+			}
+		}
+		pkg, err := build.ImportDir(dir, 0)
+		var noGo *build.NoGoError
+		if errors.As(err, &noGo) {
+			return nil
+		}
+		require.NoError(t, err)
+		checked++
+		if rel, _ := filepath.Rel(root, dir); rel == "kube" {
+			return nil
+		}
+		for _, imp := range pkg.Imports {
+			assert.False(t, strings.HasPrefix(imp, "github.com/fluxcd/cli-utils/") || strings.HasPrefix(imp, "sigs.k8s.io/cli-utils/"),
+				"%s imports %s", dir, imp)
+		}
+		return nil
+	}))
+	assert.Greater(t, checked, 10, "the module's packages were found")
 }

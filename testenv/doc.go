@@ -5,12 +5,24 @@
 //
 // One Environment serves a whole test package; its Config (a *rest.Config
 // for system:masters) and Kubeconfig (a file, for programs that take
-// -kubeconfig) reach the apiserver:
+// -kubeconfig) reach the apiserver. This is the whole test of an adopter's
+// reconciler, shop.Reconcile, which applies a ConfigMap with kube.Applier
+// (testdata/adopter, which TestAdopterModuleRunsTestenvFromTheModuleZip runs
+// from a module that requires converge by version):
 //
 //	var env *testenv.Environment
 //
 //	func TestMain(m *testing.M) {
 //		goleak.VerifyTestMain(testenv.WithEnvironment(m, &env))
+//	}
+//
+//	func TestReconcileAppliesTheSettings(t *testing.T) {
+//		ctx := context.Background()
+//		require.NoError(t, shop.Reconcile(ctx, env.Config, "default", "3"))
+//		client := kubernetes.NewForConfigOrDie(env.Config)
+//		settings, err := client.CoreV1().ConfigMaps("default").Get(ctx, "shop-settings", metav1.GetOptions{})
+//		require.NoError(t, err)
+//		require.Equal(t, "3", settings.Data["level"])
 //	}
 //
 // The apiserver runs no controllers (no kube-controller-manager, no

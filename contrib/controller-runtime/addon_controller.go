@@ -44,9 +44,9 @@ type AddonOptions struct {
 	// metadata only (a Helm release's objects, which carry no owner
 	// reference but Helm's release annotations): MapWatched maps each
 	// event to the add-ons to reconcile. Default: none. (A manager that
-	// stops with such an event in flight leaves one goroutine of
-	// apimachinery's watch.Filter blocked; a test that checks for leaked
-	// goroutines ignores k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop.)
+	// stops leaves one goroutine of each such watch blocked, in
+	// apimachinery's watch.Filter; a test that checks for leaked goroutines
+	// passes crtest.IgnoreStoppedMetadataWatch to goleak, which says why.)
 	Watches []schema.GroupVersionKind
 	// MapWatched maps an object of a Watches kind (a
 	// *metav1.PartialObjectMetadata) to the requests of its add-ons'

@@ -16,12 +16,11 @@ import (
 // resources).
 var env = &envtest.Environment{CRDDirectoryPaths: []string{"testdata"}, ErrorIfCRDPathMissing: true}
 
+// TestAddonControllerOnTheAPIServer watches Secrets metadata-only
+// (AddonOptions.Watches): stopping its manager leaves that watch's filter
+// goroutine blocked for good, which nothing outside apimachinery can stop
+// (crtest.IgnoreStoppedMetadataWatch says why). Every other goroutine of a
+// manager, its informers and reflectors among them, must be gone.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(crtest.WithEnvironment(m, env), metadataWatchLeak)
+	goleak.VerifyTestMain(crtest.WithEnvironment(m, env), crtest.IgnoreStoppedMetadataWatch())
 }
-
-// metadataWatchLeak is the goroutine controller-runtime's metadata-only
-// informers (AddonOptions.Watches) may leave behind when their manager
-// stops with an event in flight: the watch.Filter that fixes up the events'
-// kind blocks forever on a send nobody reads (apimachinery's filteredWatch).
-var metadataWatchLeak = goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop")

@@ -12,7 +12,10 @@
 //		goleak.VerifyTestMain(crtest.WithEnvironment(m, env))
 //	}
 //
-// Tests then reach the apiserver with env.Config.
+// Tests then reach the apiserver with env.Config. An operator that watches a
+// kind metadata-only (crconverge.AddonOptions.Watches) adds
+// IgnoreStoppedMetadataWatch to goleak's options: a stopped manager leaves
+// such a watch's goroutine behind, which nothing outside apimachinery stops.
 //
 // On controller-runtime's fake client: NewManager is a manager that builds
 // crconverge's configured controllers (and any other) on the fake client,

@@ -31,13 +31,16 @@ const addonFinalizer = "sample.converge.dev/addon"
 
 // newAddonController returns the Addon controller, with the
 // ConfigMapDriver, on controller-runtime's fake client (which enforces
-// resource versions) holding objs.
+// resource versions) holding objs, whose Addons' generations move as the
+// API server moves them (crtest.WithGenerations): the engine upgrades only
+// under a new generation.
 func newAddonController(t *testing.T, objs ...client.Object) (controller.Controller, client.Client) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&v1alpha1.Addon{}).WithObjects(objs...).Build()
+	c := crtest.WithGenerations(fake.NewClientBuilder().WithScheme(scheme).
+		WithStatusSubresource(&v1alpha1.Addon{}).WithObjects(objs...).Build(), &v1alpha1.Addon{})
 	mgr, err := crtest.NewManager(c, events.NewFakeRecorder(100))
 	require.NoError(t, err)
 	r, err := crconverge.NewAddonController(mgr, AddonOptions(ConfigMapDriver{Client: c}))
@@ -88,6 +91,17 @@ func TestAddonController(t *testing.T) {
 			require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "addon-mesh"}, cm))
 			assert.Equal(t, "v1", cm.Data["version"])
 			assert.Equal(t, "mesh", cm.OwnerReferences[0].Name, "the Addon owns its ConfigMap")
+		}},
+		{name: "a new version is upgraded to", run: func(t *testing.T) {
+			r, c := newAddonController(t, mesh("v1", addon.Policy{}))
+			a := reconcileUntil(t, r, c, running)
+			a.Spec.Version = "v2"
+			require.NoError(t, c.Update(context.Background(), a))
+			a = reconcileUntil(t, r, c, func(a *v1alpha1.Addon) bool { return running(a) && a.Status.InstalledVersion == "v2" })
+			assert.Equal(t, int64(2), a.Generation)
+			cm := &corev1.ConfigMap{}
+			require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "addon-mesh"}, cm))
+			assert.Equal(t, "v2", cm.Data["version"])
 		}},
 		{name: "a deleted Addon is uninstalled, then its finalizer goes", run: func(t *testing.T) {
 			r, c := newAddonController(t, mesh("v1", addon.Policy{}))
