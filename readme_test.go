@@ -102,6 +102,19 @@ func TestREADMESnippetsAreTestedCode(t *testing.T) {
 	}
 }
 
+// A newcomer reads the README in ten minutes: at most 400 lines, and each
+// client-go adoption snippet (cut from kube/) at most 40.
+func TestREADMEIsShort(t *testing.T) {
+	text, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	assert.LessOrEqual(t, strings.Count(string(text), "\n"), 400, "README.md lines")
+	for _, s := range readmeSnippets(t, "README.md", string(text)) {
+		if strings.HasPrefix(s.file, "kube/") {
+			assert.LessOrEqual(t, len(s.lines), 40, "README.md:%d: the snippet from %s", s.line, s.file)
+		}
+	}
+}
+
 func TestContainsVerbatim(t *testing.T) {
 	file := []string{"func f() {", "\tif x {", "\t\ty()", "", "\t}", "}"}
 	tests := []struct {
