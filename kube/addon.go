@@ -98,7 +98,7 @@ var (
 // NewAddonObjects checks cfg and returns the store on the dynamic client.
 func NewAddonObjects(cfg AddonObjectsConfig) (*AddonObjects, error) {
 	if input.IsNil(cfg.Client) || cfg.Resource.Resource == "" {
-		return nil, fmt.Errorf("kube: NewAddonObjects: nil Client or empty Resource: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewAddonObjects arguments", "nil Client or empty Resource")
 	}
 	client := dynamicAddons{ri: cfg.Client.Resource(cfg.Resource)}
 	cfg.Client, cfg.Resource = nil, schema.GroupVersionResource{}
@@ -110,9 +110,9 @@ func NewAddonObjects(cfg AddonObjectsConfig) (*AddonObjects, error) {
 func NewAddonObjectsFor(client AddonClient, cfg AddonObjectsConfig) (*AddonObjects, error) {
 	switch {
 	case input.IsNil(client):
-		return nil, fmt.Errorf("kube: NewAddonObjectsFor: nil add-on client: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewAddonObjectsFor arguments", "nil add-on client")
 	case cfg.Client != nil || !cfg.Resource.Empty():
-		return nil, fmt.Errorf("kube: NewAddonObjectsFor: Client and Resource are NewAddonObjects' and must be unset: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewAddonObjectsFor arguments", "Client and Resource are NewAddonObjects' and must be unset")
 	}
 	if cfg.Spec == nil {
 		cfg.Spec = DefaultAddonSpec
@@ -121,16 +121,16 @@ func NewAddonObjectsFor(client AddonClient, cfg AddonObjectsConfig) (*AddonObjec
 		cfg.StatusPath = []string{"status"}
 	}
 	if cfg.StatusPath[0] != "status" {
-		return nil, fmt.Errorf("kube: AddonObjectsConfig: status path %v is not under status: %w", cfg.StatusPath, ErrInvalid)
+		return nil, input.Invalidf("kube", "AddonObjectsConfig", "status path %v is not under status", cfg.StatusPath)
 	}
 	return &AddonObjects{cfg: cfg, client: client}, nil
 }
 
-// check returns ErrInvalid for an AddonObjects not made by NewAddonObjects
+// check returns an error matching converge.ErrInvalid for an AddonObjects not made by NewAddonObjects
 // or NewAddonObjectsFor.
 func (s *AddonObjects) check(method string) error {
 	if s == nil || s.client == nil {
-		return fmt.Errorf("kube: AddonObjects.%s: store not made by NewAddonObjects or NewAddonObjectsFor: %w", method, ErrInvalid)
+		return input.Invalidf("kube", "AddonObjects."+method+" call", "store not made by NewAddonObjects or NewAddonObjectsFor")
 	}
 	return nil
 }
@@ -163,7 +163,7 @@ func (s *AddonObjects) Object(obj *unstructured.Unstructured) (addon.Object, err
 		return addon.Object{}, err
 	}
 	if obj == nil {
-		return addon.Object{}, fmt.Errorf("kube: AddonObjects.Object: nil object: %w", ErrInvalid)
+		return addon.Object{}, input.Invalidf("kube", "AddonObjects.Object call", "nil object")
 	}
 	var st addon.Status
 	raw, found, err := unstructured.NestedFieldNoCopy(obj.Object, s.cfg.StatusPath...)
@@ -202,7 +202,7 @@ func (s *AddonObjects) UpdateStatus(ctx context.Context, obj addon.Object, st ad
 	}
 	host, ok := obj.Host.(*unstructured.Unstructured)
 	if !ok || host == nil {
-		return addon.Object{}, fmt.Errorf("kube: add-on %s has no object to write (Host is %T): %w", obj.Spec.Name, obj.Host, ErrInvalid)
+		return addon.Object{}, input.Invalidf("kube", "add-on "+obj.Spec.Name, "no object to write (Host is %T)", obj.Host)
 	}
 	var val any
 	if err := convert(st, &val); err != nil {

@@ -15,6 +15,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 )
@@ -93,7 +94,7 @@ func TestAddonObjectsUpdateStatus(t *testing.T) {
 
 	o.Host = "not an object"
 	_, err = objects.UpdateStatus(ctx, o, addon.Status{})
-	assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+	assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 	_, err = objects.Get(ctx, "tke/missing")
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 }
@@ -114,7 +115,7 @@ func TestNewAddonObjectsRejectsBadInput(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewAddonObjects(cfg)
-			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }
@@ -169,26 +170,26 @@ func TestNewAddonObjectsForRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewAddonObjectsFor(tt.client, tt.cfg)
-			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }
 
 // AddonObjects answers a nil object and its own nil or zero value with
-// ErrInvalid, never a panic.
+// converge.ErrInvalid, never a panic.
 func TestAddonObjectsRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	_, made := newAddons(t)
 	_, err := made.Object(nil)
-	assert.ErrorIs(t, err, ErrInvalid, "a nil object")
+	assert.ErrorIs(t, err, converge.ErrInvalid, "a nil object")
 	for name, s := range map[string]*AddonObjects{"nil store": nil, "zero store": {}} {
 		t.Run(name, func(t *testing.T) {
 			_, err := s.Object(addonObject("1", nil))
-			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 			_, err = s.Get(ctx, "ns/x")
-			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 			_, err = s.UpdateStatus(ctx, addon.Object{Host: addonObject("1", nil)}, addon.Status{})
-			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 		})
 	}
 }

@@ -55,10 +55,10 @@ type ConfigMapStatusStore[T any] struct {
 // the status under key (default "status.json").
 func NewConfigMapStatusStore[T any](client corev1client.ConfigMapsGetter, namespace, name, key string) (*ConfigMapStatusStore[T], error) {
 	if input.IsNil(client) {
-		return nil, fmt.Errorf("kube: NewConfigMapStatusStore: nil client: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewConfigMapStatusStore arguments", "nil client")
 	}
 	if namespace == "" || name == "" {
-		return nil, fmt.Errorf("kube: NewConfigMapStatusStore: empty namespace or name: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewConfigMapStatusStore arguments", "empty namespace or name")
 	}
 	return NewConfigMapStatusStoreFor[T](typedConfigMap{client: client.ConfigMaps(namespace), name: name}, namespace, name, key)
 }
@@ -68,10 +68,10 @@ func NewConfigMapStatusStore[T any](client corev1client.ConfigMapsGetter, namesp
 // "status.json").
 func NewConfigMapStatusStoreFor[T any](client ConfigMapClient, namespace, name, key string) (*ConfigMapStatusStore[T], error) {
 	if input.IsNil(client) {
-		return nil, fmt.Errorf("kube: NewConfigMapStatusStoreFor: nil ConfigMap client: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewConfigMapStatusStoreFor arguments", "nil ConfigMap client")
 	}
 	if namespace == "" || name == "" {
-		return nil, fmt.Errorf("kube: NewConfigMapStatusStoreFor: empty namespace or name: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewConfigMapStatusStoreFor arguments", "empty namespace or name")
 	}
 	if key == "" {
 		key = "status.json"

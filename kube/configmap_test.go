@@ -13,6 +13,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 )
 
@@ -111,7 +112,7 @@ func TestNewConfigMapStatusStoreRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewConfigMapStatusStore[engineStatus](tt.client, tt.ns, tt.obj, "")
-			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }
@@ -133,7 +134,7 @@ func TestNewConfigMapStatusStoreForRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewConfigMapStatusStoreFor[engineStatus](tt.client, tt.ns, tt.obj, "")
-			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }

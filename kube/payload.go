@@ -83,7 +83,7 @@ var (
 // NewApplier checks cfg and returns the applier on the dynamic client.
 func NewApplier(cfg ApplierConfig) (*Applier, error) {
 	if input.IsNil(cfg.Client) || input.IsNil(cfg.Mapper) {
-		return nil, fmt.Errorf("kube: NewApplier: nil Client or Mapper: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewApplier arguments", "nil Client or Mapper")
 	}
 	client := dynamicApply{client: cfg.Client, mapper: cfg.Mapper}
 	cfg.Client, cfg.Mapper = nil, nil
@@ -95,11 +95,11 @@ func NewApplier(cfg ApplierConfig) (*Applier, error) {
 func NewApplierFor(client ApplyClient, cfg ApplierConfig) (*Applier, error) {
 	switch {
 	case input.IsNil(client):
-		return nil, fmt.Errorf("kube: NewApplierFor: nil apply client: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewApplierFor arguments", "nil apply client")
 	case cfg.Client != nil || cfg.Mapper != nil:
-		return nil, fmt.Errorf("kube: NewApplierFor: Client and Mapper are NewApplier's and must be nil: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewApplierFor arguments", "Client and Mapper are NewApplier's and must be nil")
 	case cfg.FieldManager == "":
-		return nil, fmt.Errorf("kube: ApplierConfig: empty FieldManager: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "ApplierConfig", "empty FieldManager")
 	}
 	return &Applier{cfg: cfg, client: client}, nil
 }
@@ -161,14 +161,14 @@ func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
 	return err
 }
 
-// check returns ErrInvalid for an Applier not made by NewApplier or
+// check returns an error matching converge.ErrInvalid for an Applier not made by NewApplier or
 // NewApplierFor, and for a nil manifest or one without an object.
 func (a *Applier) check(method string, m *payload.Manifest) error {
 	switch {
 	case a == nil || a.client == nil:
-		return fmt.Errorf("kube: Applier.%s: applier not made by NewApplier or NewApplierFor: %w", method, ErrInvalid)
+		return input.Invalidf("kube", "Applier."+method+" call", "applier not made by NewApplier or NewApplierFor")
 	case m == nil || m.Object == nil:
-		return fmt.Errorf("kube: Applier.%s: nil manifest or manifest object: %w", method, ErrInvalid)
+		return input.Invalidf("kube", "Applier."+method+" call", "nil manifest or manifest object")
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -139,7 +140,7 @@ func TestNewApplierRejectsBadInput(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := NewApplier(cfg)
-			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }
@@ -155,7 +156,7 @@ func TestLatestStatusWriterWritesOverTheCurrentVersion(t *testing.T) {
 	got, _, err := store.GetStatus(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), got.Revision)
-	assert.True(t, errors.Is(LatestStatusWriter[engineStatus]{}.WriteStatus(ctx, engineStatus{}), ErrInvalid))
+	assert.True(t, errors.Is(LatestStatusWriter[engineStatus]{}.WriteStatus(ctx, engineStatus{}), converge.ErrInvalid))
 }
 
 // recordingApply is an ApplyClient on a map of objects that records what
@@ -221,13 +222,13 @@ func TestNewApplierForRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewApplierFor(tt.client, tt.cfg)
-			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }
 
 // An Applier answers a nil manifest, a manifest without an object, and its
-// own nil or zero value with ErrInvalid, never a panic.
+// own nil or zero value with converge.ErrInvalid, never a panic.
 func TestApplierRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	made, err := NewApplierFor(&recordingApply{}, ApplierConfig{FieldManager: "m"})
@@ -245,9 +246,9 @@ func TestApplierRejectsBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.ErrorIs(t, tt.a.Apply(ctx, tt.m, payload.StateReconciling), ErrInvalid)
-			assert.ErrorIs(t, tt.a.Delete(ctx, tt.m), ErrInvalid)
-			assert.ErrorIs(t, tt.a.Ready(ctx, tt.m), ErrInvalid)
+			assert.ErrorIs(t, tt.a.Apply(ctx, tt.m, payload.StateReconciling), converge.ErrInvalid)
+			assert.ErrorIs(t, tt.a.Delete(ctx, tt.m), converge.ErrInvalid)
+			assert.ErrorIs(t, tt.a.Ready(ctx, tt.m), converge.ErrInvalid)
 		})
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 //go:embed rbac/*.yaml
@@ -21,7 +23,7 @@ var rbacFiles embed.FS
 func RBAC(engine string) (*rbacv1.ClusterRole, error) {
 	b, err := rbacFiles.ReadFile("rbac/" + engine + ".yaml")
 	if err != nil {
-		return nil, fmt.Errorf("kube: no RBAC for engine %q: %w", engine, ErrInvalid)
+		return nil, input.Invalidf("kube", "engine", "no RBAC for engine %q", engine)
 	}
 	role := &rbacv1.ClusterRole{}
 	if err := yaml.UnmarshalStrict(b, role); err != nil {

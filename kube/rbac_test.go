@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/converge-dev/converge"
 )
 
 // allows reports whether role grants verb on group/resource.
@@ -55,5 +57,5 @@ func TestRBACGrantsWhatTheAdaptersNeed(t *testing.T) {
 		})
 	}
 	_, err := RBAC("nope")
-	assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+	assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // ErrNotReady is matched (errors.Is) by ObjectReady's error, and so by
@@ -25,7 +27,7 @@ var ErrObjectFailed = errors.New("kube: object failed")
 // matching ErrObjectFailed once it failed. The message names the object's
 // kind, namespace/name and the reason ("kube: Deployment shop/web is not
 // ready: LessAvailable: Available: 1/3"). A nil object, or one without a
-// kind, is an error matching ErrInvalid.
+// kind, is an error matching converge.ErrInvalid.
 //
 // Any kind is judged, by kstatus' rules (github.com/fluxcd/cli-utils
 // pkg/kstatus/status): an object being deleted is not ready; an object
@@ -63,7 +65,7 @@ var ErrObjectFailed = errors.New("kube: object failed")
 //     never write it, as on many custom resources, kube does too).
 func ObjectReady(obj *unstructured.Unstructured) error {
 	if obj == nil || obj.Object == nil || obj.GetKind() == "" {
-		return fmt.Errorf("kube: ObjectReady: nil object or object without a kind: %w", ErrInvalid)
+		return input.Invalidf("kube", "ObjectReady arguments", "nil object or object without a kind")
 	}
 	res := judge(obj)
 	switch res.Status {

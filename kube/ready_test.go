@@ -19,6 +19,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"sigs.k8s.io/yaml"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -514,7 +515,7 @@ func requireReadiness(t *testing.T, tt readinessCase, err error) {
 	assert.Equal(t, tt.wantErr, err.Error())
 }
 
-// ObjectReady answers an object it cannot judge with ErrInvalid, never a
+// ObjectReady answers an object it cannot judge with converge.ErrInvalid, never a
 // panic.
 func TestObjectReadyRejectsBadInput(t *testing.T) {
 	tests := []struct {
@@ -528,7 +529,7 @@ func TestObjectReadyRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := ObjectReady(tt.obj)
-			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 			assert.NotErrorIs(t, err, ErrNotReady)
 			assert.NotErrorIs(t, err, ErrObjectFailed)
 		})

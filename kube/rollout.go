@@ -122,7 +122,7 @@ var (
 // from cfg's listers, writes go through cfg's clientset.
 func NewRolloutPods(cfg RolloutPodsConfig) (*RolloutPods, error) {
 	if input.IsNil(cfg.Client) || input.IsNil(cfg.Pods) || input.IsNil(cfg.Nodes) {
-		return nil, fmt.Errorf("kube: NewRolloutPods: nil Client, Pods or Nodes: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewRolloutPods arguments", "nil Client, Pods or Nodes")
 	}
 	client := listerPods{client: cfg.Client, pods: cfg.Pods, nodes: cfg.Nodes}
 	cfg.Client, cfg.Pods, cfg.Nodes = nil, nil, nil
@@ -134,15 +134,15 @@ func NewRolloutPods(cfg RolloutPodsConfig) (*RolloutPods, error) {
 func NewRolloutPodsFor(client PodClient, cfg RolloutPodsConfig) (*RolloutPods, error) {
 	switch {
 	case input.IsNil(client):
-		return nil, fmt.Errorf("kube: NewRolloutPodsFor: nil pod client: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewRolloutPodsFor arguments", "nil pod client")
 	case cfg.Client != nil || cfg.Pods != nil || cfg.Nodes != nil:
-		return nil, fmt.Errorf("kube: NewRolloutPodsFor: Client, Pods and Nodes are NewRolloutPods' and must be nil: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewRolloutPodsFor arguments", "Client, Pods and Nodes are NewRolloutPods' and must be nil")
 	case cfg.Namespace == "":
-		return nil, fmt.Errorf("kube: RolloutPodsConfig: empty Namespace: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "RolloutPodsConfig", "empty Namespace")
 	case cfg.InstallerPod == nil:
-		return nil, fmt.Errorf("kube: RolloutPodsConfig: nil InstallerPod: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "RolloutPodsConfig", "nil InstallerPod")
 	case cfg.OperandPodName == nil && cfg.Operand == "":
-		return nil, fmt.Errorf("kube: RolloutPodsConfig: empty Operand and nil OperandPodName: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "RolloutPodsConfig", "empty Operand and nil OperandPodName")
 	}
 	if cfg.OperandPodName == nil {
 		operand := cfg.Operand
@@ -154,11 +154,11 @@ func NewRolloutPodsFor(client PodClient, cfg RolloutPodsConfig) (*RolloutPods, e
 	return &RolloutPods{cfg: cfg, client: client}, nil
 }
 
-// check returns ErrInvalid for a RolloutPods not made by NewRolloutPods or
+// check returns an error matching converge.ErrInvalid for a RolloutPods not made by NewRolloutPods or
 // NewRolloutPodsFor.
 func (a *RolloutPods) check(method string) error {
 	if a == nil || a.client == nil {
-		return fmt.Errorf("kube: RolloutPods.%s: adapter not made by NewRolloutPods or NewRolloutPodsFor: %w", method, ErrInvalid)
+		return input.Invalidf("kube", "RolloutPods."+method+" call", "adapter not made by NewRolloutPods or NewRolloutPodsFor")
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func (a *RolloutPods) EnsureInstaller(ctx context.Context, inst rollout.Installe
 	}
 	pod := a.cfg.InstallerPod(inst)
 	if pod == nil {
-		return fmt.Errorf("kube: InstallerPod returned no pod for %s: %w", inst.Name, ErrInvalid)
+		return input.Invalidf("kube", "InstallerPod result", "no pod for %s", inst.Name)
 	}
 	pod = pod.DeepCopy()
 	pod.Name, pod.Namespace, pod.GenerateName = inst.Name, a.cfg.Namespace, ""
@@ -301,7 +301,7 @@ func (a *RolloutPods) GetOperands(ctx context.Context, nodes []string, operands 
 		return err
 	}
 	if len(nodes) != len(operands) {
-		return fmt.Errorf("kube: RolloutPods.GetOperands: %d nodes, %d operands: %w", len(nodes), len(operands), ErrInvalid)
+		return input.Invalidf("kube", "RolloutPods.GetOperands call", "%d nodes, %d operands", len(nodes), len(operands))
 	}
 	for i, node := range nodes {
 		op, err := a.operand(ctx, node)
@@ -328,13 +328,13 @@ func (a *RolloutPods) operand(ctx context.Context, node string) (rollout.Operand
 func operandState(pod *corev1.Pod) (rollout.OperandState, error) {
 	rev, err := strconv.ParseInt(pod.Labels[LabelRevision], 10, 32)
 	if err != nil || rev < 0 {
-		return rollout.OperandState{}, fmt.Errorf("kube: operand pod %s/%s has no revision in its %q label: %w", pod.Namespace, pod.Name, LabelRevision, ErrInvalid)
+		return rollout.OperandState{}, input.Invalidf("kube", "operand pod "+pod.Namespace+"/"+pod.Name, "no revision in its %q label", LabelRevision)
 	}
 	st := rollout.OperandState{Phase: rollout.OperandPending, Revision: int32(rev), Message: pod.Status.Message}
 	if v, ok := pod.Annotations[AnnotationFallbackForRevision]; ok {
 		forRev, err := strconv.ParseInt(v, 10, 32)
 		if err != nil || forRev <= 0 {
-			return rollout.OperandState{}, fmt.Errorf("kube: operand pod %s/%s has no revision in its %q annotation: %w", pod.Namespace, pod.Name, AnnotationFallbackForRevision, ErrInvalid)
+			return rollout.OperandState{}, input.Invalidf("kube", "operand pod "+pod.Namespace+"/"+pod.Name, "no revision in its %q annotation", AnnotationFallbackForRevision)
 		}
 		st.Fallback = &rollout.OperandFallback{ForRevision: int32(forRev), Reason: pod.Annotations[AnnotationFallbackReason],
 			Message: pod.Annotations[AnnotationFallbackMessage], Time: pod.CreationTimestamp.Time}

@@ -17,6 +17,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -90,7 +91,7 @@ func TestRolloutPodsReadsOperands(t *testing.T) {
 		t.Run(tt.node, func(t *testing.T) {
 			got, err := a.GetOperand(context.Background(), tt.node)
 			if tt.wantErr {
-				assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+				assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 				return
 			}
 			require.NoError(t, err)
@@ -121,7 +122,7 @@ func TestRolloutPodsReadsAStartupMonitorsFallback(t *testing.T) {
 	assert.Equal(t, int32(2), got.Revision, "the revision it runs is the last good one")
 
 	_, err = a.GetOperand(context.Background(), "b")
-	assert.ErrorIs(t, err, ErrInvalid, "a fallback annotation without a revision")
+	assert.ErrorIs(t, err, converge.ErrInvalid, "a fallback annotation without a revision")
 }
 
 // TestRolloutPodsReadsEveryOperandInOneCall: GetOperands answers for every
@@ -138,11 +139,11 @@ func TestRolloutPodsReadsEveryOperandInOneCall(t *testing.T) {
 		assert.Equal(t, one, got[i], n)
 	}
 	assert.Equal(t, rollout.OperandNotFound, got[1].Phase)
-	assert.ErrorIs(t, a.GetOperands(context.Background(), nodes, got[:2]), ErrInvalid, "slices of two lengths")
+	assert.ErrorIs(t, a.GetOperands(context.Background(), nodes, got[:2]), converge.ErrInvalid, "slices of two lengths")
 
 	broken := podIndexer(operandPod("a", "x", corev1.PodRunning, true))
 	err := newRolloutPods(t, k8sfake.NewClientset(), broken, podIndexer(), nil).GetOperands(context.Background(), nodes, got)
-	assert.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorIs(t, err, converge.ErrInvalid)
 	assert.ErrorContains(t, err, "node a:")
 }
 
@@ -235,7 +236,7 @@ func TestNewRolloutPodsRejectsBadInput(t *testing.T) {
 			cfg := good
 			tt.mod(&cfg)
 			_, err := NewRolloutPods(cfg)
-			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }
@@ -331,26 +332,26 @@ func TestNewRolloutPodsForRejectsBadInput(t *testing.T) {
 			cfg := good
 			tt.mod(&cfg)
 			_, err := NewRolloutPodsFor(tt.client, cfg)
-			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }
 
-// A nil or zero RolloutPods answers every method with ErrInvalid, never a
+// A nil or zero RolloutPods answers every method with converge.ErrInvalid, never a
 // panic.
 func TestRolloutPodsNotMadeByItsConstructorIsInvalid(t *testing.T) {
 	ctx := context.Background()
 	for name, a := range map[string]*RolloutPods{"nil": nil, "zero": {}} {
 		t.Run(name, func(t *testing.T) {
 			_, err := a.GetInstaller(ctx, rollout.Installer{Name: "i"})
-			assert.ErrorIs(t, err, ErrInvalid)
-			assert.ErrorIs(t, a.EnsureInstaller(ctx, rollout.Installer{Name: "i"}), ErrInvalid)
-			assert.ErrorIs(t, a.DeleteInstaller(ctx, rollout.Installer{Name: "i"}), ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
+			assert.ErrorIs(t, a.EnsureInstaller(ctx, rollout.Installer{Name: "i"}), converge.ErrInvalid)
+			assert.ErrorIs(t, a.DeleteInstaller(ctx, rollout.Installer{Name: "i"}), converge.ErrInvalid)
 			_, err = a.GetOperand(ctx, "n")
-			assert.ErrorIs(t, err, ErrInvalid)
-			assert.ErrorIs(t, a.GetOperands(ctx, []string{"n"}, make([]rollout.OperandState, 1)), ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
+			assert.ErrorIs(t, a.GetOperands(ctx, []string{"n"}, make([]rollout.OperandState, 1)), converge.ErrInvalid)
 			_, err = a.ListNodes(ctx)
-			assert.ErrorIs(t, err, ErrInvalid)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 		})
 	}
 }

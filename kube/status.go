@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -17,10 +16,6 @@ import (
 
 	"github.com/converge-dev/converge/internal/input"
 )
-
-// ErrInvalid is wrapped by every error an adapter returns for bad input: a
-// nil client, an empty name, an empty path.
-var ErrInvalid = errors.New("kube: invalid input")
 
 // ObjectClient reads one object and writes its status subresource: the
 // dynamic client through NewObjectStatusStore, or any other client (the
@@ -67,10 +62,10 @@ type ObjectStatusStore[T any] struct {
 // "rollout" keeps it under status.rollout).
 func NewObjectStatusStore[T any](client dynamic.Interface, gvr schema.GroupVersionResource, namespace, name string, path ...string) (*ObjectStatusStore[T], error) {
 	if input.IsNil(client) {
-		return nil, fmt.Errorf("kube: NewObjectStatusStore: nil dynamic client: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewObjectStatusStore arguments", "nil dynamic client")
 	}
 	if name == "" || gvr.Resource == "" {
-		return nil, fmt.Errorf("kube: NewObjectStatusStore: empty object name or resource: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewObjectStatusStore arguments", "empty object name or resource")
 	}
 	var ri dynamic.ResourceInterface = client.Resource(gvr)
 	if namespace != "" {
@@ -87,17 +82,17 @@ func NewObjectStatusStore[T any](client dynamic.Interface, gvr schema.GroupVersi
 // object in errors ("widgets.example.com ns/w").
 func NewObjectStatusStoreFor[T any](client ObjectClient, what string, path ...string) (*ObjectStatusStore[T], error) {
 	if input.IsNil(client) {
-		return nil, fmt.Errorf("kube: NewObjectStatusStoreFor: nil object client: %w", ErrInvalid)
+		return nil, input.Invalidf("kube", "NewObjectStatusStoreFor arguments", "nil object client")
 	}
 	if len(path) == 0 {
 		path = []string{"status"}
 	}
 	if path[0] != "status" {
-		return nil, fmt.Errorf("kube: status store for %s: path %v is not under status: %w", what, path, ErrInvalid)
+		return nil, input.Invalidf("kube", "status store for "+what, "path %v is not under status", path)
 	}
 	for _, p := range path {
 		if p == "" {
-			return nil, fmt.Errorf("kube: status store for %s: empty element in path %v: %w", what, path, ErrInvalid)
+			return nil, input.Invalidf("kube", "status store for "+what, "empty element in path %v", path)
 		}
 	}
 	return &ObjectStatusStore[T]{client: client, what: what, path: path}, nil

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 )
 
@@ -135,7 +136,7 @@ func TestNewObjectStatusStoreForRejectsANilClient(t *testing.T) {
 	var typedNil *dynamicObject
 	for _, c := range []ObjectClient{nil, typedNil} {
 		_, err := NewObjectStatusStoreFor[engineStatus](c, "widget w")
-		assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+		assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 	}
 }
 
@@ -159,7 +160,7 @@ func TestNewObjectStatusStoreRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewObjectStatusStore[engineStatus](tt.client, tt.gvr, "ns", tt.obj, tt.path...)
-			assert.True(t, errors.Is(err, ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }

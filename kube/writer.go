@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/converge-dev/converge/internal/input"
 )
@@ -33,7 +32,7 @@ type LatestStatusWriter[T any] struct {
 // WriteStatus reads the current resource version and writes st over it.
 func (w LatestStatusWriter[T]) WriteStatus(ctx context.Context, st T) error {
 	if input.IsNil(w.Store) {
-		return fmt.Errorf("kube: LatestStatusWriter without a Store: %w", ErrInvalid)
+		return input.Invalidf("kube", "LatestStatusWriter", "no Store")
 	}
 	_, rv, err := w.Store.GetStatus(ctx)
 	if err != nil {

@@ -34,10 +34,10 @@ var _ kube.AddonClient = (*AddonClient)(nil)
 // NewAddonClient returns the AddonClient of kind gvk on c.
 func NewAddonClient(c client.Client, gvk schema.GroupVersionKind) (*AddonClient, error) {
 	if input.IsNil(c) {
-		return nil, fmt.Errorf("crconverge: NewAddonClient: nil client: %w", kube.ErrInvalid)
+		return nil, input.Invalidf("crconverge", "NewAddonClient arguments", "nil client")
 	}
 	if gvk.Kind == "" || gvk.Version == "" {
-		return nil, fmt.Errorf("crconverge: NewAddonClient: empty kind or version in %q: %w", gvk, kube.ErrInvalid)
+		return nil, input.Invalidf("crconverge", "NewAddonClient arguments", "empty kind or version in %q", gvk)
 	}
 	return &AddonClient{client: c, gvk: gvk}, nil
 }
@@ -92,7 +92,7 @@ func (s *AddonObjects) FromObject(obj client.Object) (addon.Object, error) {
 		return addon.Object{}, errUnmade("AddonObjects.FromObject")
 	}
 	if input.IsNil(obj) {
-		return addon.Object{}, fmt.Errorf("crconverge: AddonObjects.FromObject: nil object: %w", kube.ErrInvalid)
+		return addon.Object{}, input.Invalidf("crconverge", "AddonObjects.FromObject call", "nil object")
 	}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {

@@ -66,14 +66,14 @@ func TestNewAddonObjectsRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewAddonObjects(tt.client, tt.gvk, tt.cfg)
-			assert.True(t, errors.Is(err, kube.ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 	objects, err := NewAddonObjects(newFakeClient(t), widgetGVK, kube.AddonObjectsConfig{})
 	require.NoError(t, err)
 	var nilWidget *widget
 	_, err = objects.FromObject(nilWidget)
-	assert.True(t, errors.Is(err, kube.ErrInvalid), "a typed-nil object: %v", err)
+	assert.True(t, errors.Is(err, converge.ErrInvalid), "a typed-nil object: %v", err)
 	_, err = objects.FromObject(&widget{ObjectMeta: metav1.ObjectMeta{Name: "w"}, Status: map[string]any{"phase": 3}})
 	assert.Error(t, err, "a status that is not an add-on's")
 }

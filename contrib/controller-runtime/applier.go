@@ -36,7 +36,7 @@ var _ kube.ApplyClient = (*ApplyClient)(nil)
 // NewApplyClient returns the ApplyClient of c.
 func NewApplyClient(c client.Client) (*ApplyClient, error) {
 	if input.IsNil(c) {
-		return nil, fmt.Errorf("crconverge: NewApplyClient: nil client: %w", kube.ErrInvalid)
+		return nil, input.Invalidf("crconverge", "NewApplyClient arguments", "nil client")
 	}
 	return &ApplyClient{client: c}, nil
 }
@@ -76,7 +76,7 @@ func (a *ApplyClient) Get(ctx context.Context, gvk schema.GroupVersionKind, name
 // forcing ownership when force is set.
 func (a *ApplyClient) Apply(ctx context.Context, obj *unstructured.Unstructured, fieldManager string, force bool) error {
 	if obj == nil {
-		return fmt.Errorf("crconverge: ApplyClient.Apply: nil object: %w", kube.ErrInvalid)
+		return input.Invalidf("crconverge", "ApplyClient.Apply call", "nil object")
 	}
 	key, err := a.object(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
 	if err != nil {

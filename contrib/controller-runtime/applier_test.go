@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
 )
@@ -120,7 +121,7 @@ func TestNewApplierRejectsBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewApplier(tt.client, tt.fieldManager, true)
-			assert.True(t, errors.Is(err, kube.ErrInvalid), "%v", err)
+			assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 		})
 	}
 }

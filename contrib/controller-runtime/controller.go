@@ -17,7 +17,6 @@ import (
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/internal/input"
-	"github.com/converge-dev/converge/kube"
 )
 
 // watch is one of a configured controller's watches beside its own kind:
@@ -107,13 +106,8 @@ func checkCommon[O client.Object](mgr manager.Manager, prototype O, name string,
 // the engine refuses) is a terminal error, not retried until the resource
 // changes.
 func result(requeueAfter time.Duration, err error) (reconcile.Result, error) {
-	if isInvalid(err) {
+	if errors.Is(err, converge.ErrInvalid) {
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
 	return Result(requeueAfter, err)
-}
-
-// isInvalid reports whether err is bad input to an engine or an adapter.
-func isInvalid(err error) bool {
-	return errors.Is(err, converge.ErrInvalid) || errors.Is(err, kube.ErrInvalid)
 }

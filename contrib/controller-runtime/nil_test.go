@@ -10,11 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge"
 )
 
 // Every client of this package answers a call on a nil pointer or a zero
-// value, and a nil object, with kube.ErrInvalid, never a panic.
+// value, and a nil object, with converge.ErrInvalid, never a panic.
 func TestClientsRejectNilAndZeroValues(t *testing.T) {
 	ctx := context.Background()
 	configMap := func() *unstructured.Unstructured {
@@ -60,7 +60,7 @@ func TestClientsRejectNilAndZeroValues(t *testing.T) {
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {
-			assert.ErrorIs(t, call(), kube.ErrInvalid)
+			assert.ErrorIs(t, call(), converge.ErrInvalid)
 		})
 	}
 	assert.Empty(t, (&ObjectClient{}).GroupResource(), "a zero ObjectClient names no resource")

@@ -2,7 +2,6 @@ package crconverge
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -32,7 +31,7 @@ var _ kube.PodClient = (*PodClient)(nil)
 // NewPodClient returns the PodClient of c.
 func NewPodClient(c client.Client) (*PodClient, error) {
 	if input.IsNil(c) {
-		return nil, fmt.Errorf("crconverge: NewPodClient: nil client: %w", kube.ErrInvalid)
+		return nil, input.Invalidf("crconverge", "NewPodClient arguments", "nil client")
 	}
 	return &PodClient{client: c}, nil
 }
@@ -55,7 +54,7 @@ func (p *PodClient) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	case p == nil || p.client == nil:
 		return errUnmade("PodClient.CreatePod")
 	case pod == nil:
-		return fmt.Errorf("crconverge: PodClient.CreatePod: nil pod: %w", kube.ErrInvalid)
+		return input.Invalidf("crconverge", "PodClient.CreatePod call", "nil pod")
 	}
 	return p.client.Create(ctx, pod.DeepCopy())
 }

@@ -130,7 +130,7 @@ func TestRolloutControllerReconciles(t *testing.T) {
 			mgr, _ := testManager(t, c, nil)
 			_, err := reconcileRollout(t, mgr, key)
 			assert.ErrorIs(t, err, reconcile.TerminalError(nil))
-			assert.True(t, isInvalid(err), "%v", err)
+			assert.ErrorIs(t, err, converge.ErrInvalid)
 			assert.Equal(t, before, get(t, c).ResourceVersion)
 			assert.Empty(t, installers(t, c))
 		}},

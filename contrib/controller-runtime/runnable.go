@@ -3,11 +3,10 @@ package crconverge
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // LeaderElected is a manager.Runnable that runs a long-lived worker only
@@ -30,10 +29,10 @@ var _ manager.LeaderElectionRunnable = LeaderElected(nil)
 // Start runs the worker until it returns. The context's own error, returned
 // by a worker that stopped because its context ended, is a clean stop (nil);
 // any other error is returned, and stops the manager. A nil LeaderElected is
-// an error wrapping kube.ErrInvalid.
+// an error wrapping converge.ErrInvalid.
 func (f LeaderElected) Start(ctx context.Context) error {
 	if f == nil {
-		return fmt.Errorf("crconverge: LeaderElected: nil worker: %w", kube.ErrInvalid)
+		return input.Invalidf("crconverge", "LeaderElected arguments", "nil worker")
 	}
 	err := f(ctx)
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge"
 )
 
 func TestLeaderElectedStart(t *testing.T) {
@@ -32,7 +32,7 @@ func TestLeaderElectedStart(t *testing.T) {
 			worker: func(context.Context) error { return boom }, wantErr: boom},
 		{name: "a context error before the context ended is the worker's own",
 			worker: func(context.Context) error { return context.Canceled }, wantErr: context.Canceled},
-		{name: "nil worker", wantErr: kube.ErrInvalid},
+		{name: "nil worker", wantErr: converge.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

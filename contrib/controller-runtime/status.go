@@ -39,10 +39,10 @@ var (
 // must know the kind.
 func NewObjectClient(c client.Client, gvk schema.GroupVersionKind, key client.ObjectKey) (*ObjectClient, error) {
 	if input.IsNil(c) {
-		return nil, fmt.Errorf("crconverge: NewObjectClient: nil client: %w", kube.ErrInvalid)
+		return nil, input.Invalidf("crconverge", "NewObjectClient arguments", "nil client")
 	}
 	if gvk.Kind == "" || gvk.Version == "" || key.Name == "" {
-		return nil, fmt.Errorf("crconverge: NewObjectClient: empty kind, version or object name in %s %s: %w", gvk, key, kube.ErrInvalid)
+		return nil, input.Invalidf("crconverge", "NewObjectClient arguments", "empty kind, version or object name in %s %s", gvk, key)
 	}
 	return &ObjectClient{client: c, gvk: gvk, key: key}, nil
 }
@@ -92,7 +92,7 @@ func getUnstructured(ctx context.Context, c client.Client, gvk schema.GroupVersi
 // still at obj's resource version, and returns the copy as written.
 func updateStatus(ctx context.Context, c client.Client, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if obj == nil {
-		return nil, fmt.Errorf("crconverge: UpdateStatus: nil object: %w", kube.ErrInvalid)
+		return nil, input.Invalidf("crconverge", "UpdateStatus arguments", "nil object")
 	}
 	out := obj.DeepCopy()
 	if err := c.Status().Update(ctx, out); err != nil {
@@ -139,10 +139,10 @@ var _ kube.ConfigMapClient = (*ConfigMapClient)(nil)
 // NewConfigMapClient returns the ConfigMapClient of the ConfigMap at key.
 func NewConfigMapClient(c client.Client, key client.ObjectKey) (*ConfigMapClient, error) {
 	if input.IsNil(c) {
-		return nil, fmt.Errorf("crconverge: NewConfigMapClient: nil client: %w", kube.ErrInvalid)
+		return nil, input.Invalidf("crconverge", "NewConfigMapClient arguments", "nil client")
 	}
 	if key.Namespace == "" || key.Name == "" {
-		return nil, fmt.Errorf("crconverge: NewConfigMapClient: empty namespace or name in %q: %w", key, kube.ErrInvalid)
+		return nil, input.Invalidf("crconverge", "NewConfigMapClient arguments", "empty namespace or name in %q", key)
 	}
 	return &ConfigMapClient{client: c, key: key}, nil
 }

@@ -247,12 +247,12 @@ func TestNewStoresRejectBadInput(t *testing.T) {
 			_, err := NewObjectStatusStore[engineStatus](tt.client, tt.gvk, tt.key)
 			assert.Equal(t, tt.objectOK, err == nil, "NewObjectStatusStore: %v", err)
 			if err != nil {
-				assert.True(t, errors.Is(err, kube.ErrInvalid), "%v", err)
+				assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 			}
 			_, err = NewConfigMapStatusStore[engineStatus](tt.client, tt.key, "")
 			assert.Equal(t, tt.configMapOK, err == nil, "NewConfigMapStatusStore: %v", err)
 			if err != nil {
-				assert.True(t, errors.Is(err, kube.ErrInvalid), "%v", err)
+				assert.True(t, errors.Is(err, converge.ErrInvalid), "%v", err)
 			}
 		})
 	}

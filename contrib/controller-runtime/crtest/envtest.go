@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/testenv"
 )
 
@@ -23,7 +23,7 @@ import (
 // env; ctx bounds a build.
 func Configure(ctx context.Context, env *envtest.Environment) error {
 	if env == nil {
-		return fmt.Errorf("crtest: Configure: nil envtest.Environment: %w", kube.ErrInvalid)
+		return input.Invalidf("crtest", "Configure arguments", "nil envtest.Environment")
 	}
 	bins, err := testenv.EnsureBinaries(ctx)
 	if err != nil {

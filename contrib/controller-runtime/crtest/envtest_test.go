@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/testenv"
 )
 
@@ -56,9 +56,9 @@ func TestConfigure(t *testing.T) {
 
 func TestConfigureRejectsWhatItCannotFill(t *testing.T) {
 	t.Run("a nil environment", func(t *testing.T) {
-		assert.ErrorIs(t, Configure(context.Background(), nil), kube.ErrInvalid)
+		assert.ErrorIs(t, Configure(context.Background(), nil), converge.ErrInvalid)
 		_, err := Start(context.Background(), nil)
-		assert.ErrorIs(t, err, kube.ErrInvalid)
+		assert.ErrorIs(t, err, converge.ErrInvalid)
 	})
 	t.Run("binaries testenv cannot provide", func(t *testing.T) {
 		t.Setenv(testenv.EnvKubeAPIServer, executable(t, t.TempDir(), "kube-apiserver"))

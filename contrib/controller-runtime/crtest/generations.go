@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/converge-dev/converge/kube"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // WithGenerations returns c with metadata.generation kept as the API server
@@ -27,13 +27,13 @@ import (
 // A Patch that changes the spec is two writes on the fake client, the patch
 // and then the generation, so the resource version moves twice. A kind of
 // objs that c's scheme does not know makes every write fail with an error
-// matching kube.ErrInvalid.
+// matching converge.ErrInvalid.
 func WithGenerations(c client.WithWatch, objs ...client.Object) client.WithWatch {
 	g := &generations{kinds: map[schema.GroupKind]bool{}}
 	for _, o := range objs {
 		gvk, err := c.GroupVersionKindFor(o)
 		if err != nil {
-			g.err = fmt.Errorf("crtest: WithGenerations: kind of %T: %v: %w", o, err, kube.ErrInvalid)
+			g.err = input.Invalidf("crtest", "WithGenerations arguments", "kind of %T: %v", o, err)
 			break
 		}
 		g.kinds[gvk.GroupKind()] = true

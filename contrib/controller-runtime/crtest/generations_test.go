@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
 	convergefake "github.com/converge-dev/converge/fake"
@@ -132,8 +133,8 @@ type unknown struct{ corev1.ConfigMap }
 func TestWithGenerationsRejectsAKindTheSchemeDoesNotKnow(t *testing.T) {
 	c := WithGenerations(fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build(), &unknown{})
 	err := c.Create(context.Background(), deployment())
-	assert.ErrorIs(t, err, kube.ErrInvalid)
-	assert.ErrorContains(t, err, "crtest: WithGenerations: kind of *crtest.unknown")
+	assert.ErrorIs(t, err, converge.ErrInvalid)
+	assert.ErrorContains(t, err, "crtest: invalid WithGenerations arguments: kind of *crtest.unknown")
 }
 
 var widgetGVK = schema.GroupVersionKind{Group: "test.converge.dev", Version: "v1", Kind: "Widget"}
