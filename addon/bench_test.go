@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge/addon"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/converge-dev/converge/addon"
 )
 
 // benchInputs are the paths the cost targets name: a look at a Running

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 

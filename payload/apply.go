@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/converge-dev/converge/internal/input"
-
 	"k8s.io/klog/v2"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // reconcileStride is the number of reconcile passes that share one permutation of the

@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/payload"
 )

@@ -8,14 +8,13 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/converge-dev/converge"
-
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
 )

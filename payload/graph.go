@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/internal/input"
-
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // taskNode is a node of a Graph: tasks applied one after the other, after every node

@@ -3,10 +3,10 @@ package payload
 import (
 	"testing"
 
-	"github.com/converge-dev/converge"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/converge-dev/converge"
 )
 
 func TestSplit(t *testing.T) {

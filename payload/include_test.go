@@ -3,10 +3,10 @@ package payload
 import (
 	"testing"
 
-	"github.com/converge-dev/converge"
-
 	"github.com/stretchr/testify/assert"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/converge-dev/converge"
 )
 
 func annotated(annotations map[string]string) *Manifest {

@@ -13,13 +13,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/converge-dev/converge"
-	"github.com/converge-dev/converge/internal/input"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // DependsOnAnnotation lists, comma separated, the references (see Manifest.Ref) of the

@@ -4,11 +4,11 @@ import (
 	"context"
 	"time"
 
-	"github.com/converge-dev/converge"
-
 	"golang.org/x/time/rate"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/converge-dev/converge"
 )
 
 // isEdge reports whether next must be written at once after last: the generation, the

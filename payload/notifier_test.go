@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/converge-dev/converge"
 )
 
 // source is a status that changes, as the worker's does.

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/converge-dev/converge/internal/input"
-
 	"k8s.io/klog/v2"
+
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // IncompleteError reports task nodes that never ran because the run was cancelled.

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/converge-dev/converge"
 )
 
 // recorder records the order in which tasks start and checks dependencies against it.

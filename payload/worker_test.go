@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/converge-dev/converge"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
 )
