@@ -263,10 +263,14 @@ func benchSync(b *testing.B, n int, w wiring) {
 	}
 	_, steady, _, _ := operator.StaticPodOperatorClient.GetStaticPodOperatorState()
 	steady = steady.DeepCopy()
+	if !equality.Semantic.DeepEqual(steady.NodeStatuses, midRollout(n)) {
+		b.Fatalf("the nodes are not where midRollout put them: %+v", steady.NodeStatuses)
+	}
 	if !available(steady) {
 		b.Fatalf("the steady state is not what the benchmark claims: %+v", steady.Conditions)
 	}
 	eventsBefore := len(recorder.Events())
+	logsBefore, _ := logs.written()
 
 	count = calls{}
 	client.ClearActions()
@@ -300,6 +304,9 @@ func benchSync(b *testing.B, n int, w wiring) {
 	}
 	if e := len(recorder.Events()) - eventsBefore; e != 0 {
 		b.Fatalf("syncs where nothing changed recorded %d events", e)
+	}
+	if n, last := logs.written(); n != logsBefore {
+		b.Fatalf("syncs where nothing changed logged %d bytes, the last: %s", n-logsBefore, last)
 	}
 	perSync := func(v int) float64 { return float64(v) / float64(syncs) }
 	b.ReportMetric(float64(cpu)/float64(syncs), "cpu-ns/op")
