@@ -24,7 +24,7 @@ library_go=${positional[0]:-${LIBRARY_GO:-}}
 api=${positional[1]:-${OPENSHIFT_API:-}}
 client_go=${positional[2]:-${OPENSHIFT_CLIENT_GO:-}}
 if [ -z "$library_go" ]; then
-  sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 abs() { (cd "$1" && pwd); }
