@@ -203,6 +203,8 @@ func (d *Driver) apply(ctx context.Context, req addon.Request) (string, error) {
 		}
 	}
 	labels := map[string]string{versionLabel: versionDigest(req.To)}
+	ctx, done := actionContext(ctx)
+	defer done()
 	var rel any
 	if last == nil || last.Info.Status == rcommon.StatusUninstalled {
 		in := action.NewInstall(c.cfg)
@@ -224,6 +226,18 @@ func (d *Driver) apply(ctx context.Context, req addon.Request) (string, error) {
 		return revision, c.fail("apply "+req.To, err)
 	}
 	return revision, nil
+}
+
+// actionContext returns the context for one Helm install or upgrade, and
+// the function to call once it returned: ctx ending while the action runs
+// ends it, nothing ends it afterwards. Helm watches an upgrade's context
+// beside the upgrade and marks the release failed when it finds the context
+// done, even after the upgrade succeeded and returned; the caller's context
+// (addon.Machine's action deadline) ends right after the call.
+func actionContext(ctx context.Context) (context.Context, func()) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	return actx, func() { stop() }
 }
 
 // rollback rolls the release back to the revision that carried req.To.

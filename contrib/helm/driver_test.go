@@ -315,3 +315,27 @@ func TestDriverDrift(t *testing.T) {
 	assert.False(t, drifted, detail)
 	assert.Equal(t, int64(2), replicas(t, w.get(deployments, "mesh")))
 }
+
+// An upgrade that succeeded stays deployed when its context ends after it
+// returned, as addon.Machine's action deadline does: Helm watches an
+// upgrade's context beside the upgrade and marks the release failed when it
+// sees the context done, so the driver gives Helm one that only the caller's
+// cancellation during the action can end.
+func TestDriverUpgradeSurvivesItsContextEndingAfterward(t *testing.T) {
+	w := newWorld(t, helmconverge.Config{})
+	v1 := w.version(nil)
+	_, err := w.driver.Install(context.Background(), req("", v1))
+	require.NoError(t, err)
+	from := v1
+	for i := range 40 {
+		to := w.version(map[string]any{"replicas": i + 2})
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := w.driver.Upgrade(ctx, req(from, to))
+		cancel()
+		require.NoError(t, err)
+		from = to
+	}
+	statuses := w.statuses()
+	assert.Equal(t, "deployed", statuses[len(statuses)-1])
+	assert.NotContains(t, statuses, "failed", "no successful upgrade is marked failed")
+}
