@@ -547,7 +547,15 @@ func recordFallback(n *NodeStatus, rev int32, errs []string, in NodeInput) {
 // already records the fallback the operand shows: each fallback from a
 // revision is recorded once.
 func fallbackRecorded(n NodeStatus, op OperandState) bool {
-	return n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == op.fallbackFor()
+	return (n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == op.fallbackFor()) || staleFallback(n, op)
+}
+
+// staleFallback reports whether the operand is a fallback the status
+// recorded before a later failure of the same revision (the retry's
+// installer failed before it replaced the fallback): not a new fallback.
+func staleFallback(n NodeStatus, op OperandState) bool {
+	return op.fallback() && n.LastFailedRevision == op.fallbackFor() && n.LastFallbackCount > 0 && n.LastFailedTime != nil &&
+		!op.Fallback.Time.Truncate(time.Second).After(n.LastFailedTime.Time)
 }
 
 // newFallback reports whether the operand of a node in transition is a
@@ -556,7 +564,7 @@ func fallbackRecorded(n NodeStatus, op OperandState) bool {
 // is what the installer is about to replace), or, without a fallback time,
 // one seen once the installer succeeded.
 func newFallback(n NodeStatus, op OperandState, inst InstallerState) bool {
-	if !op.fallback() || op.fallbackFor() != n.TargetRevision {
+	if !op.fallback() || op.fallbackFor() != n.TargetRevision || (n.InstallerOrderedTime == nil && staleFallback(n, op)) {
 		return false
 	}
 	if op.Fallback.Time.IsZero() {

@@ -742,6 +742,16 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 				delete(r.failures, k) // the attempt after the failure, or a newer revision
 			}
 		}
+		// Fallback: no node that is up starts a revision another node's
+		// startup monitor fell back from, unless it fell back from it too
+		// (one of them retries it first).
+		if own := before.operands[inst.Node].Fallback; !before.down(inst.Node) && (own == nil || own.ForRevision != inst.Revision) {
+			for _, m := range r.host.Nodes {
+				if op := before.operands[m]; m != inst.Node && op.Fallback != nil && op.Fallback.ForRevision == inst.Revision {
+					return fmt.Errorf("started %s on %s, which is up, while %s runs a fallback from revision %d", inst.Name, inst.Node, m, inst.Revision)
+				}
+			}
+		}
 		// The gate admits every start: a node not installing before.
 		if prev, ok := r.prev.Node(inst.Node); r.gate != nil && (!ok || !prev.InTransition()) && !r.gate.admitted[inst.Name] {
 			return fmt.Errorf("started %s on %s without the gate's admission", inst.Name, inst.Node)

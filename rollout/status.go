@@ -144,10 +144,10 @@ func (n NodeStatus) Failing() bool {
 func (n NodeStatus) reinstall() bool { return n.RegressedRevision != 0 || n.OperandMissing }
 
 // fallenBack reports whether the node is in fallback for a revision it has
-// not reached: it retries that revision after the fallback backoff, and no
-// other node starts it meanwhile.
+// not reached: it fell back from it (a failed retry since included), it
+// retries it, and no other node starts it meanwhile.
 func (n NodeStatus) fallenBack() bool {
-	return n.LastFailedReason == ReasonOperandFailedFallback && n.Failing()
+	return n.LastFallbackCount > 0 && n.Failing()
 }
 
 // Node returns the status of the named node.
