@@ -572,7 +572,7 @@ func idleNeedsWork(n *NodeStatus, o *NodeObservation, p Policy, now time.Time) b
 	op := &o.Operand
 	switch {
 	case op.fallback():
-		return !fallbackRecorded(*n, *op)
+		return !fallbackRecorded(*n, *op, now)
 	case op.Phase == OperandNotFound:
 		return n.CurrentRevision > 0 && !n.OperandMissing
 	case n.OperandMissing:

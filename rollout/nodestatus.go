@@ -199,7 +199,7 @@ func (x *nodeDecider) idle() {
 	n, op := x.next, x.in.Observation.Operand
 	switch {
 	case op.fallback():
-		if !fallbackRecorded(n, op) {
+		if !fallbackRecorded(n, op, x.in.Now) {
 			x.observedFallback()
 		}
 	case op.Phase == OperandNotFound:
@@ -267,7 +267,7 @@ func (x *nodeDecider) inTransition() {
 			n = x.next
 		}
 	}
-	if newFallback(n, op, inst) {
+	if newFallback(n, op, inst, x.in.Now) {
 		x.observedFallback()
 		return
 	}
@@ -546,25 +546,41 @@ func recordFallback(n *NodeStatus, rev int32, errs []string, in NodeInput) {
 // fallbackRecorded reports whether the status of a node not in transition
 // already records the fallback the operand shows: each fallback from a
 // revision is recorded once.
-func fallbackRecorded(n NodeStatus, op OperandState) bool {
-	return (n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == op.fallbackFor()) || staleFallback(n, op)
+func fallbackRecorded(n NodeStatus, op OperandState, now time.Time) bool {
+	return (n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == op.fallbackFor()) || staleFallback(n, op, now)
 }
 
 // staleFallback reports whether the operand is a fallback the status
-// recorded before a later failure of the same revision (the retry's
-// installer failed before it replaced the fallback): not a new fallback.
-func staleFallback(n NodeStatus, op OperandState) bool {
-	return op.fallback() && n.LastFailedRevision == op.fallbackFor() && n.LastFallbackCount > 0 && n.LastFailedTime != nil &&
-		!op.Fallback.Time.Truncate(time.Second).After(n.LastFailedTime.Time)
+// already recorded: the status records a fallback from its revision, and it
+// happened no later than the status's last failure of that revision (the
+// retry's installer failed before it replaced the fallback), or after now
+// (a clock that stepped back: it happened before the retry).
+func staleFallback(n NodeStatus, op OperandState, now time.Time) bool {
+	if !op.fallback() || n.LastFailedRevision != op.fallbackFor() || n.LastFallbackCount == 0 {
+		return false
+	}
+	at := op.Fallback.Time.Truncate(time.Second)
+	return at.After(now) || (n.LastFailedTime != nil && !at.After(n.LastFailedTime.Time))
 }
 
 // newFallback reports whether the operand of a node in transition is a
 // fallback from its target that its status does not record yet: one that
 // happened no earlier than the node's installer was ordered (an older one
 // is what the installer is about to replace), or, without a fallback time,
-// one seen once the installer succeeded.
-func newFallback(n NodeStatus, op OperandState, inst InstallerState) bool {
-	if !op.fallback() || op.fallbackFor() != n.TargetRevision || (n.InstallerOrderedTime == nil && staleFallback(n, op)) {
+// one seen once the installer succeeded. A fallback the status records is
+// not new while no installer of the target was seen succeeding since,
+// whatever the times say (the clock may have stepped back).
+func newFallback(n NodeStatus, op OperandState, inst InstallerState, now time.Time) bool {
+	if !op.fallback() || op.fallbackFor() != n.TargetRevision {
+		return false
+	}
+	if (n.InstallerOrderedTime == nil || op.Fallback.Time.After(now)) && staleFallback(n, op, now) {
+		return false
+	}
+	if n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == n.TargetRevision &&
+		n.InstalledTime == nil && inst.Phase != InstallerSucceeded {
+		// No installer put the revision on the node since the fallback
+		// recorded: the monitor had nothing to fall back from again.
 		return false
 	}
 	if op.Fallback.Time.IsZero() {

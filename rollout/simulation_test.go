@@ -165,13 +165,14 @@ type simRun struct {
 	lastWorld   string        // the world the last sync saw
 	fp          []byte        // the buffer fingerprint renders into
 
-	maxReady    map[machine]int32      // the highest revision each machine ran ready, a fallback's excluded
-	lastCreated map[string]string      // the last installer created on each node
-	failures    map[nodeRev]simFailure // the failed attempts the world saw, not tried again since
-	installed   map[string]int32       // the revision the last installer that succeeded on each node installed
-	podMachine  map[string]string      // the UID of the machine each installer was created for
-	written     int                    // store writes already checked
-	prev        rollout.Status         // the status persisted before the writes not yet checked
+	maxReady    map[machine]int32                 // the highest revision each machine ran ready, a fallback's excluded
+	lastCreated map[string]string                 // the last installer created on each node
+	failures    map[nodeRev]simFailure            // the failed attempts the world saw, not tried again since
+	installed   map[string]int32                  // the revision the last installer that succeeded on each node installed
+	podMachine  map[string]string                 // the UID of the machine each installer was created for
+	reported    map[*rollout.OperandFallback]bool // the startup monitor's fallbacks an event reported
+	written     int                               // store writes already checked
+	prev        rollout.Status                    // the status persisted before the writes not yet checked
 	nodeSeq     int
 }
 
@@ -213,7 +214,7 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 	}
 	store := fake.NewRolloutStatusStore(2, 1, names...)
 	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, crashAfter: -1},
-		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{},
+		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, reported: map[*rollout.OperandFallback]bool{},
 		nodeSeq: n, verbose: verbose}
 	r.policy = rollout.Policy{MaxUnavailable: int32(1 + rng.IntN(2))}
 	if rng.IntN(2) == 0 {
@@ -831,6 +832,27 @@ func (r *simRun) checkEvents(before simSnapshot) error {
 		if op, ok := before.operands[node]; ok && op.Phase == rollout.OperandReady && op.Fallback == nil && op.Revision != from {
 			return fmt.Errorf("event %q, but the operand ran revision %d", e.Message, op.Revision)
 		}
+	}
+
+	// A fallback the startup monitor made is reported once: an event for a
+	// fallback pod already reported, of a node the status kept since, is
+	// a second fallback that did not happen.
+	for _, e := range r.events {
+		var node string
+		if e.Reason != rollout.ReasonOperandFailedFallback || !strings.Contains(e.Message, "fell back from revision") {
+			continue
+		}
+		if _, err := fmt.Sscanf(e.Message, "Node %q fell back", &node); err != nil {
+			return fmt.Errorf("event %q: %v", e.Message, err)
+		}
+		pod := before.operands[node].Fallback
+		if pod == nil {
+			return fmt.Errorf("event %q, but node %s runs no fallback", e.Message, node)
+		}
+		if _, kept := r.prev.Node(node); kept && r.reported[pod] {
+			return fmt.Errorf("event %q, but that fallback was reported before", e.Message)
+		}
+		r.reported[pod] = true
 	}
 
 	writes := r.host.store.Writes

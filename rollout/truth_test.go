@@ -835,6 +835,28 @@ func TestFallback(t *testing.T) {
 			},
 		},
 		{
+			name: "a clock that stepped back during the fallback backoff does not make the recorded fallback a new one",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				ordered(fellBack(node("a", 2, 3), 3, 1, now.Add(-time.Minute)), now.Add(-time.Second))}},
+			obs: Observation{"a": withInstaller(monitor(2, 3, now.Add(30*time.Minute)), InstallerPending)},
+			check: func(t *testing.T, d Decision) {
+				assert.Equal(t, int32(1), nodeOf(t, d, "a").LastFallbackCount)
+				assert.Empty(t, d.Events())
+			},
+		},
+		{
+			name: "a recorded fallback is not new while no installer of the revision succeeded since, whatever the times say",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				ordered(fellBack(node("a", 2, 3), 3, 1, now.Add(-time.Hour)), now.Add(-10*time.Minute))}},
+			obs: Observation{"a": monitor(2, 3, now.Add(-5*time.Minute))},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, int32(1), a.LastFallbackCount)
+				assert.Equal(t, ReasonInstallerPodDisappeared, a.LastFailedReason, "the retry's installer vanished before it ran")
+				assert.Equal(t, []string{ReasonInstallerPodDisappeared}, eventReasons(d.Events()))
+			},
+		},
+		{
 			name:   "fallbacks do not count against MaxInstallerRetries",
 			st:     Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{fellBack(node("a", 2, 0), 3, 5, now.Add(-3*time.Hour))}},
 			obs:    Observation{"a": ready(2)},
