@@ -376,9 +376,11 @@ func (x *decider) identity(i int) {
 	x.d.Steps = append(x.d.Steps, step)
 }
 
-// fellBackOther returns a node other than i in fallback from rev, or -1,
-// as the nodes are once decided (those after i as predict says). It looks
-// at the nodes once, when a node first needs it.
+// fellBackOther returns a node other than i in fallback from rev, or -1
+// when there is none or node i fell back from it itself: one whose status
+// records the fallback, as the nodes are once decided (those after i as
+// predict says), or whose operand runs a fallback for rev. It looks at the
+// nodes once, when a node first needs it.
 func (x *decider) fellBackOther(i int, rev int32) int {
 	if x.fellBack == nil {
 		x.fellBack = map[int32][2]int{}
@@ -390,7 +392,13 @@ func (x *decider) fellBackOther(i int, rev int32) int {
 			if n.fallenBack() {
 				x.addFellBack(n.LastFailedRevision, j)
 			}
+			if r := x.views[j].Operand.fallbackFor(); r != 0 {
+				x.addFellBack(r, j)
+			}
 		}
+	}
+	if n := &x.nodes[i]; (n.fallenBack() && n.LastFailedRevision == rev) || x.views[i].Operand.fallbackFor() == rev {
+		return -1 // it fell back from rev itself: it retries it on its own
 	}
 	f, ok := x.fellBack[rev]
 	switch {
@@ -661,6 +669,9 @@ func (x *decider) starts() {
 		}
 		if _, seen := fellBack[n.LastFailedRevision]; n.fallenBack() && !seen {
 			fellBack[n.LastFailedRevision] = i
+		}
+		if r := o.Operand.fallbackFor(); r != 0 && !hasKey(fellBack, r) {
+			fellBack[r] = i // it runs a fallback for r, whatever its status records since
 		}
 		if o.Unreachable {
 			switch {

@@ -857,6 +857,17 @@ func TestFallback(t *testing.T) {
 			},
 		},
 		{
+			name: "a node whose operand runs a fallback for a revision is in fallback for it, whatever failure its status records since",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, now, "installer failed"), node("b", 3, 0), node("c", 2, 0)}},
+			obs:    Observation{"a": monitor(1, 3, now.Add(-2*time.Hour)), "b": ready(3), "c": ready(2)},
+			policy: Policy{MaxUnavailable: 2},
+			check: func(t *testing.T, d Decision) {
+				assert.NotContains(t, started(d), "installer-3-c")
+				assert.Contains(t, d.Holds, "a fell back from revision 3: c waits")
+			},
+		},
+		{
 			name:   "fallbacks do not count against MaxInstallerRetries",
 			st:     Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{fellBack(node("a", 2, 0), 3, 5, now.Add(-3*time.Hour))}},
 			obs:    Observation{"a": ready(2)},
