@@ -568,8 +568,9 @@ func staleFallback(n NodeStatus, op OperandState, now time.Time) bool {
 // happened no earlier than the node's installer was ordered (an older one
 // is what the installer is about to replace), or, without a fallback time,
 // one seen once the installer succeeded. A fallback the status records is
-// not new while no installer of the target was seen succeeding since,
-// whatever the times say (the clock may have stepped back).
+// not new while no installer of the target was seen succeeding since (the
+// retries since, if any, failed before they installed it), whatever the
+// times say (the clock may have stepped back).
 func newFallback(n NodeStatus, op OperandState, inst InstallerState, now time.Time) bool {
 	if !op.fallback() || op.fallbackFor() != n.TargetRevision {
 		return false
@@ -577,10 +578,11 @@ func newFallback(n NodeStatus, op OperandState, inst InstallerState, now time.Ti
 	if (n.InstallerOrderedTime == nil || op.Fallback.Time.After(now)) && staleFallback(n, op, now) {
 		return false
 	}
-	if n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == n.TargetRevision &&
-		n.InstalledTime == nil && inst.Phase != InstallerSucceeded {
+	if n.LastFallbackCount > 0 && n.LastFailedRevision == n.TargetRevision && n.InstalledTime == nil && inst.Phase != InstallerSucceeded &&
+		(n.LastFailedReason == ReasonOperandFailedFallback || n.LastFailedReason == ReasonInstallerPodFailed || n.LastFailedReason == ReasonInstallerPodDisappeared) {
 		// No installer put the revision on the node since the fallback
-		// recorded: the monitor had nothing to fall back from again.
+		// recorded (its retries since failed before they installed it):
+		// the monitor had nothing to fall back from again.
 		return false
 	}
 	if op.Fallback.Time.IsZero() {

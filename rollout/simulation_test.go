@@ -245,7 +245,7 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 		r.holdAfter = r.policy.HoldDegradedAfter.Duration
 	}
 	r.minRetry, r.minFallback = simInstallerBackoff, simFallbackBackoff
-	if seed%5 == 4 {
+	if seed%5 == 3 {
 		// A fallback backoff shorter than the installer's, drawn from the
 		// seed so that the other schedules stay as they are.
 		r.policy.FallbackBackoff = converge.Backoff{Initial: metav1.Duration{Duration: 30 * time.Second}, Max: metav1.Duration{Duration: 30 * time.Second}}
@@ -319,7 +319,7 @@ func (r *simRun) fault() {
 		latest := r.host.store.Status.LatestAvailableRevision
 		c.OperandHangs[n] = map[int32]bool{latest: true}
 		r.logf("fault: operand of revision %d on %s stays not ready", latest, n)
-		if r.seed%5 == 4 {
+		if r.seed%5 == 3 {
 			// With a fallback backoff shorter than the installer's, the
 			// install after the next (the last good revision's, once the
 			// engine falls back) fails too.
@@ -951,14 +951,16 @@ func (r *simRun) checkEvents(before simSnapshot) error {
 }
 
 // failed records a failed attempt of rev on node: the first since the last
-// attempt counts (the engine records a failure once), unless a fallback,
-// which waits longer, follows another failure.
+// attempt counts (the engine records a failure once), unless a fallback
+// follows another failure: the retry then waits the fallback backoff from
+// the fallback.
 func (r *simRun) failed(node string, rev int32, wait time.Duration) {
 	k := nodeRev{node, rev}
-	if f, ok := r.failures[k]; ok && f.wait >= wait {
+	fallback := wait == r.minFallback
+	if f, ok := r.failures[k]; ok && (f.fallback || !fallback) {
 		return
 	}
-	r.failures[k] = simFailure{at: r.fwd, wait: wait, fallback: wait == r.minFallback}
+	r.failures[k] = simFailure{at: r.fwd, wait: wait, fallback: fallback}
 }
 
 // checkTick verifies what one kubelet tick did: no installer that ran took

@@ -868,6 +868,17 @@ func TestFallback(t *testing.T) {
 			},
 		},
 		{
+			name: "a recorded fallback is not new after a retry whose installer failed, once a clock that stepped back passes the fallback's time",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				retryAt(counts(failed(node("a", 2, 3), 3, 1, ReasonInstallerPodFailed, now.Add(-time.Hour), "installer failed"), 1, 1), now.Add(-time.Minute))}},
+			obs: Observation{"a": monitor(2, 3, now.Add(-time.Minute))},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, int32(1), a.LastFallbackCount)
+				assert.NotContains(t, eventReasons(d.Events()), ReasonOperandFailedFallback)
+			},
+		},
+		{
 			name:   "fallbacks do not count against MaxInstallerRetries",
 			st:     Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{fellBack(node("a", 2, 0), 3, 5, now.Add(-3*time.Hour))}},
 			obs:    Observation{"a": ready(2)},
