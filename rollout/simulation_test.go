@@ -245,7 +245,7 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 		r.holdAfter = r.policy.HoldDegradedAfter.Duration
 	}
 	r.minRetry, r.minFallback = simInstallerBackoff, simFallbackBackoff
-	if seed%5 == 3 {
+	if seed%5 == 4 {
 		// A fallback backoff shorter than the installer's, drawn from the
 		// seed so that the other schedules stay as they are.
 		r.policy.FallbackBackoff = converge.Backoff{Initial: metav1.Duration{Duration: 30 * time.Second}, Max: metav1.Duration{Duration: 30 * time.Second}}
@@ -319,7 +319,7 @@ func (r *simRun) fault() {
 		latest := r.host.store.Status.LatestAvailableRevision
 		c.OperandHangs[n] = map[int32]bool{latest: true}
 		r.logf("fault: operand of revision %d on %s stays not ready", latest, n)
-		if r.seed%5 == 3 {
+		if r.seed%5 == 4 {
 			// With a fallback backoff shorter than the installer's, the
 			// install after the next (the last good revision's, once the
 			// engine falls back) fails too.
