@@ -785,7 +785,7 @@ func TestFallback(t *testing.T) {
 			},
 		},
 		{
-			name: "a node whose retry failed after its fallback is still in fallback: no other node that is up starts the revision",
+			name: "a node unreachable whose operand runs a fallback is in fallback: no other node that is up starts the revision",
 			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
 				counts(failed(node("a", 2, 0), 3, 1, ReasonOperandFailed, now.Add(-time.Minute), "crashed"), 1, 1), node("b", 3, 0), node("c", 2, 0)}},
 			obs:    Observation{"a": {Unreachable: true, Operand: monitor(2, 3, now.Add(-time.Hour)).Operand}, "b": ready(3), "c": ready(2)},
