@@ -580,7 +580,7 @@ func idleNeedsWork(n *NodeStatus, o *NodeObservation, p Policy, now time.Time) b
 	op := &o.Operand
 	switch {
 	case op.fallback():
-		return !fallbackRecorded(*n, *op, now)
+		return !fallbackRecorded(*n, *op)
 	case op.Phase == OperandNotFound:
 		return n.CurrentRevision > 0 && !n.OperandMissing
 	case n.OperandMissing:

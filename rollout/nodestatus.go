@@ -199,7 +199,7 @@ func (x *nodeDecider) idle() {
 	n, op := x.next, x.in.Observation.Operand
 	switch {
 	case op.fallback():
-		if !fallbackRecorded(n, op, x.in.Now) {
+		if !fallbackRecorded(n, op) {
 			x.observedFallback()
 		}
 	case op.Phase == OperandNotFound:
@@ -267,7 +267,7 @@ func (x *nodeDecider) inTransition() {
 			n = x.next
 		}
 	}
-	if newFallback(n, op, inst, x.in.Now) {
+	if newFallback(n, op, inst) {
 		x.observedFallback()
 		return
 	}
@@ -546,21 +546,8 @@ func recordFallback(n *NodeStatus, rev int32, errs []string, in NodeInput) {
 // fallbackRecorded reports whether the status of a node not in transition
 // already records the fallback the operand shows: each fallback from a
 // revision is recorded once.
-func fallbackRecorded(n NodeStatus, op OperandState, now time.Time) bool {
-	return (n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == op.fallbackFor()) || staleFallback(n, op, now)
-}
-
-// staleFallback reports whether the operand is a fallback the status
-// already recorded: the status records a fallback from its revision, and it
-// happened no later than the status's last failure of that revision (the
-// retry's installer failed before it replaced the fallback), or after now
-// (a clock that stepped back: it happened before the retry).
-func staleFallback(n NodeStatus, op OperandState, now time.Time) bool {
-	if !op.fallback() || n.LastFailedRevision != op.fallbackFor() || n.LastFallbackCount == 0 {
-		return false
-	}
-	at := op.Fallback.Time.Truncate(time.Second)
-	return at.After(now) || (n.LastFailedTime != nil && !at.After(n.LastFailedTime.Time))
+func fallbackRecorded(n NodeStatus, op OperandState) bool {
+	return n.LastFailedReason == ReasonOperandFailedFallback && n.LastFailedRevision == op.fallbackFor()
 }
 
 // newFallback reports whether the operand of a node in transition is a
@@ -571,11 +558,8 @@ func staleFallback(n NodeStatus, op OperandState, now time.Time) bool {
 // not new while no installer of the target was seen succeeding since (the
 // retries since, if any, failed before they installed it), whatever the
 // times say (the clock may have stepped back).
-func newFallback(n NodeStatus, op OperandState, inst InstallerState, now time.Time) bool {
+func newFallback(n NodeStatus, op OperandState, inst InstallerState) bool {
 	if !op.fallback() || op.fallbackFor() != n.TargetRevision {
-		return false
-	}
-	if (n.InstallerOrderedTime == nil || op.Fallback.Time.After(now)) && staleFallback(n, op, now) {
 		return false
 	}
 	if n.LastFallbackCount > 0 && n.LastFailedRevision == n.TargetRevision && n.InstalledTime == nil && inst.Phase != InstallerSucceeded &&
