@@ -785,17 +785,6 @@ func TestFallback(t *testing.T) {
 			},
 		},
 		{
-			name: "a node unreachable whose operand runs a fallback is in fallback: no other node that is up starts the revision",
-			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
-				counts(failed(node("a", 2, 0), 3, 1, ReasonOperandFailed, now.Add(-time.Minute), "crashed"), 1, 1), node("b", 3, 0), node("c", 2, 0)}},
-			obs:    Observation{"a": {Unreachable: true, Operand: monitor(2, 3, now.Add(-time.Hour)).Operand}, "b": ready(3), "c": ready(2)},
-			policy: Policy{MaxUnavailable: 2},
-			check: func(t *testing.T, d Decision) {
-				assert.Empty(t, started(d), "c would follow b to revision 3")
-				assert.Contains(t, d.Holds, "a fell back from revision 3: c waits")
-			},
-		},
-		{
 			name: "with one node unreachable and MaxUnavailable 2, the node in fallback retries once its backoff passed",
 			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
 				fellBack(node("a", 2, 0), 3, 1, now.Add(-time.Hour)), node("b", 2, 0), node("c", 2, 0)}},
