@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/rollout"
 )
@@ -579,4 +580,97 @@ func TestControllerSyncOperandReadError(t *testing.T) {
 	require.ErrorIs(t, err, boom)
 	assert.EqualError(t, err, "rollout: reading operand of node a: boom")
 	assert.Zero(t, store.WriteCount())
+}
+
+// TestGateThatErrorsThenAdmits: a gate that cannot answer holds the node
+// (fail safe), explained at once; once it admits, the node starts and the
+// hold ends.
+func TestGateThatErrorsThenAdmits(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
+	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
+	answer := errors.New("etcd: member list timed out")
+	var asked []string
+	gate := rollout.GateFunc(func(_ context.Context, d rollout.Disruption) error {
+		asked = append(asked, d.Installer.Name)
+		return answer
+	})
+	h := newHarness(t, rollout.Config{Status: store, Installers: cluster, Operands: cluster, Nodes: cluster, Clock: clk, Gate: gate})
+
+	_, err := h.sync(ctx)
+	require.NoError(t, err)
+	st := store.Current()
+	assert.Empty(t, cluster.CreatedInstallers(), "an error holds the node")
+	assert.Equal(t, []string{"installer-2-a"}, asked, "one start is asked about at a time")
+	progressing, _ := conditions.Get(st.Conditions, conditions.TypeProgressing)
+	assert.Equal(t, rollout.ReasonRolloutHeld, progressing.Reason)
+	assert.Contains(t, progressing.Message, "the gate holds a: etcd: member list timed out")
+	require.NotNil(t, st.HeldSince)
+
+	answer, asked = nil, nil
+	clk.Step(time.Minute)
+	_, err = h.sync(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"installer-2-a"}, asked)
+	assert.Equal(t, []rollout.Installer{{Name: "installer-2-a", Node: "a", Revision: 2}}, cluster.CreatedInstallers())
+	st = store.Current()
+	assert.Nil(t, st.HeldSince, "the hold ended")
+	progressing, _ = conditions.Get(st.Conditions, conditions.TypeProgressing)
+	assert.Equal(t, rollout.ReasonNodesProgressing, progressing.Reason)
+}
+
+// TestNodeRemovedAndAddedAgainStartsAfresh: a node that leaves with its
+// installer pending and comes back under the same name and UID starts at
+// the revision its operand runs, and its new installer waits for the old
+// one to be gone.
+func TestNodeRemovedAndAddedAgainStartsAfresh(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
+	cluster.UIDs = map[string]string{"a": "uid-a", "b": "uid-b"}
+	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
+	h := newController(t, store, cluster, clk, rollout.Policy{MaxUnavailable: 2})
+	createdOnA := func() (out []rollout.Installer) {
+		for _, inst := range cluster.CreatedInstallers() {
+			if inst.Node == "a" {
+				out = append(out, inst)
+			}
+		}
+		return out
+	}
+
+	_, err := h.sync(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []rollout.Installer{{Name: "installer-2-a", Node: "a", Revision: 2}}, createdOnA())
+
+	cluster.RemoveNode("a")
+	cluster.SetError(fake.RolloutDeleteInstaller, errors.New("apiserver unavailable"))
+	clk.Step(time.Second)
+	_, err = h.sync(ctx)
+	require.NoError(t, err)
+	_, found := store.Current().Node("a")
+	assert.False(t, found, "a left")
+	assert.Equal(t, []rollout.Installer{{Name: "installer-2-a", Node: "a", Revision: 2}}, store.Current().InstallersToDelete)
+
+	cluster.AddNode("a")
+	clk.Step(time.Second)
+	_, err = h.sync(ctx)
+	require.NoError(t, err)
+	a, found := store.Current().Node("a")
+	require.True(t, found)
+	assert.Equal(t, rollout.NodeStatus{NodeName: "a", NodeUID: "uid-a", CurrentRevision: 1}, a, "nothing of its earlier life")
+	assert.Len(t, createdOnA(), 1, "its installer waits for the old one, of the same name, to go")
+
+	cluster.SetError(fake.RolloutDeleteInstaller, nil)
+	for range 2 {
+		clk.Step(5 * time.Second)
+		_, err = h.sync(ctx)
+		require.NoError(t, err)
+	}
+	assert.Empty(t, store.Current().InstallersToDelete)
+	assert.Len(t, createdOnA(), 2, "then it starts again")
+	pod, ok := cluster.Pod("installer-2-a")
+	require.True(t, ok)
+	assert.Equal(t, rollout.InstallerPending, pod.State.Phase, "a new pod, not the one deleted")
 }

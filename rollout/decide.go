@@ -169,6 +169,12 @@ type decider struct {
 	heldRetry bool
 	// heldByUnavailable is true once a hold names the unavailable nodes.
 	heldByUnavailable bool
+	// fellBack holds, by revision, the first two nodes in fallback from
+	// it (-1: none), once a node in transition needs it (nil before).
+	fellBack map[int32][2]int
+	// waitsForFallback names the nodes in transition whose next installer
+	// waits while another node is in fallback from its revision.
+	waitsForFallback map[string]bool
 }
 
 // decide is Decide; a non-nil aligned holds the observations of exactly the
@@ -302,6 +308,18 @@ func (x *decider) node(i int) {
 	nin := NodeInput{Latest: x.d.Latest, Observation: o, Policy: x.p, Now: x.now,
 		Jitter: x.in.Jitter, Deleting: x.deleting[n.NodeName], Held: held}
 	d := NextNodeStatus(n, nin)
+	if up && d.Create != nil {
+		// Its next installer starts a revision another node fell back
+		// from: a node that is up waits, as a start does.
+		if rev := d.Create.Revision; x.fellBackOther(i, rev) >= 0 {
+			nin.Held = true
+			d = NextNodeStatus(n, nin)
+			x.waitsForFallback = setAdd(x.waitsForFallback, n.NodeName)
+			f := x.nodes[x.fellBackOther(i, rev)].NodeName
+			d.Reason = fmt.Sprintf("%s fell back from revision %d, not creating installer %s", f, rev, InstallerName(n))
+			x.hold("%s fell back from revision %d: %s waits", f, rev, n.NodeName)
+		}
+	}
 	if up && d.Create != nil && x.in.Gated {
 		// Its next installer takes it down: the gate is asked first.
 		create := *d.Create
@@ -356,6 +374,66 @@ func (x *decider) identity(i int) {
 	}
 	x.set(i, fresh)
 	x.d.Steps = append(x.d.Steps, step)
+}
+
+// fellBackOther returns a node other than i in fallback from rev, or -1
+// when there is none or node i fell back from it itself: one whose status
+// records the fallback, as the nodes are once decided (those after i as
+// predict says), or whose operand runs a fallback for rev. It looks at the
+// nodes once, when a node first needs it.
+func (x *decider) fellBackOther(i int, rev int32) int {
+	if x.fellBack == nil {
+		x.fellBack = map[int32][2]int{}
+		for j := range x.nodes {
+			n := x.nodes[j]
+			if j > i {
+				n = x.predict(j)
+			}
+			if n.fallenBack() {
+				x.addFellBack(n.LastFailedRevision, j)
+			}
+			if r := x.views[j].Operand.fallbackFor(); r != 0 {
+				x.addFellBack(r, j)
+			}
+		}
+	}
+	if n := &x.nodes[i]; (n.fallenBack() && n.LastFailedRevision == rev) || x.views[i].Operand.fallbackFor() == rev {
+		return -1 // it fell back from rev itself: it retries it on its own
+	}
+	f, ok := x.fellBack[rev]
+	switch {
+	case !ok:
+		return -1
+	case f[0] != i:
+		return f[0]
+	}
+	return f[1]
+}
+
+// predict returns the status node j, not decided yet, will have once
+// decided: what its identity and its observation make of it (whether it
+// is taken down does not matter).
+func (x *decider) predict(j int) NodeStatus {
+	n, o := x.nodes[j], x.views[j]
+	if o.UID != "" && n.NodeUID != "" && n.NodeUID != o.UID {
+		n = joining(n.NodeName, o)
+	}
+	d := NextNodeStatus(n, NodeInput{Latest: x.d.Latest, Observation: o, Policy: x.p, Now: x.now,
+		Jitter: x.in.Jitter, Deleting: x.deleting[n.NodeName], Held: true})
+	if d.To != nil {
+		return *d.To
+	}
+	return n
+}
+
+func (x *decider) addFellBack(rev int32, j int) {
+	f, ok := x.fellBack[rev]
+	switch {
+	case !ok:
+		x.fellBack[rev] = [2]int{j, -1}
+	case f[0] != j && f[1] < 0:
+		x.fellBack[rev] = [2]int{f[0], j}
+	}
 }
 
 // joining is the status of a node that joins the rollout: it starts at the
@@ -592,6 +670,9 @@ func (x *decider) starts() {
 		if _, seen := fellBack[n.LastFailedRevision]; n.fallenBack() && !seen {
 			fellBack[n.LastFailedRevision] = i
 		}
+		if r := o.Operand.fallbackFor(); r != 0 && !hasKey(fellBack, r) {
+			fellBack[r] = i // it runs a fallback for r, whatever its status records since
+		}
 		if o.Unreachable {
 			switch {
 			case n.InTransition():
@@ -638,8 +719,18 @@ func (x *decider) walk(start int, why string, budget, inTransition, unavailable 
 	// of a pass. A start node held back by a revision another node failed
 	// hands the start to that node, so the rollout never waits forever on a
 	// retry nobody makes.
-	if rev := RevisionToStart(nodes[start], nil, latest); rev != 0 && !views[start].Unreachable {
-		if f, ok := failingOn[rev]; ok && f != start && !nodes[f].InTransition() {
+	// A node that is up waits while another node is in fallback from the
+	// revision it would start (or retry, in transition): it hands the start
+	// to the node in fallback, which alone retries that revision first.
+	rev := RevisionToStart(nodes[start], nil, latest)
+	if x.waitsForFallback[nodes[start].NodeName] {
+		rev = nodes[start].TargetRevision
+	}
+	if rev != 0 && !views[start].Unreachable {
+		if f, ok := fellBack[rev]; ok && f != start && !nodes[f].InTransition() && !views[f].Unreachable && !isDown(&nodes[start], &views[start]) {
+			why = fmt.Sprintf("%s fell back from revision %d, which %s would start", nodes[f].NodeName, rev, nodes[start].NodeName)
+			start = f
+		} else if f, ok := failingOn[rev]; ok && f != start && !nodes[f].InTransition() {
 			why = fmt.Sprintf("%s failed revision %d, which %s would start", nodes[f].NodeName, rev, nodes[start].NodeName)
 			start = f
 		}
@@ -716,7 +807,7 @@ func (x *decider) walk(start int, why string, budget, inTransition, unavailable 
 		case retry && now.Before(p.retryAt(n)):
 			backoff = p.retryAt(n).Sub(now)
 			x.hold("%s retries revision %d after its backoff", n.NodeName, rev)
-			x.block("%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(n.LastFailedCount), backoff)
+			x.block("%s failed revision %d %s, retrying in %v", n.NodeName, rev, times(max(n.LastFailedCount, n.LastFallbackCount)), backoff)
 			continue
 		case inTransition+1 > budget:
 			x.block("maxUnavailable %d reached: %d in transition, %d unavailable; %s waits for revision %d",

@@ -60,9 +60,15 @@
 // OperandFailedFallback, LastFallbackCount), an event reports it, Degraded
 // names the node and the revision, and the node retries the revision after
 // Policy.FallbackBackoff (library-go's 10 min · 2^n, at most 2 h), not the
-// installer backoff. Meanwhile no other node that is up starts that revision,
-// which matters with MaxUnavailable above 1 (a node already down may: it has
-// nothing to lose); a newer revision supersedes the fallback. The decided
+// installer backoff (and, after a failed install of its last good revision,
+// the installer backoff too). A node is in fallback from a revision while
+// its status records the fallback and it has not reached the revision, and
+// while its operand runs a fallback for it, whatever failure its status
+// records since. Meanwhile no other node that
+// is up starts that revision, or retries it from transition, which matters
+// with MaxUnavailable above 1 (a node already down may: it has nothing to
+// lose); the node in fallback retries it first, handed the start of the pass
+// by a node that waits for it. A newer revision supersedes the fallback. The decided
 // fallback is the one way, opt-in and recorded, in which the engine moves a
 // node's operand down; a node's current revision goes down only through a
 // fallback the startup monitor made, which the status records.

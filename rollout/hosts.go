@@ -86,8 +86,10 @@ func (f NodeListerFunc) ListNodes(ctx context.Context) ([]Node, error) { return 
 // admits the node; any error holds it, whether the gate denied it or could
 // not answer (fail safe): Progressing explains the hold at once, with the
 // error's text, and Degraded once it is older than Policy.HoldDegradedAfter.
-// Nodes already in transition (a retry of a failed installer, a newer
-// revision superseding the target, a fallback) are not asked again. An
+// A node already in transition is asked again before its next installer
+// only while it is up (a retry of a failed installer, or a newer revision
+// superseding its target, while its operand still runs ready); a node
+// already down (installing, its operand not ready, a fallback) is not. An
 // etcd host asks whether a quorum of members stays up without the member
 // and those already down; another host asks its own disruption budget.
 type Gate interface {

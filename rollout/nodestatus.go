@@ -554,9 +554,19 @@ func fallbackRecorded(n NodeStatus, op OperandState) bool {
 // fallback from its target that its status does not record yet: one that
 // happened no earlier than the node's installer was ordered (an older one
 // is what the installer is about to replace), or, without a fallback time,
-// one seen once the installer succeeded.
+// one seen once the installer succeeded. A fallback the status records is
+// not new while no installer of the target was seen succeeding since (the
+// retries since, if any, failed before they installed it), whatever the
+// times say (the clock may have stepped back).
 func newFallback(n NodeStatus, op OperandState, inst InstallerState) bool {
 	if !op.fallback() || op.fallbackFor() != n.TargetRevision {
+		return false
+	}
+	if n.LastFallbackCount > 0 && n.LastFailedRevision == n.TargetRevision && n.InstalledTime == nil && inst.Phase != InstallerSucceeded &&
+		(n.LastFailedReason == ReasonOperandFailedFallback || n.LastFailedReason == ReasonInstallerPodFailed || n.LastFailedReason == ReasonInstallerPodDisappeared) {
+		// No installer put the revision on the node since the fallback
+		// recorded (its retries since failed before they installed it):
+		// the monitor had nothing to fall back from again.
 		return false
 	}
 	if op.Fallback.Time.IsZero() {

@@ -66,8 +66,9 @@ type Policy struct {
 	// node retries the revision after FallbackBackoff. It is the one way,
 	// opt-in and recorded, in which the engine moves a node's operand down.
 	// A node with no current revision has nothing to fall back to and
-	// waits. Set OperandReadyTimeout, if at all, longer: it would count the
-	// same wait as a failed attempt first.
+	// waits. Set OperandReadyTimeout, if at all, longer: the shorter of the
+	// two acts (the fallback at equal values), and OperandReadyTimeout would
+	// count the same wait as a failed attempt first.
 	// +optional
 	FallbackTimeout metav1.Duration `json:"fallbackTimeout,omitempty"`
 	// FallbackBackoff spaces the retries of a revision a node fell back
@@ -144,12 +145,16 @@ func (p Policy) backoff() converge.Backoff {
 }
 
 // retryDelay is how long a node waits before it retries the revision it
-// failed, after its failures or fallbacks so far, with jitter in [0, 1).
+// failed, after its failures or fallbacks so far, with jitter in [0, 1). A
+// node in fallback whose install of its last good revision failed waits
+// for both backoffs: the fallback's, and the installer's for those
+// failures.
 func (p Policy) retryDelay(n NodeStatus, jitter float64) time.Duration {
+	installer := p.backoff().Delay(n.LastFailedCount, jitter)
 	if n.LastFailedReason == ReasonOperandFailedFallback {
-		return p.FallbackBackoff.WithDefaults(defaultFallbackBackoff).Delay(n.LastFallbackCount, jitter)
+		return max(p.FallbackBackoff.WithDefaults(defaultFallbackBackoff).Delay(n.LastFallbackCount, jitter), installer)
 	}
-	return p.backoff().Delay(n.LastFailedCount, jitter)
+	return installer
 }
 
 // retryAt is the earliest time a node may retry the revision it failed (its

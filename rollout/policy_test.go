@@ -32,6 +32,9 @@ func TestPolicyValidate(t *testing.T) {
 		{name: "negative soak", p: Policy{MinReadyDuration: dur(-time.Second)}, wantErr: true},
 		{name: "bad backoff", p: Policy{InstallerBackoff: converge.Backoff{FactorPercent: 10}}, wantErr: true},
 		{name: "negative backoff jitter", p: Policy{InstallerBackoff: converge.Backoff{JitterPercent: ptr.To[int32](-1)}}, wantErr: true},
+		{name: "negative fallback timeout", p: Policy{FallbackTimeout: dur(-time.Second)}, wantErr: true},
+		{name: "bad fallback backoff", p: Policy{FallbackBackoff: converge.Backoff{Initial: dur(time.Hour), Max: dur(time.Minute)}}, wantErr: true},
+		{name: "negative fallback backoff", p: Policy{FallbackBackoff: converge.Backoff{Initial: dur(-time.Minute)}}, wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -128,8 +128,9 @@ type machine struct{ node, uid string }
 // simFailure is an attempt the world saw fail: when (in forward time) and
 // the shortest wait the policy allows before it is tried again.
 type simFailure struct {
-	at   time.Duration
-	wait time.Duration
+	at       time.Duration
+	wait     time.Duration
+	fallback bool
 }
 
 // nodeRev is a revision on a node.
@@ -165,13 +166,14 @@ type simRun struct {
 	lastWorld   string        // the world the last sync saw
 	fp          []byte        // the buffer fingerprint renders into
 
-	maxReady    map[machine]int32      // the highest revision each machine ran ready, a fallback's excluded
-	lastCreated map[string]string      // the last installer created on each node
-	failures    map[nodeRev]simFailure // the failed attempts the world saw, not tried again since
-	installed   map[string]int32       // the revision the last installer that succeeded on each node installed
-	podMachine  map[string]string      // the UID of the machine each installer was created for
-	written     int                    // store writes already checked
-	prev        rollout.Status         // the status persisted before the writes not yet checked
+	maxReady    map[machine]int32                 // the highest revision each machine ran ready, a fallback's excluded
+	lastCreated map[string]string                 // the last installer created on each node
+	failures    map[nodeRev]simFailure            // the failed attempts the world saw, not tried again since
+	installed   map[string]int32                  // the revision the last installer that succeeded on each node installed
+	podMachine  map[string]string                 // the UID of the machine each installer was created for
+	reported    map[*rollout.OperandFallback]bool // the startup monitor's fallbacks an event reported
+	written     int                               // store writes already checked
+	prev        rollout.Status                    // the status persisted before the writes not yet checked
 	nodeSeq     int
 }
 
@@ -213,7 +215,7 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 	}
 	store := fake.NewRolloutStatusStore(2, 1, names...)
 	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, crashAfter: -1},
-		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{},
+		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, reported: map[*rollout.OperandFallback]bool{},
 		nodeSeq: n, verbose: verbose}
 	r.policy = rollout.Policy{MaxUnavailable: int32(1 + rng.IntN(2))}
 	if rng.IntN(2) == 0 {
@@ -243,6 +245,13 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 		r.holdAfter = r.policy.HoldDegradedAfter.Duration
 	}
 	r.minRetry, r.minFallback = simInstallerBackoff, simFallbackBackoff
+	if seed%5 == 4 {
+		// A fallback backoff shorter than the installer's, drawn from the
+		// seed so that the other schedules stay as they are.
+		r.policy.FallbackBackoff = converge.Backoff{Initial: metav1.Duration{Duration: 30 * time.Second}, Max: metav1.Duration{Duration: 30 * time.Second}}
+		r.policy.InstallerBackoff.Initial, r.policy.InstallerBackoff.Max = metav1.Duration{Duration: 5 * time.Minute}, metav1.Duration{Duration: 5 * time.Minute}
+		r.minRetry, r.minFallback = 5*time.Minute, 30*time.Second
+	}
 	for _, name := range names {
 		r.maxReady[machine{name, cluster.UIDs[name]}] = 1
 	}
@@ -252,6 +261,20 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 		r.logf("nodes %v, UIDs %t, startup monitor after %d ticks, gate %t, policy %s", names, cluster.UIDs != nil, cluster.FallbackAfter, r.gate != nil, policy)
 	}
 	return r, r.restart()
+}
+
+// scriptInstaller makes the attempt-th installer of node end with outcome
+// (the attempts before it, not scripted yet, succeed).
+func (r *simRun) scriptInstaller(node string, attempt int, outcome fake.InstallerOutcome) {
+	c := r.host.RolloutCluster
+	scripts := c.InstallerScripts[node]
+	for len(scripts) < attempt {
+		scripts = append(scripts, fake.InstallerScript{})
+	}
+	if c.InstallerScripts == nil {
+		c.InstallerScripts = map[string][]fake.InstallerScript{}
+	}
+	c.InstallerScripts[node] = append(scripts[:attempt], fake.InstallerScript{Outcome: outcome, Message: "injected"})
 }
 
 // fault injects one fault at random.
@@ -268,14 +291,7 @@ func (r *simRun) fault() {
 	case k < 9:
 		n := pick()
 		outcome := []fake.InstallerOutcome{fake.InstallerFails, fake.InstallerOOMKilled, fake.InstallerHangs, fake.InstallerDisappears}[rng.IntN(4)]
-		scripts := c.InstallerScripts[n]
-		for len(scripts) < c.Attempts[n] {
-			scripts = append(scripts, fake.InstallerScript{})
-		}
-		if c.InstallerScripts == nil {
-			c.InstallerScripts = map[string][]fake.InstallerScript{}
-		}
-		c.InstallerScripts[n] = append(scripts[:c.Attempts[n]], fake.InstallerScript{Outcome: outcome, Message: "injected"})
+		r.scriptInstaller(n, c.Attempts[n], outcome)
 		r.logf("fault: next installer on %s %s", n, outcome)
 	case k < 11:
 		on := c.Errors[fake.RolloutDeleteInstaller] == nil
@@ -303,6 +319,13 @@ func (r *simRun) fault() {
 		latest := r.host.store.Status.LatestAvailableRevision
 		c.OperandHangs[n] = map[int32]bool{latest: true}
 		r.logf("fault: operand of revision %d on %s stays not ready", latest, n)
+		if r.seed%5 == 4 {
+			// With a fallback backoff shorter than the installer's, the
+			// install after the next (the last good revision's, once the
+			// engine falls back) fails too.
+			r.scriptInstaller(n, c.Attempts[n]+1, fake.InstallerFails)
+			r.logf("fault: installer %d on %s Fails", c.Attempts[n]+2, n)
+		}
 	case k < 18:
 		r.host.store.Conflicts = 1 + rng.IntN(5)
 		r.logf("fault: %d write conflicts", r.host.store.Conflicts)
@@ -737,9 +760,31 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 		if f, ok := r.failures[nodeRev{inst.Node, inst.Revision}]; ok && r.fwd-f.at < f.wait-time.Second {
 			return fmt.Errorf("retried revision %d on %s %v after the world saw it fail, the backoff is at least %v", inst.Revision, inst.Node, r.fwd-f.at, f.wait)
 		}
+		// A node in fallback whose install of its last good revision
+		// failed since retries the revision it fell back from no sooner
+		// than the installer backoff of that failure either.
+		if f, ok := r.failures[nodeRev{inst.Node, inst.Revision}]; ok && f.fallback {
+			good := r.host.LastKnownGood[inst.Node]
+			for k, g := range r.failures {
+				if k.node == inst.Node && k.rev == good && k.rev < inst.Revision && !g.fallback && g.at >= f.at && r.fwd-g.at < g.wait-time.Second {
+					return fmt.Errorf("retried revision %d on %s %v after installing revision %d failed, the installer backoff is at least %v",
+						inst.Revision, inst.Node, r.fwd-g.at, k.rev, g.wait)
+				}
+			}
+		}
 		for k := range r.failures {
 			if k.node == inst.Node && inst.Revision >= k.rev {
 				delete(r.failures, k) // the attempt after the failure, or a newer revision
+			}
+		}
+		// Fallback: no node that is up starts a revision another node's
+		// startup monitor fell back from, unless it fell back from it too
+		// (one of them retries it first).
+		if own := before.operands[inst.Node].Fallback; !before.down(inst.Node) && (own == nil || own.ForRevision != inst.Revision) {
+			for _, m := range r.host.Nodes {
+				if op := before.operands[m]; m != inst.Node && op.Fallback != nil && op.Fallback.ForRevision == inst.Revision {
+					return fmt.Errorf("started %s on %s, which is up, while %s runs a fallback from revision %d", inst.Name, inst.Node, m, inst.Revision)
+				}
 			}
 		}
 		// The gate admits every start: a node not installing before.
@@ -823,6 +868,27 @@ func (r *simRun) checkEvents(before simSnapshot) error {
 		}
 	}
 
+	// A fallback the startup monitor made is reported once: an event for a
+	// fallback pod already reported, of a node the status kept since, is
+	// a second fallback that did not happen.
+	for _, e := range r.events {
+		var node string
+		if e.Reason != rollout.ReasonOperandFailedFallback || !strings.Contains(e.Message, "fell back from revision") {
+			continue
+		}
+		if _, err := fmt.Sscanf(e.Message, "Node %q fell back", &node); err != nil {
+			return fmt.Errorf("event %q: %v", e.Message, err)
+		}
+		pod := before.operands[node].Fallback
+		if pod == nil {
+			return fmt.Errorf("event %q, but node %s runs no fallback", e.Message, node)
+		}
+		if _, kept := r.prev.Node(node); kept && r.reported[pod] {
+			return fmt.Errorf("event %q, but that fallback was reported before", e.Message)
+		}
+		r.reported[pod] = true
+	}
+
 	writes := r.host.store.Writes
 	prev := r.prev
 	var want [6]int
@@ -885,14 +951,16 @@ func (r *simRun) checkEvents(before simSnapshot) error {
 }
 
 // failed records a failed attempt of rev on node: the first since the last
-// attempt counts (the engine records a failure once), unless a fallback,
-// which waits longer, follows another failure.
+// attempt counts (the engine records a failure once), unless a fallback
+// follows another failure: the retry then waits the fallback backoff from
+// the fallback.
 func (r *simRun) failed(node string, rev int32, wait time.Duration) {
 	k := nodeRev{node, rev}
-	if f, ok := r.failures[k]; ok && f.wait >= wait {
+	fallback := wait == r.minFallback
+	if f, ok := r.failures[k]; ok && (f.fallback || !fallback) {
 		return
 	}
-	r.failures[k] = simFailure{at: r.fwd, wait: wait}
+	r.failures[k] = simFailure{at: r.fwd, wait: wait, fallback: fallback}
 }
 
 // checkTick verifies what one kubelet tick did: no installer that ran took

@@ -143,9 +143,10 @@ func (n NodeStatus) Failing() bool {
 // again: its operand regressed below it or went missing.
 func (n NodeStatus) reinstall() bool { return n.RegressedRevision != 0 || n.OperandMissing }
 
-// fallenBack reports whether the node is in fallback for a revision it has
-// not reached: it retries that revision after the fallback backoff, and no
-// other node starts it meanwhile.
+// fallenBack reports whether the node's status records it in fallback for
+// a revision it has not reached: it retries that revision after the
+// fallback backoff, and no other node starts it meanwhile (nor while the
+// node's operand runs a fallback for it, whatever its status records since).
 func (n NodeStatus) fallenBack() bool {
 	return n.LastFailedReason == ReasonOperandFailedFallback && n.Failing()
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 )
 
@@ -555,6 +557,11 @@ func TestFallback(t *testing.T) {
 		n.LastFailedErrors = []string{"fell back"}
 		return n
 	}
+	counts := func(n NodeStatus, failures, fallbacks int32) NodeStatus {
+		n.LastFailedCount, n.LastFallbackCount = failures, fallbacks
+		return n
+	}
+	retryAt := func(n NodeStatus, at time.Time) NodeStatus { n.RetryTime = mt(at); return n }
 	runDecideCases(t, []decideCase{
 		{
 			name: "the startup monitor's fallback is recorded, with library-go's names, and spaced by the fallback backoff",
@@ -618,6 +625,29 @@ func TestFallback(t *testing.T) {
 				again, err := Decide(Input{Status: d.Final, Observation: Observation{"a": pending(3)}, Now: now, Policy: Policy{FallbackTimeout: dur(time.Minute)}})
 				require.NoError(t, err)
 				assert.Equal(t, []string{"installer-2-a"}, started(again), "at once: no backoff for a fallback's install")
+			},
+		},
+		{
+			name:   "with OperandReadyTimeout as long as FallbackTimeout the fallback wins",
+			st:     Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{ordered(installed(node("a", 2, 3), now.Add(-2*time.Minute)), now.Add(-3*time.Minute))}},
+			obs:    Observation{"a": withInstaller(pending(3), InstallerSucceeded)},
+			policy: Policy{FallbackTimeout: dur(2 * time.Minute), OperandReadyTimeout: dur(2 * time.Minute)},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, ReasonOperandFailedFallback, a.LastFailedReason)
+				assert.Equal(t, int32(2), a.TargetRevision)
+			},
+		},
+		{
+			name:   "with OperandReadyTimeout shorter than FallbackTimeout the wait is a failed attempt, not a fallback",
+			st:     Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{ordered(installed(node("a", 2, 3), now.Add(-time.Minute)), now.Add(-2*time.Minute))}},
+			obs:    Observation{"a": withInstaller(pending(3), InstallerSucceeded)},
+			policy: Policy{FallbackTimeout: dur(2 * time.Minute), OperandReadyTimeout: dur(time.Minute)},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, ReasonOperandNotReady, a.LastFailedReason)
+				assert.Equal(t, int32(0), a.TargetRevision)
+				assert.Equal(t, int32(0), a.LastFallbackCount)
 			},
 		},
 		{
@@ -701,6 +731,140 @@ func TestFallback(t *testing.T) {
 				later, err := Decide(Input{Status: d.Final, Observation: Observation{"a": {}}, Now: now.Add(10 * time.Second)})
 				require.NoError(t, err)
 				assert.Empty(t, started(later), "the reinstall backs off as well")
+			},
+		},
+		{
+			name: "a node in transition that is up does not retry a revision another node fell back from: the node in fallback retries it first",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				fellBack(node("a", 2, 0), 3, 1, now.Add(-time.Hour)),
+				failed(node("b", 2, 3), 3, 1, ReasonInstallerPodFailed, now.Add(-time.Hour), "installer failed"), node("c", 2, 0)}},
+			obs:    Observation{"a": monitor(2, 3, now.Add(-time.Hour)), "b": ready(2), "c": ready(2)},
+			policy: Policy{MaxUnavailable: 2},
+			check: func(t *testing.T, d Decision) {
+				assert.Equal(t, []string{"installer-3-retry-1-a"}, started(d), "b, up, waits; a is handed the start")
+				assert.Contains(t, d.Holds, "a fell back from revision 3: b waits")
+			},
+		},
+		{
+			name: "a fallback observed in this decision holds the retry of a node decided before it",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				failed(node("a", 2, 3), 3, 1, ReasonInstallerPodFailed, now.Add(-time.Hour), "installer failed"),
+				ordered(installed(node("b", 2, 3), now.Add(-time.Minute)), now.Add(-2*time.Minute)), node("c", 2, 0)}},
+			obs:    Observation{"a": ready(2), "b": withInstaller(monitor(2, 3, now.Add(-time.Second)), InstallerSucceeded), "c": ready(2)},
+			policy: Policy{MaxUnavailable: 2},
+			check: func(t *testing.T, d Decision) {
+				assert.Equal(t, ReasonOperandFailedFallback, nodeOf(t, d, "b").LastFailedReason)
+				assert.Empty(t, started(d))
+				assert.Contains(t, d.Holds, "b fell back from revision 3: a waits")
+			},
+		},
+		{
+			// Each waited for the other: a, the start of the pass, for b's
+			// fallback; b, not the start, for its turn to retry.
+			name: "a node that is up and failing a revision hands the start to the node in fallback from it",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				failed(node("a", 2, 0), 3, 1, ReasonOperandNotReady, now.Add(-2*time.Hour), "not ready"),
+				fellBack(node("b", 2, 0), 3, 1, now.Add(-2*time.Hour))}},
+			obs: Observation{"a": ready(2), "b": monitor(2, 3, now.Add(-2*time.Hour))},
+			check: func(t *testing.T, d Decision) {
+				assert.Equal(t, "b", d.Start)
+				assert.Equal(t, []string{"installer-3-retry-1-b"}, started(d))
+			},
+		},
+		{
+			name: "the fallback a failed retry left running is the one recorded, not a second one",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				retryAt(counts(failed(node("a", 2, 3), 3, 1, ReasonInstallerPodFailed, now.Add(-time.Minute), "installer failed"), 1, 1), now.Add(14*time.Second))}},
+			obs: Observation{"a": monitor(2, 3, now.Add(-30*time.Minute))},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, int32(1), a.LastFallbackCount)
+				assert.Equal(t, ReasonInstallerPodFailed, a.LastFailedReason)
+				assert.Empty(t, d.Events())
+				assert.Equal(t, retryAt(counts(failed(node("a", 2, 3), 3, 1, ReasonInstallerPodFailed, now.Add(-time.Minute), "installer failed"), 1, 1), now.Add(14*time.Second)), a)
+			},
+		},
+		{
+			name: "with one node unreachable and MaxUnavailable 2, the node in fallback retries once its backoff passed",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				fellBack(node("a", 2, 0), 3, 1, now.Add(-time.Hour)), node("b", 2, 0), node("c", 2, 0)}},
+			obs:    Observation{"a": monitor(2, 3, now.Add(-time.Hour)), "b": {Unreachable: true, Operand: ready(2).Operand}, "c": ready(2)},
+			policy: Policy{MaxUnavailable: 2},
+			check: func(t *testing.T, d Decision) {
+				assert.Equal(t, []string{"installer-3-retry-1-a"}, started(d), "c waits for a")
+			},
+		},
+		{
+			name: "a fallback count at its limit stays there, its backoff at 2 h, and its retry keeps a name",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				ordered(fellBack(node("a", 2, 3), 3, math.MaxInt32, now.Add(-3*time.Hour)), now.Add(-time.Minute))}},
+			obs: Observation{"a": withInstaller(monitor(2, 3, now.Add(-time.Second)), InstallerSucceeded)},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, int32(math.MaxInt32), a.LastFallbackCount)
+				assert.Equal(t, now.Add(2*time.Hour), a.RetryTime.Time)
+				assert.Equal(t, []string{"installer-3-retry-2147483647-a"}, deleting(d), "the next retry, of the same name, waits for it to go")
+			},
+		},
+		{
+			name: "a fallback backoff shorter than the installer's does not cut the installer backoff of a failed install of the last good revision",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				ordered(fellBack(node("a", 2, 2), 3, 1, now.Add(-25*time.Minute)), now.Add(-time.Minute))}},
+			obs: Observation{"a": pending(3)},
+			policy: Policy{FallbackBackoff: converge.Backoff{Initial: dur(time.Minute), Max: dur(time.Minute)},
+				InstallerBackoff: converge.Backoff{Initial: dur(time.Hour), Max: dur(time.Hour)}},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				require.Equal(t, now.Add(time.Hour), a.RetryTime.Time, "the installer backoff after the failed install")
+				p := Policy{FallbackBackoff: converge.Backoff{Initial: dur(time.Minute), Max: dur(time.Minute)},
+					InstallerBackoff: converge.Backoff{Initial: dur(time.Hour), Max: dur(time.Hour)}}
+				later, err := Decide(Input{Status: d.Final, Observation: Observation{"a": pending(3)}, Policy: p, Now: now.Add(time.Second)})
+				require.NoError(t, err)
+				assert.Equal(t, a.RetryTime, nodeOf(t, later, "a").RetryTime, "a later sync keeps it")
+			},
+		},
+		{
+			name: "a clock that stepped back during the fallback backoff does not make the recorded fallback a new one",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				ordered(fellBack(node("a", 2, 3), 3, 1, now.Add(-time.Minute)), now.Add(-time.Second))}},
+			obs: Observation{"a": withInstaller(monitor(2, 3, now.Add(30*time.Minute)), InstallerPending)},
+			check: func(t *testing.T, d Decision) {
+				assert.Equal(t, int32(1), nodeOf(t, d, "a").LastFallbackCount)
+				assert.Empty(t, d.Events())
+			},
+		},
+		{
+			name: "a recorded fallback is not new while no installer of the revision succeeded since, whatever the times say",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				ordered(fellBack(node("a", 2, 3), 3, 1, now.Add(-time.Hour)), now.Add(-10*time.Minute))}},
+			obs: Observation{"a": monitor(2, 3, now.Add(-5*time.Minute))},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, int32(1), a.LastFallbackCount)
+				assert.Equal(t, ReasonInstallerPodDisappeared, a.LastFailedReason, "the retry's installer vanished before it ran")
+				assert.Equal(t, []string{ReasonInstallerPodDisappeared}, eventReasons(d.Events()))
+			},
+		},
+		{
+			name: "a node whose operand runs a fallback for a revision is in fallback for it, whatever failure its status records since",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, now, "installer failed"), node("b", 3, 0), node("c", 2, 0)}},
+			obs:    Observation{"a": monitor(1, 3, now.Add(-2*time.Hour)), "b": ready(3), "c": ready(2)},
+			policy: Policy{MaxUnavailable: 2},
+			check: func(t *testing.T, d Decision) {
+				assert.NotContains(t, started(d), "installer-3-c")
+				assert.Contains(t, d.Holds, "a fell back from revision 3: c waits")
+			},
+		},
+		{
+			name: "a recorded fallback is not new after a retry whose installer failed, once a clock that stepped back passes the fallback's time",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				retryAt(counts(failed(node("a", 2, 3), 3, 1, ReasonInstallerPodFailed, now.Add(-time.Hour), "installer failed"), 1, 1), now.Add(-time.Minute))}},
+			obs: Observation{"a": monitor(2, 3, now.Add(-time.Minute))},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, int32(1), a.LastFallbackCount)
+				assert.NotContains(t, eventReasons(d.Events()), ReasonOperandFailedFallback)
 			},
 		},
 		{
