@@ -60,11 +60,14 @@
 // OperandFailedFallback, LastFallbackCount), an event reports it, Degraded
 // names the node and the revision, and the node retries the revision after
 // Policy.FallbackBackoff (library-go's 10 min · 2^n, at most 2 h), not the
-// installer backoff (and, after a failed install of its last good revision,
-// the installer backoff too). A node is in fallback from a revision while
-// its status records the fallback and it has not reached the revision, and
-// while its operand runs a fallback for it, whatever failure its status
-// records since. Meanwhile no other node that
+// installer backoff (and, after a failed install below that revision, the
+// installer backoff too). A node is in fallback from a revision while its
+// status records the fallback and it has not reached the revision (also
+// while it installs a revision below it: its last good revision again, or
+// one its leader runs; a failure of such an install keeps the fallback's
+// record and counts in LastFailedCount), and while its operand runs a
+// fallback for it, whatever failure its status records since. Meanwhile no
+// other node that
 // is up starts that revision, or retries it from transition, which matters
 // with MaxUnavailable above 1 (a node already down may: it has nothing to
 // lose); the node in fallback retries it first, handed the start of the pass

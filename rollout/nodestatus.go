@@ -104,6 +104,12 @@ type NodeInput struct {
 //     back (see Policy.FallbackTimeout): target the current revision again;
 //   - installer succeeded, operand not yet at the target: wait.
 //
+// A failure of a node in fallback whose target is below the revision it fell
+// back from (its last good revision, or a revision its leader runs) keeps
+// the fallback's record, counts in LastFailedCount and clears the target:
+// the node installs again no sooner than the installer backoff, and retries
+// the revision it fell back from no sooner than the fallback backoff.
+//
 // A node not in transition records what its operand shows: a startup
 // monitor's fallback (recorded once; the current revision follows the
 // operand down), an operand ready above the current revision (adopted as
@@ -334,9 +340,11 @@ func (x *nodeDecider) inTransition() {
 }
 
 // reinstallsInFallback reports whether installing rev on a node in fallback
-// is a retry of its current revision after installing it failed.
+// is a retry, after an install below the revision it fell back from failed,
+// of a revision below that one (its current revision, or one its leader
+// runs): it waits for RetryTime, which spaces both backoffs.
 func reinstallsInFallback(n NodeStatus, rev int32) bool {
-	return rev == n.CurrentRevision && n.LastFailedCount > 0 && n.fallenBack()
+	return rev < n.LastFailedRevision && n.LastFailedCount > 0 && n.fallenBack()
 }
 
 // attempted reports whether the node's current attempt has an installer
@@ -452,7 +460,7 @@ func (x *nodeDecider) order() {
 func (x *nodeDecider) fail(reason string, errs []string, message string) {
 	n := x.next
 	to := x.to()
-	if n.TargetRevision == n.CurrentRevision && n.fallenBack() {
+	if n.TargetRevision < n.LastFailedRevision && n.fallenBack() {
 		x.failInFallback(reason, errs, message)
 		return
 	}
@@ -476,13 +484,14 @@ func (x *nodeDecider) fail(reason string, errs []string, message string) {
 	x.d.Reason = fmt.Sprintf("%s %s, retrying in %v", reason, times(to.LastFailedCount), x.d.RequeueAfter)
 }
 
-// failInFallback records that installing the current revision of a node in
-// fallback failed (the fallback's own install, or the reinstall of a
-// missing or regressed operand): the fallback's record stays, since it
-// spaces the retry of the revision the node fell back from, and counts the
-// failure in LastFailedCount; the node installs nothing before the installer
-// backoff for that count has passed, and retries the revision it fell back
-// from no sooner than either backoff allows.
+// failInFallback records that an install below the revision a node in
+// fallback fell back from failed (the fallback's own install of the last
+// good revision, the reinstall of a missing or regressed operand, or a
+// revision its leader runs): the fallback's record stays, since it spaces
+// the retry of the revision the node fell back from, and counts the failure
+// in LastFailedCount; the node installs nothing before the installer backoff
+// for that count has passed, and retries the revision it fell back from no
+// sooner than either backoff allows.
 func (x *nodeDecider) failInFallback(reason string, errs []string, message string) {
 	n := x.next
 	to := x.to()
@@ -499,12 +508,16 @@ func (x *nodeDecider) failInFallback(reason string, errs []string, message strin
 	}
 	to.LastFailedErrors = trimErrors(append(slices.Clone(kept), errs...))
 	to.TargetRevision, to.InstallerOrderedTime, to.InstalledTime = 0, nil, nil
+	what := fmt.Sprintf("the last good revision %d", n.CurrentRevision)
+	if n.TargetRevision != n.CurrentRevision {
+		what = fmt.Sprintf("revision %d in fallback from revision %d", n.TargetRevision, n.LastFailedRevision)
+	}
 	if message == "" {
-		message = fmt.Sprintf("Installing the last good revision %d on node %q failed: %s", n.CurrentRevision, n.NodeName, strings.Join(errs, "; "))
+		message = fmt.Sprintf("Installing %s on node %q failed: %s", what, n.NodeName, strings.Join(errs, "; "))
 	}
 	x.event(converge.EventTypeWarning, reason, "%s", message)
 	x.requeue(max(to.RetryTime.Sub(x.in.Now), time.Second))
-	x.d.Reason = fmt.Sprintf("%s while installing its last good revision %d, retrying in %v", reason, n.CurrentRevision, x.d.RequeueAfter)
+	x.d.Reason = fmt.Sprintf("%s while installing %s, retrying in %v", reason, what, x.d.RequeueAfter)
 }
 
 // recordFailure records a failure of the node's target revision at now.

@@ -245,9 +245,11 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 		r.holdAfter = r.policy.HoldDegradedAfter.Duration
 	}
 	r.minRetry, r.minFallback = simInstallerBackoff, simFallbackBackoff
-	if seed%5 == 4 {
+	if seed%5 == 3 {
 		// A fallback backoff shorter than the installer's, drawn from the
-		// seed so that the other schedules stay as they are.
+		// seed so that the other schedules stay as they are (the schedules
+		// of seed%5 == 4 fail an install after a fallback with the default
+		// backoffs, whose fallback backoff is the longer one).
 		r.policy.FallbackBackoff = converge.Backoff{Initial: metav1.Duration{Duration: 30 * time.Second}, Max: metav1.Duration{Duration: 30 * time.Second}}
 		r.policy.InstallerBackoff.Initial, r.policy.InstallerBackoff.Max = metav1.Duration{Duration: 5 * time.Minute}, metav1.Duration{Duration: 5 * time.Minute}
 		r.minRetry, r.minFallback = 5*time.Minute, 30*time.Second
@@ -319,10 +321,11 @@ func (r *simRun) fault() {
 		latest := r.host.store.Status.LatestAvailableRevision
 		c.OperandHangs[n] = map[int32]bool{latest: true}
 		r.logf("fault: operand of revision %d on %s stays not ready", latest, n)
-		if r.seed%5 == 4 {
-			// With a fallback backoff shorter than the installer's, the
-			// install after the next (the last good revision's, once the
-			// engine falls back) fails too.
+		if r.seed%5 >= 3 {
+			// The install after the next (the last good revision's once
+			// the engine falls back, or the revision its leader runs)
+			// fails too: with either backoff the longer, a failure in
+			// fallback keeps both.
 			r.scriptInstaller(n, c.Attempts[n]+1, fake.InstallerFails)
 			r.logf("fault: installer %d on %s Fails", c.Attempts[n]+2, n)
 		}

@@ -147,8 +147,12 @@ func (n NodeStatus) reinstall() bool { return n.RegressedRevision != 0 || n.Oper
 // a revision it has not reached: it retries that revision after the
 // fallback backoff, and no other node starts it meanwhile (nor while the
 // node's operand runs a fallback for it, whatever its status records since).
+// A node in fallback that installs a revision below the one it fell back
+// from (its last good revision again, or one its leader runs) is still in
+// fallback: only reaching that revision, or a newer one, ends it.
 func (n NodeStatus) fallenBack() bool {
-	return n.LastFailedReason == ReasonOperandFailedFallback && n.Failing()
+	return n.LastFailedReason == ReasonOperandFailedFallback &&
+		(n.Failing() || (n.InTransition() && n.TargetRevision < n.LastFailedRevision))
 }
 
 // Node returns the status of the named node.

@@ -734,6 +734,41 @@ func TestFallback(t *testing.T) {
 			},
 		},
 		{
+			name: "a failed install of a revision below the one fallen back from keeps the fallback's record: the fallback backoff still spaces its retry",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				ordered(fellBack(node("a", 1, 2), 3, 1, now.Add(-time.Minute)), now.Add(-30*time.Second)), node("b", 2, 0)}},
+			obs: Observation{"a": withInstaller(monitor(1, 3, now.Add(-time.Minute)), InstallerFailed), "b": ready(2)},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, int32(3), a.LastFailedRevision, "the revision fallen back from, not the one that failed")
+				assert.Equal(t, ReasonOperandFailedFallback, a.LastFailedReason)
+				assert.Equal(t, []int32{1, 1}, []int32{a.LastFallbackCount, a.LastFailedCount})
+				assert.Equal(t, now.Add(19*time.Minute), a.RetryTime.Time, "the fallback's retry time, later than the installer backoff's")
+				assert.False(t, a.InTransition())
+				assert.Equal(t, []string{ReasonInstallerPodFailed}, eventReasons(d.Events()))
+				for _, after := range []time.Duration{time.Minute, 18 * time.Minute} {
+					later, err := Decide(Input{Status: d.Final, Observation: Observation{"a": ready(1), "b": ready(2)}, Now: now.Add(after)})
+					require.NoError(t, err)
+					assert.Empty(t, started(later), "neither revision 3 nor 2 starts on a before the fallback backoff, %v later", after)
+				}
+				later, err := Decide(Input{Status: d.Final, Observation: Observation{"a": ready(1), "b": ready(2)}, Now: now.Add(19 * time.Minute)})
+				require.NoError(t, err)
+				assert.Equal(t, []string{"installer-3-retry-2-a"}, started(later), "a retries revision 3 once the fallback backoff passed")
+			},
+		},
+		{
+			name: "a node in fallback that installs a revision below the one it fell back from is still in fallback: no other node starts that one",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				ordered(installed(fellBack(node("a", 1, 2), 3, 1, now.Add(-10*time.Minute)), now.Add(-time.Minute)), now.Add(-2*time.Minute)),
+				failed(node("b", 2, 3), 3, 1, ReasonInstallerPodFailed, now.Add(-time.Hour), "installer failed")}},
+			obs:    Observation{"a": withInstaller(pending(2), InstallerSucceeded), "b": ready(2)},
+			policy: Policy{MaxUnavailable: 2},
+			check: func(t *testing.T, d Decision) {
+				assert.Empty(t, started(d), "b, up, waits while a is in fallback from revision 3")
+				assert.Contains(t, d.Holds, "a fell back from revision 3: b waits")
+			},
+		},
+		{
 			name: "a node in transition that is up does not retry a revision another node fell back from: the node in fallback retries it first",
 			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
 				fellBack(node("a", 2, 0), 3, 1, now.Add(-time.Hour)),
