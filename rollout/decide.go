@@ -169,6 +169,8 @@ type decider struct {
 	heldRetry bool
 	// heldByUnavailable is true once a hold names the unavailable nodes.
 	heldByUnavailable bool
+	// soaking names the start that waits for operands to soak, if one does.
+	soaking string
 	// fellBack holds, by revision, the first two nodes in fallback from
 	// it (-1: none), once a node in transition needs it (nil before).
 	fellBack map[int32][2]int
@@ -216,6 +218,9 @@ func decide(in Input, aligned []NodeObservation) (Decision, error) {
 		x.starts()
 	}
 	x.out.NodeStatuses = x.nodes
+	if x.soaking != "" && (len(x.holds) > 0 || x.out.HeldSince != nil) {
+		x.hold("%s", x.soaking) // a soak beside or after a hold holds too, until a node moves
+	}
 	slices.Sort(x.holds)
 	x.d.Holds = slices.Compact(x.holds)
 	x.requeue(updateHold(x.d.Holds, &x.out, x.p, x.now))
@@ -841,6 +846,7 @@ func (x *decider) walk(start int, why string, budget, inTransition, unavailable 
 		}
 		if soakUntil.After(now) {
 			wait := min(soakUntil.Sub(now), p.MinReadyDuration.Duration)
+			x.soaking = fmt.Sprintf("operands soaking before %s starts revision %d", n.NodeName, rev)
 			x.block("operands soaking for another %v before %s starts revision %d", wait, n.NodeName, rev)
 			x.requeue(wait)
 			stop = true

@@ -45,7 +45,9 @@
 // Policy.HoldDegradedAfter: nodes unavailable past MaxUnavailable,
 // unreachable nodes that need a revision (every node at once included), the
 // gate, a failure or a fallback on another node, a retry's backoff, an
-// installer not yet deleted. No condition message holds a duration: a sync
+// installer not yet deleted; and operands soaking (MinReadyDuration) beside
+// or after any of these, until a node moves (a soak alone is a wait, not a
+// hold). No condition message holds a duration: a sync
 // in which only the clock moved, and no deadline passed, writes nothing.
 //
 // # Fallback

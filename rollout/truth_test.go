@@ -386,6 +386,44 @@ func TestEveryHoldIsExplained(t *testing.T) {
 				assert.Equal(t, long, d.Status.HeldSince)
 			},
 		},
+		{
+			name: "a soak after a hold holds until a node moves",
+			st: Status{LatestAvailableRevision: 2, HeldSince: long, NodeStatuses: []NodeStatus{
+				node("a", 1, 0), node("b", 2, 0)}},
+			obs:    Observation{"a": ready(1), "b": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-time.Second)}}},
+			policy: Policy{MinReadyDuration: dur(time.Minute)},
+			check: func(t *testing.T, d Decision) {
+				assert.Empty(t, started(d))
+				assert.Equal(t, []string{"operands soaking before a starts revision 2"}, d.Holds)
+				assert.Equal(t, long, d.Status.HeldSince)
+				assert.Equal(t, metav1.ConditionTrue, condition(d, conditions.TypeDegraded).Status)
+			},
+		},
+		{
+			name: "a soak beside another hold holds too, in the sync the hold starts",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
+				node("a", 1, 0), node("b", 2, 0), node("c", 1, 0)}},
+			obs: Observation{"a": ready(1), "b": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-time.Second)}},
+				"c": unreachable},
+			policy: Policy{MinReadyDuration: dur(time.Minute), MaxUnavailable: 2},
+			check: func(t *testing.T, d Decision) {
+				assert.Contains(t, d.Holds, "operands soaking before a starts revision 2")
+				assert.Equal(t, now, d.Status.HeldSince.Time)
+			},
+		},
+		{
+			name: "a soak alone is a wait, not a hold",
+			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
+				node("a", 1, 0), node("b", 2, 0)}},
+			obs:    Observation{"a": ready(1), "b": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-time.Second)}}},
+			policy: Policy{MinReadyDuration: dur(time.Minute)},
+			check: func(t *testing.T, d Decision) {
+				assert.Empty(t, started(d))
+				assert.Empty(t, d.Holds)
+				assert.Nil(t, d.Status.HeldSince)
+				assert.Equal(t, 59*time.Second, d.RequeueAfter)
+			},
+		},
 	})
 }
 
