@@ -259,9 +259,11 @@ func (x *nodeDecider) inTransition() {
 		}
 		return
 	}
-	if !op.fallback() && op.Phase != OperandNotFound && op.Revision >= n.CurrentRevision && op.Revision < n.TargetRevision {
-		// What the operand runs is the truth, while it moves on.
-		if op.Phase == OperandReady && op.Revision > n.CurrentRevision {
+	if !op.fallback() && op.Phase != OperandNotFound && op.Revision >= n.CurrentRevision {
+		// What the operand runs is the truth, while it moves on: an operand
+		// at or above the current revision is not missing, whatever the
+		// target.
+		if op.Phase == OperandReady && op.Revision > n.CurrentRevision && op.Revision < n.TargetRevision {
 			to := x.to()
 			to.CurrentRevision, to.RegressedRevision, to.OperandMissing = op.Revision, 0, false
 			x.event(converge.EventTypeNormal, ReasonNodeCurrentRevisionChanged,

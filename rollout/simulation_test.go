@@ -775,6 +775,8 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 				}
 			}
 		}
+		f, fellBack := r.failures[nodeRev{inst.Node, inst.Revision}]
+		fellBack = fellBack && f.fallback
 		for k := range r.failures {
 			if k.node == inst.Node && inst.Revision >= k.rev {
 				delete(r.failures, k) // the attempt after the failure, or a newer revision
@@ -783,7 +785,7 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 		// Fallback: no node that is up starts a revision another node's
 		// startup monitor fell back from, unless it fell back from it too
 		// (one of them retries it first).
-		if own := before.operands[inst.Node].Fallback; !before.down(inst.Node) && (own == nil || own.ForRevision != inst.Revision) {
+		if own := before.operands[inst.Node].Fallback; !before.down(inst.Node) && !fellBack && (own == nil || own.ForRevision != inst.Revision) {
 			for _, m := range r.host.Nodes {
 				if op := before.operands[m]; m != inst.Node && op.Fallback != nil && op.Fallback.ForRevision == inst.Revision {
 					return fmt.Errorf("started %s on %s, which is up, while %s runs a fallback from revision %d", inst.Name, inst.Node, m, inst.Revision)
@@ -980,11 +982,14 @@ func (r *simRun) checkTick(before simSnapshot) error {
 		if r.podMachine[name] != m.uid {
 			continue // created for the machine's predecessor: not its history
 		}
+		// An installer the engine had already retired (timed out, or
+		// superseded) that fails later is no attempt of the node failing.
+		retired := slices.ContainsFunc(st.InstallersToDelete, func(i rollout.Installer) bool { return i.Name == name })
 		switch {
-		case !exists && was.phase == rollout.InstallerPending && was.outcome == fake.InstallerDisappears:
+		case !exists && was.phase == rollout.InstallerPending && was.outcome == fake.InstallerDisappears && !retired:
 			r.failed(node, was.rev, r.minRetry)
 		case !exists:
-		case was.phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerFailed:
+		case was.phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerFailed && !retired:
 			r.failed(node, was.rev, r.minRetry)
 		case was.phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerSucceeded:
 			r.installed[node] = was.rev
@@ -992,8 +997,7 @@ func (r *simRun) checkTick(before simSnapshot) error {
 			if rev := was.rev; rev < r.maxReady[m] {
 				n, _ := st.Node(node)
 				fallback := n.TargetRevision == rev && n.CurrentRevision == rev && n.LastFailedReason == rollout.ReasonOperandFailedFallback
-				refused := slices.ContainsFunc(st.InstallersToDelete, func(i rollout.Installer) bool { return i.Name == name })
-				if !fallback && !refused {
+				if !fallback && !retired {
 					return fmt.Errorf("installer %s installed revision %d on %s, which ran revision %d already", name, rev, node, r.maxReady[m])
 				}
 			}

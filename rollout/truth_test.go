@@ -243,6 +243,21 @@ func TestObservedTruthOverRecordedStatus(t *testing.T) {
 	now := t0.Add(time.Hour)
 	runDecideCases(t, []decideCase{
 		{
+			name: "an operand at or above the current revision is not missing, whatever the target",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				{NodeName: "a", CurrentRevision: 1, TargetRevision: 2, OperandMissing: true, InstallerOrderedTime: mt(now.Add(-time.Minute))}}},
+			obs: Observation{"a": {Operand: OperandState{Phase: OperandPending, Revision: 2}}},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, int32(3), a.TargetRevision, "revision 3 supersedes 2")
+				assert.False(t, a.OperandMissing, "the operand runs revision 2")
+				again, err := Decide(Input{Status: d.Final, Now: now.Add(time.Second), Observation: Observation{"a": {
+					Operand: OperandState{Phase: OperandPending, Revision: 2}, Installer: InstallerState{Phase: InstallerPending}}}})
+				require.NoError(t, err)
+				assert.False(t, again.StatusChanged, "a second look at the same world writes nothing")
+			},
+		},
+		{
 			name: "a vanished operand is recorded, installed again and explained",
 			st:   Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 2, 0)}},
 			obs:  Observation{"a": {}, "b": ready(2)},
