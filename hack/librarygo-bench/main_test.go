@@ -3,10 +3,10 @@
 package librarygobench
 
 import (
-	"os"
 	"sync"
 	"testing"
 
+	"go.uber.org/goleak"
 	"k8s.io/klog/v2"
 )
 
@@ -17,7 +17,7 @@ var logs logBuffer
 func TestMain(m *testing.M) {
 	klog.LogToStderr(false)
 	klog.SetOutput(&logs)
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 type logBuffer struct {
