@@ -6,8 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/converge-dev/converge/internal/input"
 )
 
 // Backoff spaces the retries of something that keeps failing: after the n-th
@@ -103,5 +101,5 @@ func (b Backoff) Validate() error {
 	if j := b.JitterPercent; j != nil && (*j < 0 || *j > 100) {
 		problems = append(problems, fmt.Sprintf("jitterPercent %d is outside 0..100", *j))
 	}
-	return input.Invalid("converge", "backoff", problems...)
+	return Invalid("converge", "backoff", problems...)
 }

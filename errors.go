@@ -2,10 +2,10 @@ package converge
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
-	"github.com/converge-dev/converge/internal/input"
 )
 
 // ErrInvalid is matched (errors.Is) by every error any converge package
@@ -13,7 +13,43 @@ import (
 // nil host interface, a manifest it cannot read. The message names the
 // package and the input: "rollout: invalid policy: maxUnavailable -1 is
 // negative".
-var ErrInvalid = input.ErrInvalid
+var ErrInvalid = errors.New("converge: invalid input")
+
+// InvalidError is bad input: the package that refused it, what it refused
+// and why. It reads "<pkg>: invalid <what>: <problem>; <problem>" and
+// matches ErrInvalid. Every converge package returns it for bad input;
+// an adapter in another module builds its own with Invalid, and folds the
+// problems of an engine's error into its own through Problems.
+type InvalidError struct {
+	// Pkg is the refusing package ("rollout").
+	Pkg string
+	// What names the input ("policy", "config", "status").
+	What string
+	// Problems says what is wrong, one entry a problem.
+	Problems []string
+}
+
+// Error implements error.
+func (e *InvalidError) Error() string {
+	return e.Pkg + ": invalid " + e.What + ": " + strings.Join(e.Problems, "; ")
+}
+
+// Is makes errors.Is(err, ErrInvalid) hold.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Invalid returns the *InvalidError of pkg refusing what for problems, or
+// nil when there is no problem.
+func Invalid(pkg, what string, problems ...string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	return &InvalidError{Pkg: pkg, What: what, Problems: problems}
+}
+
+// Invalidf returns the *InvalidError of pkg refusing what for one problem.
+func Invalidf(pkg, what, format string, args ...any) error {
+	return &InvalidError{Pkg: pkg, What: what, Problems: []string{fmt.Sprintf(format, args...)}}
+}
 
 // ErrConflict is matched by a status write that lost an optimistic
 // concurrency race. A host's store returns the apiserver's own 409 Conflict

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -47,4 +48,15 @@ func TestConflictKeepsTheHostsError(t *testing.T) {
 func TestErrInvalidIsNotErrConflict(t *testing.T) {
 	assert.False(t, errors.Is(converge.ErrInvalid, converge.ErrConflict))
 	assert.False(t, converge.IsConflict(converge.ErrInvalid))
+}
+
+func TestInvalidErrorReadsAsEveryPackagesBadInput(t *testing.T) {
+	err := converge.Invalid("crconverge", "RolloutOptions", "Kind is required", "Pods: Namespace is required")
+	assert.ErrorIs(t, err, converge.ErrInvalid)
+	assert.EqualError(t, err, "crconverge: invalid RolloutOptions: Kind is required; Pods: Namespace is required")
+	var ie *converge.InvalidError
+	require.ErrorAs(t, fmt.Errorf("wrapped: %w", err), &ie)
+	assert.Equal(t, []string{"Kind is required", "Pods: Namespace is required"}, ie.Problems)
+	assert.NoError(t, converge.Invalid("crconverge", "RolloutOptions"), "no problem is no error")
+	assert.EqualError(t, converge.Invalidf("kube", "manifest", "%s has no kind", "a.yaml"), "kube: invalid manifest: a.yaml has no kind")
 }

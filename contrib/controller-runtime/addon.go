@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/converge-dev/converge"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge/addon"
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 	"github.com/converge-dev/converge/kube"
 )
 
@@ -33,11 +35,11 @@ var _ kube.AddonClient = (*AddonClient)(nil)
 
 // NewAddonClient returns the AddonClient of kind gvk on c.
 func NewAddonClient(c client.Client, gvk schema.GroupVersionKind) (*AddonClient, error) {
-	if input.IsNil(c) {
-		return nil, input.Invalidf("crconverge", "NewAddonClient arguments", "nil client")
+	if check.IsNil(c) {
+		return nil, converge.Invalidf("crconverge", "NewAddonClient arguments", "nil client")
 	}
 	if gvk.Kind == "" || gvk.Version == "" {
-		return nil, input.Invalidf("crconverge", "NewAddonClient arguments", "empty kind or version in %q", gvk)
+		return nil, converge.Invalidf("crconverge", "NewAddonClient arguments", "empty kind or version in %q", gvk)
 	}
 	return &AddonClient{client: c, gvk: gvk}, nil
 }
@@ -91,8 +93,8 @@ func (s *AddonObjects) FromObject(obj client.Object) (addon.Object, error) {
 	if s == nil || s.AddonObjects == nil {
 		return addon.Object{}, errUnmade("AddonObjects.FromObject")
 	}
-	if input.IsNil(obj) {
-		return addon.Object{}, input.Invalidf("crconverge", "AddonObjects.FromObject call", "nil object")
+	if check.IsNil(obj) {
+		return addon.Object{}, converge.Invalidf("crconverge", "AddonObjects.FromObject call", "nil object")
 	}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/converge-dev/converge"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -18,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/converge-dev/converge/addon"
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 	"github.com/converge-dev/converge/kube"
 )
 
@@ -147,11 +149,11 @@ func newAddonReconciler(mgr manager.Manager, opts AddonOptions) (*addonReconcile
 		}
 	}
 	if len(problems) > 0 {
-		return nil, blueprint{}, input.Invalid("crconverge", "AddonOptions", problems...)
+		return nil, blueprint{}, converge.Invalid("crconverge", "AddonOptions", problems...)
 	}
 	scheme := mgr.GetScheme()
 	for i, o := range opts.Owns {
-		if input.IsNil(o) {
+		if check.IsNil(o) {
 			problems = append(problems, fmt.Sprintf("Owns[%d] is nil", i))
 		} else if _, err := apiutil.GVKForObject(o, scheme); err != nil {
 			problems = append(problems, fmt.Sprintf("Owns[%d]: the manager's scheme does not know %T", i, o))
@@ -167,10 +169,10 @@ func newAddonReconciler(mgr manager.Manager, opts AddonOptions) (*addonReconcile
 	r := &addonReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), kind: c.kind, engine: e,
 		finalizer: finalizer, recorder: c.recorder}
 	if _, err := addon.NewMachine(r.config(c.kind.newObject(), &addonStore{})); err != nil {
-		problems = append(problems, input.Problems(err, "Engine: ")...)
+		problems = append(problems, check.Problems(err, "Engine: ")...)
 	}
 	if len(problems) > 0 {
-		return nil, blueprint{}, input.Invalid("crconverge", "AddonOptions", problems...)
+		return nil, blueprint{}, converge.Invalid("crconverge", "AddonOptions", problems...)
 	}
 	b := blueprint{name: c.name, forObject: c.kind.newObject(), options: opts.Options}
 	for _, o := range opts.Owns {
@@ -231,7 +233,7 @@ var _ addon.Store = (*addonStore)(nil)
 // Get reads the add-on afresh from the API server.
 func (s *addonStore) Get(ctx context.Context, name string) (addon.Object, error) {
 	if name != keyString(s.key) {
-		return addon.Object{}, input.Invalidf("crconverge", "add-on", "the store of %s has no add-on %q", keyString(s.key), name)
+		return addon.Object{}, converge.Invalidf("crconverge", "add-on", "the store of %s has no add-on %q", keyString(s.key), name)
 	}
 	s.mu.Lock()
 	s.fresh = false
@@ -248,8 +250,8 @@ func (s *addonStore) Get(ctx context.Context, name string) (addon.Object, error)
 // obj.ResourceVersion, and returns the add-on as written.
 func (s *addonStore) UpdateStatus(ctx context.Context, obj addon.Object, st addon.Status) (addon.Object, error) {
 	host, ok := obj.Host.(AddonObject)
-	if !ok || input.IsNil(host) || client.ObjectKeyFromObject(host) != s.key {
-		return addon.Object{}, input.Invalidf("crconverge", "add-on", "the store of %s writes no %T", keyString(s.key), obj.Host)
+	if !ok || check.IsNil(host) || client.ObjectKeyFromObject(host) != s.key {
+		return addon.Object{}, converge.Invalidf("crconverge", "add-on", "the store of %s writes no %T", keyString(s.key), obj.Host)
 	}
 	s.mu.Lock()
 	out, err := s.write(ctx, host, obj.ResourceVersion, st)

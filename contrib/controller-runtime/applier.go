@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/converge-dev/converge"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 	"github.com/converge-dev/converge/kube"
 )
 
@@ -35,8 +37,8 @@ var _ kube.ApplyClient = (*ApplyClient)(nil)
 
 // NewApplyClient returns the ApplyClient of c.
 func NewApplyClient(c client.Client) (*ApplyClient, error) {
-	if input.IsNil(c) {
-		return nil, input.Invalidf("crconverge", "NewApplyClient arguments", "nil client")
+	if check.IsNil(c) {
+		return nil, converge.Invalidf("crconverge", "NewApplyClient arguments", "nil client")
 	}
 	return &ApplyClient{client: c}, nil
 }
@@ -76,7 +78,7 @@ func (a *ApplyClient) Get(ctx context.Context, gvk schema.GroupVersionKind, name
 // forcing ownership when force is set.
 func (a *ApplyClient) Apply(ctx context.Context, obj *unstructured.Unstructured, fieldManager string, force bool) error {
 	if obj == nil {
-		return input.Invalidf("crconverge", "ApplyClient.Apply call", "nil object")
+		return converge.Invalidf("crconverge", "ApplyClient.Apply call", "nil object")
 	}
 	key, err := a.object(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName())
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/converge-dev/converge"
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 )
 
 // watch is one of a configured controller's watches beside its own kind:
@@ -72,13 +72,13 @@ type common[O client.Object] struct {
 func checkCommon[O client.Object](mgr manager.Manager, prototype O, name string, rec events.EventRecorder,
 	opts controller.Options) (common[O], []string) {
 	var problems []string
-	if input.IsNil(mgr) {
+	if check.IsNil(mgr) {
 		problems = append(problems, "nil manager")
 	}
-	if input.IsNil(prototype) {
+	if check.IsNil(prototype) {
 		problems = append(problems, "nil For")
 	}
-	if rec != nil && input.IsNil(rec) {
+	if rec != nil && check.IsNil(rec) {
 		problems = append(problems, fmt.Sprintf("Recorder holds a nil %T", rec))
 	}
 	if opts.Reconciler != nil {

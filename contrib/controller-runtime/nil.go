@@ -1,9 +1,9 @@
 package crconverge
 
-import "github.com/converge-dev/converge/internal/input"
+import "github.com/converge-dev/converge"
 
 // errUnmade is the error of a method called on a client its New function
 // did not make (a nil pointer or a zero value).
 func errUnmade(method string) error {
-	return input.Invalidf("crconverge", method+" call", "not made by its New function")
+	return converge.Invalidf("crconverge", method+" call", "not made by its New function")
 }

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/converge-dev/converge"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 )
 
 // objectStatus keeps an engine's status S in the status field of one typed
@@ -40,7 +42,7 @@ type objectStatus[O client.Object, S any] struct {
 func newObjectStatus[O client.Object, S any](c client.Client, reader client.Reader, k kind[O], key client.ObjectKey,
 	status func(O) *S, cached O) *objectStatus[O, S] {
 	s := &objectStatus[O, S]{client: c, reader: reader, kind: k, key: key, status: status}
-	if !input.IsNil(cached) {
+	if !check.IsNil(cached) {
 		s.obj, s.fresh = cached, true
 	}
 	return s
@@ -125,7 +127,7 @@ func (s *objectStatus[O, S]) latest() O {
 func (s *objectStatus[O, S]) field(obj O) (*S, error) {
 	st := s.status(obj)
 	if st == nil {
-		return nil, input.Invalidf("crconverge", "object", "the status accessor of %s %s returned nil", s.kind.gvk.Kind, s.key)
+		return nil, converge.Invalidf("crconverge", "object", "the status accessor of %s %s returned nil", s.kind.gvk.Kind, s.key)
 	}
 	return st, nil
 }

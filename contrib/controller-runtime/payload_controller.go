@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/converge-dev/converge"
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
 )
@@ -123,7 +123,7 @@ var _ reconcile.Reconciler = (*payloadReconciler)(nil)
 func newPayloadReconciler(mgr manager.Manager, opts PayloadOptions) (*payloadReconciler, blueprint, error) {
 	c, problems := checkCommon(mgr, opts.For, opts.Name, opts.Recorder, opts.Options)
 	e := opts.Engine
-	if !input.IsNil(opts.For) && opts.For.GetName() == "" {
+	if !check.IsNil(opts.For) && opts.For.GetName() == "" {
 		problems = append(problems, "For has no name")
 	}
 	if !reflect.ValueOf(e.Policy).IsZero() || !reflect.ValueOf(e.Status).IsZero() {
@@ -133,7 +133,7 @@ func newPayloadReconciler(mgr manager.Manager, opts PayloadOptions) (*payloadRec
 		problems = append(problems, "Engine's StatusWriter and OnResult are the controller's")
 	}
 	if len(problems) > 0 {
-		return nil, blueprint{}, input.Invalid("crconverge", "PayloadOptions", problems...)
+		return nil, blueprint{}, converge.Invalid("crconverge", "PayloadOptions", problems...)
 	}
 	key := client.ObjectKeyFromObject(opts.For)
 	if e.Applier == nil {
@@ -143,7 +143,7 @@ func newPayloadReconciler(mgr manager.Manager, opts PayloadOptions) (*payloadRec
 		}
 		a, err := NewApplier(mgr.GetClient(), fieldManager, opts.ForceOwnership)
 		if err != nil {
-			return nil, blueprint{}, input.Invalid("crconverge", "PayloadOptions", input.Problems(err, "FieldManager: ")...)
+			return nil, blueprint{}, converge.Invalid("crconverge", "PayloadOptions", check.Problems(err, "FieldManager: ")...)
 		}
 		e.Applier = a
 		if e.Deleter == nil {
@@ -162,7 +162,7 @@ func newPayloadReconciler(mgr manager.Manager, opts PayloadOptions) (*payloadRec
 	e.OnResult = w.record
 	w.base = e
 	if err := w.check(payload.Policy{}); err != nil {
-		return nil, blueprint{}, input.Invalid("crconverge", "PayloadOptions", input.Problems(err, "Engine: ")...)
+		return nil, blueprint{}, converge.Invalid("crconverge", "PayloadOptions", check.Problems(err, "Engine: ")...)
 	}
 	r := &payloadReconciler{client: mgr.GetClient(), kind: c.kind, worker: w}
 	if opts.Create {
@@ -267,7 +267,7 @@ func (w *payloadWorker) want(ctx context.Context, obj PayloadObject) error {
 		}
 		st := fresh.PayloadStatus()
 		if st == nil {
-			return input.Invalidf("crconverge", "object", "the status accessor of %s %s returned nil", w.kind.gvk.Kind, w.key)
+			return converge.Invalidf("crconverge", "object", "the status accessor of %s %s returned nil", w.kind.gvk.Kind, w.key)
 		}
 		run.status = st
 	}

@@ -3,11 +3,13 @@ package crconverge
 import (
 	"context"
 
+	"github.com/converge-dev/converge"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 	"github.com/converge-dev/converge/kube"
 )
 
@@ -30,8 +32,8 @@ var _ kube.PodClient = (*PodClient)(nil)
 
 // NewPodClient returns the PodClient of c.
 func NewPodClient(c client.Client) (*PodClient, error) {
-	if input.IsNil(c) {
-		return nil, input.Invalidf("crconverge", "NewPodClient arguments", "nil client")
+	if check.IsNil(c) {
+		return nil, converge.Invalidf("crconverge", "NewPodClient arguments", "nil client")
 	}
 	return &PodClient{client: c}, nil
 }
@@ -54,7 +56,7 @@ func (p *PodClient) CreatePod(ctx context.Context, pod *corev1.Pod) error {
 	case p == nil || p.client == nil:
 		return errUnmade("PodClient.CreatePod")
 	case pod == nil:
-		return input.Invalidf("crconverge", "PodClient.CreatePod call", "nil pod")
+		return converge.Invalidf("crconverge", "PodClient.CreatePod call", "nil pod")
 	}
 	return p.client.Create(ctx, pod.DeepCopy())
 }

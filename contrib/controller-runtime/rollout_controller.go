@@ -4,6 +4,8 @@ import (
 	"context"
 	"reflect"
 
+	"github.com/converge-dev/converge"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/rollout"
 )
@@ -111,15 +113,15 @@ func newRolloutReconciler(mgr manager.Manager, opts RolloutOptions) (*rolloutRec
 		problems = append(problems, "Engine.Policy is the resource's (RolloutPolicy)")
 	}
 	if len(problems) > 0 {
-		return nil, blueprint{}, input.Invalid("crconverge", "RolloutOptions", problems...)
+		return nil, blueprint{}, converge.Invalid("crconverge", "RolloutOptions", problems...)
 	}
 	pods, err := NewRolloutPods(mgr.GetClient(), opts.Pods)
 	if err != nil {
-		return nil, blueprint{}, input.Invalid("crconverge", "RolloutOptions", input.Problems(err, "Pods: ")...)
+		return nil, blueprint{}, converge.Invalid("crconverge", "RolloutOptions", check.Problems(err, "Pods: ")...)
 	}
 	r := &rolloutReconciler{client: mgr.GetClient(), reader: mgr.GetAPIReader(), kind: c.kind, pods: pods, engine: e, recorder: c.recorder}
 	if _, err := rollout.NewController(r.config(c.kind.newObject(), &rolloutStatus{})); err != nil {
-		return nil, blueprint{}, input.Invalid("crconverge", "RolloutOptions", input.Problems(err, "Engine: ")...)
+		return nil, blueprint{}, converge.Invalid("crconverge", "RolloutOptions", check.Problems(err, "Engine: ")...)
 	}
 	every := handler.EnqueueRequestsFromMapFunc(r.everyRollout)
 	inNamespace := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == opts.Pods.Namespace })

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"github.com/converge-dev/converge"
 
-	"github.com/converge-dev/converge/internal/input"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // LeaderElected is a manager.Runnable that runs a long-lived worker only
@@ -32,7 +32,7 @@ var _ manager.LeaderElectionRunnable = LeaderElected(nil)
 // an error wrapping converge.ErrInvalid.
 func (f LeaderElected) Start(ctx context.Context) error {
 	if f == nil {
-		return input.Invalidf("crconverge", "LeaderElected arguments", "nil worker")
+		return converge.Invalidf("crconverge", "LeaderElected arguments", "nil worker")
 	}
 	err := f(ctx)
 	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {

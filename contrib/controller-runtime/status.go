@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/converge-dev/converge"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 	"github.com/converge-dev/converge/kube"
 )
 
@@ -38,11 +40,11 @@ var (
 // (an empty namespace for a cluster-scoped kind). The client's REST mapper
 // must know the kind.
 func NewObjectClient(c client.Client, gvk schema.GroupVersionKind, key client.ObjectKey) (*ObjectClient, error) {
-	if input.IsNil(c) {
-		return nil, input.Invalidf("crconverge", "NewObjectClient arguments", "nil client")
+	if check.IsNil(c) {
+		return nil, converge.Invalidf("crconverge", "NewObjectClient arguments", "nil client")
 	}
 	if gvk.Kind == "" || gvk.Version == "" || key.Name == "" {
-		return nil, input.Invalidf("crconverge", "NewObjectClient arguments", "empty kind, version or object name in %s %s", gvk, key)
+		return nil, converge.Invalidf("crconverge", "NewObjectClient arguments", "empty kind, version or object name in %s %s", gvk, key)
 	}
 	return &ObjectClient{client: c, gvk: gvk, key: key}, nil
 }
@@ -92,7 +94,7 @@ func getUnstructured(ctx context.Context, c client.Client, gvk schema.GroupVersi
 // still at obj's resource version, and returns the copy as written.
 func updateStatus(ctx context.Context, c client.Client, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if obj == nil {
-		return nil, input.Invalidf("crconverge", "UpdateStatus arguments", "nil object")
+		return nil, converge.Invalidf("crconverge", "UpdateStatus arguments", "nil object")
 	}
 	out := obj.DeepCopy()
 	if err := c.Status().Update(ctx, out); err != nil {
@@ -138,11 +140,11 @@ var _ kube.ConfigMapClient = (*ConfigMapClient)(nil)
 
 // NewConfigMapClient returns the ConfigMapClient of the ConfigMap at key.
 func NewConfigMapClient(c client.Client, key client.ObjectKey) (*ConfigMapClient, error) {
-	if input.IsNil(c) {
-		return nil, input.Invalidf("crconverge", "NewConfigMapClient arguments", "nil client")
+	if check.IsNil(c) {
+		return nil, converge.Invalidf("crconverge", "NewConfigMapClient arguments", "nil client")
 	}
 	if key.Namespace == "" || key.Name == "" {
-		return nil, input.Invalidf("crconverge", "NewConfigMapClient arguments", "empty namespace or name in %q", key)
+		return nil, converge.Invalidf("crconverge", "NewConfigMapClient arguments", "empty namespace or name in %q", key)
 	}
 	return &ConfigMapClient{client: c, key: key}, nil
 }

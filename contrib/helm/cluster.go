@@ -3,6 +3,7 @@ package helmconverge
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/kube"
@@ -13,8 +14,6 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/converge-dev/converge/internal/input"
 )
 
 // Cluster is where an add-on's release lives: Helm's release storage and the
@@ -108,4 +107,13 @@ func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 }
 
 // isNil reports a nil or typed-nil interface.
-func isNil(v any) bool { return input.IsNil(v) }
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}

@@ -3,7 +3,7 @@ package helmconverge
 import (
 	"errors"
 
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge"
 )
 
 // The driver's errors, matched with errors.Is. Bad input (a nil chart, a
@@ -23,8 +23,10 @@ var (
 	ErrReleasePending = errors.New("helm: release left pending")
 )
 
-func invalid(what string, problems ...string) error { return input.Invalid("helm", what, problems...) }
+func invalid(what string, problems ...string) error {
+	return converge.Invalid("helm", what, problems...)
+}
 
 func invalidf(what, format string, args ...any) error {
-	return input.Invalidf("helm", what, format, args...)
+	return converge.Invalidf("helm", what, format, args...)
 }

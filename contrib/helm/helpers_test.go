@@ -20,7 +20,7 @@ import (
 
 	"github.com/converge-dev/converge/addon"
 	helmconverge "github.com/converge-dev/converge/contrib/helm"
-	"github.com/converge-dev/converge/internal/e2e/payloadapply"
+	"github.com/converge-dev/converge/testenv/standin"
 )
 
 // The kinds of the test chart.
@@ -115,10 +115,8 @@ var rolledOutAt = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Deployment's pods run.
 func (w *world) rollOut() {
 	w.t.Helper()
-	dep := w.get(deployments, "mesh")
-	require.NotNil(w.t, dep)
-	_, err := w.objects.Resource(deployments).Namespace("tke").Update(context.Background(), payloadapply.RolledOut(dep, rolledOutAt), metav1.UpdateOptions{})
-	require.NoError(w.t, err)
+	require.NotNil(w.t, w.get(deployments, "mesh"))
+	require.NoError(w.t, standin.RollOutAll(context.Background(), w.objects, "tke", rolledOutAt))
 }
 
 // releases returns the release's revisions, oldest first.

@@ -23,7 +23,7 @@ import (
 	"github.com/converge-dev/converge/addon"
 	helmconverge "github.com/converge-dev/converge/contrib/helm"
 	"github.com/converge-dev/converge/fake"
-	"github.com/converge-dev/converge/internal/e2e/addonlifecycle"
+	"github.com/converge-dev/converge/testenv/standin"
 )
 
 // runPods stands in for the kubelet of the namespace's hook and test pods:
@@ -70,7 +70,9 @@ func TestIntegrationHelmLifecycle(t *testing.T) {
 	simCtx, stopSim := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	simErrs := make([]error, 2)
-	wg.Go(func() { simErrs[0] = addonlifecycle.RollOutDeployments(simCtx, client, "app.kubernetes.io/name=mesh") })
+	wg.Go(func() {
+		simErrs[0] = standin.Deployments{Client: client, Selector: "app.kubernetes.io/name=mesh"}.Run(simCtx)
+	})
 	wg.Go(func() { simErrs[1] = runPods(simCtx, client, ns) })
 	defer func() {
 		stopSim()

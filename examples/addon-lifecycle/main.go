@@ -33,8 +33,8 @@ import (
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/examples/internal/e2e/addonlifecycle"
 	"github.com/converge-dev/converge/internal/cli"
-	"github.com/converge-dev/converge/internal/e2e/addonlifecycle"
 	"github.com/converge-dev/converge/kube"
 )
 

@@ -24,7 +24,7 @@ import (
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
-	"github.com/converge-dev/converge/internal/e2e/addonlifecycle"
+	"github.com/converge-dev/converge/examples/internal/e2e/addonlifecycle"
 )
 
 func TestTheStoryGoesThroughEveryTransition(t *testing.T) {

@@ -17,18 +17,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
+	e2e "github.com/converge-dev/converge/examples/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/payload"
 	"github.com/converge-dev/converge/testenv"
+	"github.com/converge-dev/converge/testenv/standin"
 )
 
 // env is the etcd and kube-apiserver every integration test of the package shares.
@@ -199,7 +198,7 @@ func (c *testCluster) startJobController(t *testing.T, completeJob bool) *jobCon
 
 // rollOutDeployments writes, for every Deployment of the payload whose generation was
 // not observed yet, the status the deployment controller writes once it is rolled out
-// (e2e.RolledOut).
+// (standin.RolledOut).
 func (c *testCluster) rollOutDeployments(ctx context.Context) error {
 	deps := c.Typed.AppsV1().Deployments(demoNamespace)
 	list, err := deps.List(ctx, metav1.ListOptions{})
@@ -211,16 +210,8 @@ func (c *testCluster) rollOutDeployments(ctx context.Context) error {
 		if dep.Status.ObservedGeneration == dep.Generation {
 			continue
 		}
-		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(dep)
-		if err != nil {
-			return err
-		}
-		done := &appsv1.Deployment{}
-		rolledOut := e2e.RolledOut(&unstructured.Unstructured{Object: u}, time.Now())
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(rolledOut.Object, done); err != nil {
-			return err
-		}
-		if _, err := deps.UpdateStatus(ctx, done, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		dep.Status = standin.RolledOut(dep)
+		if _, err := deps.UpdateStatus(ctx, dep, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
 			return err
 		}
 	}

@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
+	e2e "github.com/converge-dev/converge/examples/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/payload"
 )
 

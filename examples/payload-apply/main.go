@@ -24,8 +24,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/converge-dev/converge"
+	e2e "github.com/converge-dev/converge/examples/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/internal/cli"
-	e2e "github.com/converge-dev/converge/internal/e2e/payloadapply"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
 )

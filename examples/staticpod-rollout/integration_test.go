@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/converge-dev/converge/examples/internal/e2e/staticpodrollout"
 	"github.com/converge-dev/converge/fake"
-	"github.com/converge-dev/converge/internal/e2e/staticpodrollout"
 	"github.com/converge-dev/converge/testenv"
 )
 

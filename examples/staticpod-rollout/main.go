@@ -7,7 +7,7 @@
 // etcd-style quorum gate admits a node's start only while the others keep a
 // quorum, and a loop calls Controller.Sync, records its events with
 // kube.RecordLegacyEvents and honours Result.RequeueAfter. The rest of the cluster is
-// internal/e2e/staticpodrollout: in memory (no flags), a simulated kubelet
+// examples/internal/e2e/staticpodrollout: in memory (no flags), a simulated kubelet
 // runs the installers on a fake clock, one failing once, while revisions 2
 // and 3 are published; -kubeconfig rolls -revision out on a real cluster,
 // and -simulate-kubelet plays the simulation on an apiserver without kubelet.
@@ -30,8 +30,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/converge-dev/converge/examples/internal/e2e/staticpodrollout"
 	"github.com/converge-dev/converge/internal/cli"
-	"github.com/converge-dev/converge/internal/e2e/staticpodrollout"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/rollout"
 )

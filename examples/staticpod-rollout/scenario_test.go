@@ -20,7 +20,7 @@ import (
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
-	"github.com/converge-dev/converge/internal/e2e/staticpodrollout"
+	"github.com/converge-dev/converge/examples/internal/e2e/staticpodrollout"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/rollout"
 )

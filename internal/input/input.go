@@ -7,46 +7,26 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
+
+	"github.com/converge-dev/converge"
 )
 
-// ErrInvalid is the sentinel that converge.ErrInvalid names; it lives here
-// so that the root package's own types can report bad input in the shape
-// every engine uses.
-var ErrInvalid = errors.New("converge: invalid input")
+// ErrInvalid is converge.ErrInvalid, matched by every Error.
+var ErrInvalid = converge.ErrInvalid
 
-// Error is bad input: the package that refused it, what it refused and why.
-// It reads "<pkg>: invalid <what>: <problem>; <problem>" and matches
-// ErrInvalid.
-type Error struct {
-	// Pkg is the refusing package ("rollout").
-	Pkg string
-	// What names the input ("policy", "config", "status").
-	What string
-	// Problems says what is wrong, one entry a problem.
-	Problems []string
-}
+// Error is converge.InvalidError: bad input, reading "<pkg>: invalid
+// <what>: <problem>; <problem>".
+type Error = converge.InvalidError
 
-// Error implements error.
-func (e *Error) Error() string {
-	return e.Pkg + ": invalid " + e.What + ": " + strings.Join(e.Problems, "; ")
-}
-
-// Is makes errors.Is(err, ErrInvalid) hold.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
-
-// Invalid returns the *Error of pkg refusing what for problems, or nil when
-// there is no problem.
+// Invalid returns the *Error of pkg refusing what for problems, or nil
+// when there is no problem.
 func Invalid(pkg, what string, problems ...string) error {
-	if len(problems) == 0 {
-		return nil
-	}
-	return &Error{Pkg: pkg, What: what, Problems: problems}
+	return converge.Invalid(pkg, what, problems...)
 }
 
 // Invalidf returns the *Error of pkg refusing what for one problem.
 func Invalidf(pkg, what, format string, args ...any) error {
-	return &Error{Pkg: pkg, What: what, Problems: []string{fmt.Sprintf(format, args...)}}
+	return converge.Invalidf(pkg, what, format, args...)
 }
 
 // Problems returns the problems err reports, each after prefix, so that a
@@ -80,3 +60,50 @@ func IsNil(v any) bool {
 	}
 	return false
 }
+
+// Field returns the problem of a host interface set in a Config field, in
+// the one wording every package uses: "<field> is required" for a required
+// field left nil, "<field> holds a nil <type>" for a typed nil (a nil
+// pointer or func inside the interface), "" otherwise.
+func Field(field string, v any, required bool) string {
+	switch {
+	case v == nil && required:
+		return field + " is required"
+	case v != nil && IsNil(v):
+		return fmt.Sprintf("%s holds a nil %T", field, v)
+	}
+	return ""
+}
+
+// Fields returns the problems Field finds in each field, in order.
+func Fields(fields ...FieldValue) []string {
+	var problems []string
+	for _, f := range fields {
+		if p := Field(f.Name, f.Value, f.Required); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	return problems
+}
+
+// FieldValue is one Config field for Fields.
+type FieldValue struct {
+	// Name is the field's Go name ("Status").
+	Name string
+	// Value is what the field holds.
+	Value any
+	// Required says a nil value is a problem.
+	Required bool
+}
+
+// NotMade is the error of a shell used without its constructor, in the one
+// wording every package uses: "<pkg>: invalid <Type>: not made by
+// New<Type>".
+func NotMade(pkg, typ string) error {
+	return Invalidf(pkg, typ, "not made by New%s", typ)
+}
+
+// ZeroNow is the problem of an input whose Now is the zero time: every
+// engine refuses it, since a zero time would make every stored time lie in
+// the future.
+const ZeroNow = "Now is zero"

@@ -69,3 +69,35 @@ func TestIsNil(t *testing.T) {
 		assert.False(t, IsNil(v), name)
 	}
 }
+
+func TestFieldsUseOneWording(t *testing.T) {
+	var nilPtr *struct{ stringer }
+	tests := []struct {
+		name   string
+		fields []FieldValue
+		want   []string
+	}{
+		{name: "a set field is no problem", fields: []FieldValue{{"Status", stringer{}, true}}},
+		{name: "an optional field left nil is no problem", fields: []FieldValue{{"Gate", nil, false}}},
+		{name: "a required field left nil is required", fields: []FieldValue{{"Status", nil, true}},
+			want: []string{"Status is required"}},
+		{name: "a typed nil is named with its type, required or not",
+			fields: []FieldValue{{"Store", fmt.Stringer(nilPtr), true}, {"Gate", fmt.Stringer(nilPtr), false}},
+			want:   []string{"Store holds a nil *struct { input.stringer }", "Gate holds a nil *struct { input.stringer }"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Fields(tt.fields...))
+		})
+	}
+}
+
+func TestNotMadeNamesTheConstructor(t *testing.T) {
+	err := NotMade("rollout", "Controller")
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.Equal(t, "rollout: invalid Controller: not made by NewController", err.Error())
+}
+
+type stringer struct{}
+
+func (stringer) String() string { return "" }

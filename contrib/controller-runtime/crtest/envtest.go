@@ -7,10 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/converge-dev/converge"
+
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/testenv"
 )
 
@@ -23,7 +24,7 @@ import (
 // env; ctx bounds a build.
 func Configure(ctx context.Context, env *envtest.Environment) error {
 	if env == nil {
-		return input.Invalidf("crtest", "Configure arguments", "nil envtest.Environment")
+		return converge.Invalidf("crtest", "Configure arguments", "nil envtest.Environment")
 	}
 	bins, err := testenv.EnsureBinaries(ctx)
 	if err != nil {

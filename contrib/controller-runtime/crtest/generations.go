@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/converge-dev/converge"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-
-	"github.com/converge-dev/converge/internal/input"
 )
 
 // WithGenerations returns c with metadata.generation kept as the API server
@@ -33,7 +33,7 @@ func WithGenerations(c client.WithWatch, objs ...client.Object) client.WithWatch
 	for _, o := range objs {
 		gvk, err := c.GroupVersionKindFor(o)
 		if err != nil {
-			g.err = input.Invalidf("crtest", "WithGenerations arguments", "kind of %T: %v", o, err)
+			g.err = converge.Invalidf("crtest", "WithGenerations arguments", "kind of %T: %v", o, err)
 			break
 		}
 		g.kinds[gvk.GroupKind()] = true

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/converge-dev/converge"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -18,7 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
-	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 )
 
 // NewManager returns a manager for tests on controller-runtime's fake
@@ -37,10 +39,10 @@ import (
 // client's WithStatusSubresource) and a REST mapper that knows them
 // (WithRESTMapper).
 func NewManager(c client.WithWatch, rec recorder.EventRecorder) (manager.Manager, error) {
-	if input.IsNil(c) {
-		return nil, input.Invalidf("crtest", "NewManager", "nil client")
+	if check.IsNil(c) {
+		return nil, converge.Invalidf("crtest", "NewManager", "nil client")
 	}
-	if input.IsNil(rec) {
+	if check.IsNil(rec) {
 		rec = &events.FakeRecorder{}
 	}
 	mgr, err := manager.New(&rest.Config{Host: "https://fake-client.invalid"}, manager.Options{
@@ -83,8 +85,8 @@ func (m *fakeManager) Add(r manager.Runnable) error {
 	if _, ok := r.(controller.Controller); ok {
 		return m.Manager.Add(r)
 	}
-	if input.IsNil(r) {
-		return input.Invalidf("crtest", "runnable", "nil runnable")
+	if check.IsNil(r) {
+		return converge.Invalidf("crtest", "runnable", "nil runnable")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -35,7 +35,7 @@ import (
 	"github.com/converge-dev/converge/addon"
 	helmconverge "github.com/converge-dev/converge/contrib/helm"
 	"github.com/converge-dev/converge/fake"
-	"github.com/converge-dev/converge/internal/e2e/payloadapply"
+	"github.com/converge-dev/converge/testenv/standin"
 )
 
 func main() {
@@ -98,7 +98,7 @@ func run(args []string, out io.Writer) error {
 	} else {
 		mem := memoryCluster()
 		cluster = mem
-		rollOut = func(ctx context.Context) error { return rolledOut(ctx, mem, *namespace) }
+		rollOut = func(ctx context.Context) error { return standin.RollOutAll(ctx, mem.Objects, *namespace, time.Now()) }
 	}
 
 	driver, err := helmconverge.NewDriver(helmconverge.Config{
@@ -205,19 +205,4 @@ func memoryCluster() *helmconverge.MemoryCluster {
 		deployments: "DeploymentList", {Version: "v1", Resource: "secrets"}: "SecretList", {Version: "v1", Resource: "pods"}: "PodList",
 	})
 	return helmconverge.NewMemoryCluster(objects, mapper)
-}
-
-// rolledOut writes the status a deployment controller writes once the
-// Deployment's pods run: the in-memory cluster runs no controller.
-func rolledOut(ctx context.Context, mem *helmconverge.MemoryCluster, namespace string) error {
-	deps := mem.Objects.Resource(deployments).Namespace(namespace)
-	dep, err := deps.Get(ctx, "mesh", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	_, err = deps.Update(ctx, payloadapply.RolledOut(dep, time.Now()), metav1.UpdateOptions{})
-	return err
 }

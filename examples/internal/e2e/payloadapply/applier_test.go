@@ -180,39 +180,6 @@ func TestApplierWaitsForADeployment(t *testing.T) {
 	}
 }
 
-func TestRolledOut(t *testing.T) {
-	tests := []struct {
-		name     string
-		spec     map[string]any
-		replicas int64
-	}{
-		{name: "replicas given", spec: map[string]any{"replicas": int64(3), "progressDeadlineSeconds": int64(600)}, replicas: 3},
-		{name: "replicas defaulted", spec: map[string]any{}, replicas: 1},
-	}
-	at := "2026-01-01T12:00:00Z"
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dep := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "spec": tt.spec}}
-			dep.SetName("web")
-			dep.SetGeneration(4)
-			require.ErrorIs(t, kube.ObjectReady(dep), kube.ErrNotReady)
-			done := RolledOut(dep, time.Date(2026, 1, 1, 12, 0, 0, 500, time.UTC))
-			assert.NotContains(t, dep.Object, "status", "the Deployment given was changed")
-			assert.Equal(t, map[string]any{
-				"observedGeneration": int64(4), "replicas": tt.replicas, "updatedReplicas": tt.replicas,
-				"readyReplicas": tt.replicas, "availableReplicas": tt.replicas,
-				"conditions": []any{
-					map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable",
-						"message": "Deployment has minimum availability.", "lastUpdateTime": at, "lastTransitionTime": at},
-					map[string]any{"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable",
-						"message": `Deployment "web" has successfully progressed.`, "lastUpdateTime": at, "lastTransitionTime": at},
-				},
-			}, done.Object["status"])
-			assert.NoError(t, kube.ObjectReady(done), "kube takes the Deployment for rolled out")
-		})
-	}
-}
-
 func TestNewApplierSimulatesInMemory(t *testing.T) {
 	memory, err := MemoryCluster(time.Now())
 	require.NoError(t, err)
@@ -222,22 +189,6 @@ func TestNewApplierSimulatesInMemory(t *testing.T) {
 	real := &Cluster{Client: memory.Client, Mapper: memory.Mapper, Clock: memory.Clock}
 	assert.False(t, NewApplier(ka, real, "test", false, NewProgress(&out)).Simulate)
 	assert.True(t, NewApplier(ka, real, "test", true, NewProgress(&out)).Simulate)
-}
-
-func TestCompletedJob(t *testing.T) {
-	c, err := MemoryCluster(time.Now())
-	require.NoError(t, err)
-	m := jobManifest()
-	job := m.Object
-	done := CompletedJob(job, time.Date(2026, 1, 1, 12, 0, 0, 500, time.UTC))
-	_, err = c.Client.Resource(schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}).Namespace("demo").Create(context.Background(), done, metav1.CreateOptions{})
-	require.NoError(t, err)
-	require.NoError(t, newApplier(t, c, "test").Kube.Ready(context.Background(), m), "kube takes the Job for complete")
-	assert.NotContains(t, job.Object, "status", "the Job given was changed")
-	status := done.Object["status"].(map[string]any)
-	assert.Equal(t, "2026-01-01T11:59:59Z", status["startTime"])
-	assert.Equal(t, "2026-01-01T12:00:00Z", status["completionTime"])
-	assert.Equal(t, int64(1), status["succeeded"])
 }
 
 func TestApplierUnknownKind(t *testing.T) {

@@ -3,7 +3,6 @@ package payloadapply
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/testenv/standin"
 )
 
 // Applier is kube.Applier as the example runs it: it tells the run level of the
@@ -20,7 +20,7 @@ import (
 // readiness check that must wait, and, with Simulate, plays the job and deployment
 // controllers of a cluster that has none (the in-memory one, an apiserver without
 // kube-controller-manager): a Job or a Deployment that kube.Applier finds not ready yet
-// gets the status its controller writes once done (CompletedJob, RolledOut) through its
+// gets the status its controller writes once done (standin.Done) through its
 // status subresource, so the next check finds it ready. kube.Applier judges every other
 // kind too; those of the payload (namespaces, service accounts, config maps, secrets,
 // ClusterIP services) are ready once they exist, so none of them is simulated.
@@ -83,8 +83,7 @@ func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
 	if a.OnWait != nil {
 		a.OnWait(m, err)
 	}
-	done := doneStatus[m.GVK.GroupKind()]
-	if !a.Simulate || done == nil {
+	if !a.Simulate || !simulated[m.GVK.GroupKind()] {
 		return err
 	}
 	client, resErr := a.Cluster.ResourceFor(m)
@@ -95,64 +94,17 @@ func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
 	if getErr != nil {
 		return getErr
 	}
-	if _, updateErr := client.UpdateStatus(ctx, done(obj, a.Cluster.Clock.Now()), metav1.UpdateOptions{FieldManager: a.FieldManager}); updateErr != nil {
+	if _, updateErr := client.UpdateStatus(ctx, doneAt(obj, a.Cluster.Clock.Now()), metav1.UpdateOptions{FieldManager: a.FieldManager}); updateErr != nil {
 		return updateErr
 	}
 	return err
 }
 
-// doneStatus is, by kind, what the simulated controller writes once the object is done.
-var doneStatus = map[schema.GroupKind]func(*unstructured.Unstructured, time.Time) *unstructured.Unstructured{
-	{Group: "batch", Kind: "Job"}:       CompletedJob,
-	{Group: "apps", Kind: "Deployment"}: RolledOut,
-}
+// simulated are the kinds whose controller the applier plays (standin.Done).
+var simulated = map[schema.GroupKind]bool{{Group: "batch", Kind: "Job"}: true, {Group: "apps", Kind: "Deployment"}: true}
 
-// RolledOut returns a copy of dep with the status a deployment controller writes once
-// every replica of dep's current generation is updated and available: the counts, and
-// the conditions Available (MinimumReplicasAvailable) and Progressing
-// (NewReplicaSetAvailable).
-func RolledOut(dep *unstructured.Unstructured, now time.Time) *unstructured.Unstructured {
-	done := dep.DeepCopy()
-	replicas, found, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas")
-	if !found {
-		replicas = 1
-	}
-	at := now.UTC().Truncate(time.Second).Format(time.RFC3339)
-	condition := func(condType, reason, message string) any {
-		return map[string]any{
-			"type": condType, "status": "True", "reason": reason, "message": message,
-			"lastUpdateTime": at, "lastTransitionTime": at,
-		}
-	}
-	done.Object["status"] = map[string]any{
-		"observedGeneration": dep.GetGeneration(),
-		"replicas":           replicas, "updatedReplicas": replicas,
-		"readyReplicas": replicas, "availableReplicas": replicas,
-		"conditions": []any{
-			condition("Available", "MinimumReplicasAvailable", "Deployment has minimum availability."),
-			condition("Progressing", "NewReplicaSetAvailable", fmt.Sprintf("Deployment %q has successfully progressed.", dep.GetName())),
-		},
-	}
-	return done
-}
-
-// CompletedJob returns a copy of job with the status a job controller writes when the
-// Job's one pod succeeded, with the fields the apiserver requires of a finished Job.
-func CompletedJob(job *unstructured.Unstructured, now time.Time) *unstructured.Unstructured {
-	done := job.DeepCopy()
-	finished := now.UTC().Truncate(time.Second).Format(time.RFC3339)
-	started := now.UTC().Truncate(time.Second).Add(-time.Second).Format(time.RFC3339)
-	condition := func(condType string) any {
-		return map[string]any{
-			"type": condType, "status": "True", "reason": "CompletionsReached",
-			"message": "Reached expected number of succeeded pods", "lastProbeTime": finished, "lastTransitionTime": finished,
-		}
-	}
-	done.Object["status"] = map[string]any{
-		"startTime":      started,
-		"completionTime": finished,
-		"succeeded":      int64(1),
-		"conditions":     []any{condition("SuccessCriteriaMet"), condition("Complete")},
-	}
+// doneAt is obj with the status its controller writes once done at now.
+func doneAt(obj *unstructured.Unstructured, now time.Time) *unstructured.Unstructured {
+	done, _ := standin.Done(obj, now)
 	return done
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/conditions"
+	"github.com/converge-dev/converge/testenv/standin"
 )
 
 // clusterPolicy is the policy on a real cluster: short polls, so that a
@@ -195,18 +196,13 @@ func startControllers(ctx context.Context, c *Cluster, reconcile Reconcile, work
 	if err != nil {
 		return nil, err
 	}
-	var deps *deploymentStatusController
-	if simulate {
-		if deps, err = newDeploymentStatusController(c.Kube, labels.SelectorFromSet(labels.Set{managedByLabel: managedBy}).String()); err != nil {
-			ctrl.queue.ShutDown()
-			return nil, err
-		}
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	r := &running{controller: ctrl, cancel: cancel}
 	r.wg.Go(func() { r.errs[0] = ctrl.Run(ctx) })
-	if deps != nil {
-		r.wg.Go(func() { r.errs[1] = deps.Run(ctx, 2) })
+	if simulate {
+		deps := standin.Deployments{Client: c.Kube, Stuck: broken,
+			Selector: labels.SelectorFromSet(labels.Set{managedByLabel: managedBy}).String()}
+		r.wg.Go(func() { r.errs[1] = deps.Run(ctx) })
 	}
 	return r, nil
 }

@@ -19,7 +19,7 @@ func TestMain(m *testing.M) {
 // loadExample loads the example's manifests and removals.
 func loadExample(t *testing.T) (manifests, removals []payload.Manifest) {
 	t.Helper()
-	manifests, removals, err := Load(os.DirFS("../../../examples/payload-apply"))
+	manifests, removals, err := Load(os.DirFS("../../../payload-apply"))
 	require.NoError(t, err)
 	return manifests, removals
 }

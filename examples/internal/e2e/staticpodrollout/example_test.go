@@ -3,7 +3,7 @@ package staticpodrollout_test
 import (
 	"fmt"
 
-	"github.com/converge-dev/converge/internal/e2e/staticpodrollout"
+	"github.com/converge-dev/converge/examples/internal/e2e/staticpodrollout"
 )
 
 // The limits left zero scale with the nodes, so that -nodes 10000 runs
