@@ -54,3 +54,18 @@ func ExampleBackoff_Validate() {
 	// true
 	// converge: invalid backoff: factorPercent 50 is below 100; jitterPercent 120 is outside 0..100
 }
+
+// An engine persists its holds sorted and bounded; a tool reads their
+// reasons without parsing a message.
+func ExampleSortHolds() {
+	holds := converge.SortHolds([]converge.Hold{
+		{Reason: "RevisionFailing", Object: "node-b", Message: "revision 3 is failing on node-a: node-b waits"},
+		{Reason: "Paused", Message: "the rollout is paused"},
+	})
+	for _, h := range holds {
+		fmt.Printf("%s %q\n", h.Reason, h.Object)
+	}
+	// Output:
+	// Paused ""
+	// RevisionFailing "node-b"
+}
