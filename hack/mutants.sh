@@ -5,14 +5,25 @@
 #   hack/mutants.sh --refresh ENGINE  re-create each patch on today's code
 #
 # hack/mutants/ENGINE/NN-name.patch is a bug class kept as a small patch: a
-# `git diff` of ENGINE's non-test files, after a header whose lines name the
-# bug and the one test that must kill it:
+# `git diff` of the non-test files under ENGINE's directory, after a header
+# whose lines name the bug and the one test that must kill it:
 #
 #   Bug: backoff skipped for a node mid-install
 #   Killed-By: TestSimRollout
 #
 #   diff --git a/rollout/nodestatus.go b/rollout/nodestatus.go
 #   ...
+#
+# ENGINE's directory is ENGINE/ for a package of the root module, or
+# contrib/ENGINE/ for a nested module there (hack/mutants/helm patches
+# contrib/helm/, and its tests run inside that module). More header lines:
+#
+#   Killed-By: TestExplore ./addon/addontest   the test's package, relative
+#                                              to the module (default ./ENGINE,
+#                                              or ./ for a nested module)
+#   Replay: rerun                              the test takes no seed: a kill
+#                                              replays when the same test,
+#                                              run again on the mutant, fails
 #
 # The script first runs each Killed-By test on the unpatched tree (it must
 # pass), then each mutant without touching the tree: the patched files are
@@ -23,7 +34,8 @@
 #   replay: go test ./ENGINE -run 'TestName$' -seed N
 #
 # whose command, run again on the mutant, fails too: a failure that does not
-# replay is no kill. A mutant that survives, no longer applies, touches a
+# replay is no kill. A test marked "Replay: rerun" is deterministic and
+# prints no such line: its replay is the same test run again. A mutant that survives, no longer applies, touches a
 # test file or a file outside ENGINE/, or does not build fails the script,
 # naming itself. --refresh applies each patch to today's code (allowing moved
 # lines) and rewrites it as a fresh diff, header kept, so whoever moves the
@@ -43,6 +55,16 @@ if [ $# -ne 1 ]; then
 fi
 engine=${1%/}
 dir=hack/mutants/$engine
+# module is the Go module the mutants' tests run in, src the directory
+# their patches may touch.
+if [ -d "$engine" ]; then
+  module=. src=$engine
+elif [ -f "contrib/$engine/go.mod" ]; then
+  module=contrib/$engine src=contrib/$engine
+else
+  echo "hack/mutants.sh: no package directory $engine/ nor module contrib/$engine/" >&2
+  exit 2
+fi
 shopt -s nullglob
 patches=("$dir"/*.patch)
 if [ ${#patches[@]} -eq 0 ]; then
@@ -63,17 +85,40 @@ files() {
   git apply --numstat "$1" | cut -f3-
 }
 
-# check_paths PATCH fails unless every path is a non-test file of ENGINE.
+# check_paths PATCH fails unless every path is a non-test file under src.
 check_paths() {
   local f bad=0
   while IFS= read -r f; do
     case "$f" in
-      "$engine"/*_test.go) echo "  touches a test file: $f" >&2; bad=1 ;;
-      "$engine"/*) ;;
-      *) echo "  touches a file outside $engine/: $f" >&2; bad=1 ;;
+      "$src"/*_test.go) echo "  touches a test file: $f" >&2; bad=1 ;;
+      "$src"/*) ;;
+      *) echo "  touches a file outside $src/: $f" >&2; bad=1 ;;
     esac
   done < <(files "$1")
   return $bad
+}
+
+# test_name PATCH and test_pkg PATCH split the Killed-By header into the
+# test's name and its package (relative to the module).
+test_name() { header Killed-By "$1" | awk '{print $1}'; }
+test_pkg() {
+  local pkg
+  pkg=$(header Killed-By "$1" | awk '{print $2}')
+  if [ -n "$pkg" ]; then
+    echo "$pkg"
+  elif [ "$module" = . ]; then
+    echo "./$engine"
+  else
+    echo ./
+  fi
+}
+
+# run_test OVERLAY NAME PKG runs one test in the module, on the mutant when
+# OVERLAY names an overlay file.
+run_test() {
+  local overlay=()
+  [ -n "$1" ] && overlay=(-overlay="$1")
+  (cd "$module" && go test -count=1 "${overlay[@]}" -run "^${2}\$" "$3")
 }
 
 # mutate PATCH OUT writes the patched copies of the files PATCH touches under
@@ -135,18 +180,18 @@ fi
 declare -A tests=()
 for patch in "${patches[@]}"; do
   name=$(basename "$patch" .patch)
-  test=$(header Killed-By "$patch")
-  if [ -z "$test" ] || [ -z "$(header Bug "$patch")" ]; then
+  if [ -z "$(test_name "$patch")" ] || [ -z "$(header Bug "$patch")" ]; then
     echo "mutant $name: its header needs a Bug: and a Killed-By: line" >&2
     exit 1
   fi
-  tests[$test]=1
+  tests["$(test_name "$patch") $(test_pkg "$patch")"]=1
 done
-for test in "${!tests[@]}"; do
-  echo "== $engine: $test on the unpatched tree"
-  if ! go test -count=1 -run "^${test}\$" "./$engine" >"$work/unpatched.out" 2>&1; then
+for key in "${!tests[@]}"; do
+  read -r test pkg <<<"$key"
+  echo "== $engine: $test ($pkg) on the unpatched tree"
+  if ! run_test "" "$test" "$pkg" >"$work/unpatched.out" 2>&1; then
     cat "$work/unpatched.out" >&2
-    echo "hack/mutants.sh: $test fails without any mutant; fix the engine or the test first" >&2
+    echo "hack/mutants.sh: $test fails without any mutant; fix the code or the test first" >&2
     exit 1
   fi
 done
@@ -154,7 +199,8 @@ done
 survived=()
 for patch in "${patches[@]}"; do
   name=$(basename "$patch" .patch)
-  test=$(header Killed-By "$patch")
+  test=$(test_name "$patch")
+  pkg=$(test_pkg "$patch")
   out=$work/$name
   start=$(date +%s)
   if ! check_paths "$patch"; then
@@ -168,7 +214,7 @@ for patch in "${patches[@]}"; do
     echo "mutant $name: no longer applies" >&2
     continue
   fi
-  if go test -count=1 -overlay="$out/overlay.json" -run "^${test}\$" "./$engine" >"$out/test.out" 2>&1; then
+  if run_test "$out/overlay.json" "$test" "$pkg" >"$out/test.out" 2>&1; then
     survived+=("$name (survived $test)")
     echo "mutant $name: SURVIVED $test — $(header Bug "$patch")" >&2
     continue
@@ -180,13 +226,16 @@ for patch in "${patches[@]}"; do
     continue
   fi
   replay=$(grep -m1 -oE 'replay: go test .*' "$out/test.out" | sed 's/^replay: go test //') || true
+  if [ -z "$replay" ] && [ "$(header Replay "$patch")" = rerun ]; then
+    replay="$pkg -run '^${test}\$'"
+  fi
   if [ -z "$replay" ]; then
     sed -n '1,40p' "$out/test.out" >&2
     survived+=("$name (failed without a replay line)")
     echo "mutant $name: $test failed without printing a replay line" >&2
     continue
   fi
-  if eval "go test -count=1 -overlay=\"$out/overlay.json\" $replay" >"$out/replay.out" 2>&1; then
+  if (cd "$module" && eval "go test -count=1 -overlay=\"$out/overlay.json\" $replay") >"$out/replay.out" 2>&1; then
     survived+=("$name (its failure did not replay: go test $replay)")
     echo "mutant $name: the failure did not replay: go test $replay" >&2
     continue
