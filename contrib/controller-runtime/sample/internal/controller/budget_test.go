@@ -16,7 +16,7 @@ var notCode = regexp.MustCompile(`^\s*($|//)`)
 // Each engine's controller is at most 30 lines of code, counted as
 // grep -Ev '^\s*($|//)' counts them, the package clause and imports
 // included: all an operator writes to adopt the engine with crconverge (the
-// README shows these files whole).
+// README links these files).
 func TestEachControllerIsAtMostThirtyLinesOfCode(t *testing.T) {
 	for _, file := range []string{"rollout.go", "addon.go", "payload.go"} {
 		t.Run(file, func(t *testing.T) {
