@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/converge-dev/converge"
-
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 )
 

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/converge-dev/converge"
-
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/converge-dev/converge"
 )
 
 // LeaderElected is a manager.Runnable that runs a long-lived worker only

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/converge-dev/converge"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -20,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
 )
 
