@@ -36,7 +36,9 @@ type ObjectClient interface {
 // ObjectStatusStore keeps an engine's status of type T as JSON at a path in a
 // custom resource (by default "status", the whole status), written through the
 // status subresource with optimistic concurrency. The custom resource
-// definition must enable the status subresource.
+// definition must enable the status subresource and its schema must hold
+// every field of T: a write that finds either missing returns a
+// *StatusSchemaError (see there for when).
 //
 // GetStatus returns the zero T and the object's resource version when the
 // path is empty. UpdateStatus replaces what is at the path (other fields of
@@ -171,10 +173,23 @@ func (s *ObjectStatusStore[T]) UpdateStatus(ctx context.Context, st T, resourceV
 	out, err := s.client.UpdateStatus(ctx, obj)
 	if err != nil {
 		s.forget()
-		return "", err
+		return "", s.explain(ctx, err)
 	}
 	s.remember(out)
-	return out.GetResourceVersion(), nil
+	returned, _, _ := unstructured.NestedFieldNoCopy(out.Object, s.path...)
+	return out.GetResourceVersion(), CheckStatusWritten(s.groupResource(out).String(), s.what, s.path, val, returned)
+}
+
+// explain turns the 404 of a status write on an object that exists into
+// the StatusSchemaError of a resource without a status subresource.
+func (s *ObjectStatusStore[T]) explain(ctx context.Context, err error) error {
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	if _, getErr := s.client.Get(ctx); getErr != nil {
+		return err
+	}
+	return &StatusSchemaError{Resource: s.what, NoSubresource: true}
 }
 
 // groupResource names obj's resource as the API server does in its 409:

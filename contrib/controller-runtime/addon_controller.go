@@ -201,6 +201,7 @@ func (r *addonReconciler) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	store := &addonStore{newObjectStatus(r.client, r.reader, r.kind, req.NamespacedName, AddonObject.AddonStatus, obj)}
+	store.onSchema = warnAbout(r.recorder, obj, "Reconcile")
 	m, err := addon.NewMachine(r.config(obj, store))
 	if err != nil {
 		return result(0, err)

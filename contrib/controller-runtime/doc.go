@@ -34,7 +34,10 @@
 //     cached copy: a write that lost a race makes the engine read the
 //     resource again from the API server (the manager's API reader, never a
 //     cache that may lag) and decide again, so nothing it did is lost, and
-//     a conflict still left requeues the resource (Result);
+//     a conflict still left requeues the resource (Result); a status the
+//     resource's definition cannot hold (fields its schema drops, no status
+//     subresource) is a kube.StatusSchemaError and a Warning event naming
+//     the resource and the fields, once per field in a process;
 //   - records the engine's events about the resource with the manager's
 //     recorder named "<name>-controller";
 //   - returns the engine's RequeueAfter (Result), and makes bad input in the

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -138,4 +140,32 @@ func (k kind[O]) newList() (client.ObjectList, error) {
 
 // defaultName is the builder's default name of a controller of the kind:
 // its kind in lower case.
+// unstructured returns obj as an unstructured object of k's kind.
+func (k kind[O]) unstructured(obj O) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("crconverge: converting %s %s: %w", k.gvk.Kind, client.ObjectKeyFromObject(obj), err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(k.gvk)
+	return u, nil
+}
+
+// typed returns u as a new object of k's kind.
+func (k kind[O]) typed(u *unstructured.Unstructured) (O, error) {
+	obj := k.newObject()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		var zero O
+		return zero, fmt.Errorf("crconverge: converting %s %s: %w", k.gvk.Kind, client.ObjectKeyFromObject(u), err)
+	}
+	return obj, nil
+}
+
+// resource names k's resource as the apiserver would guess it from the
+// kind ("addons.sample.converge.dev").
+func (k kind[O]) resource() string {
+	plural, _ := meta.UnsafeGuessKindToResource(k.gvk)
+	return plural.GroupResource().String()
+}
+
 func (k kind[O]) defaultName() string { return strings.ToLower(k.gvk.Kind) }

@@ -2,13 +2,18 @@ package crconverge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/contrib/controller-runtime/internal/check"
+	"github.com/converge-dev/converge/kube"
 )
 
 // objectStatus keeps an engine's status S in the status field of one typed
@@ -29,6 +34,10 @@ type objectStatus[O client.Object, S any] struct {
 	key    client.ObjectKey
 	// status is the accessor of the object's status field.
 	status func(O) *S
+
+	// onSchema, when set, hears of every write the resource's definition
+	// cannot hold (the controller records it as a Warning).
+	onSchema func(*kube.StatusSchemaError)
 
 	mu    sync.Mutex
 	obj   O    // as last read or written
@@ -80,8 +89,10 @@ func (s *objectStatus[O, S]) UpdateStatus(ctx context.Context, st S, resourceVer
 }
 
 // write writes st as the status of a copy of obj at resourceVersion and
-// holds the object as written; a failed write makes the next read fresh.
-// The caller holds mu.
+// holds the object as the apiserver returned it; a failed write makes the
+// next read fresh. The write goes as an unstructured object, so that what
+// the apiserver returned shows every field its schema dropped
+// (kube.CheckStatusWritten). The caller holds mu.
 func (s *objectStatus[O, S]) write(ctx context.Context, obj O, resourceVersion string, st S) (O, error) {
 	var zero O
 	cp := obj.DeepCopyObject().(O)
@@ -91,12 +102,49 @@ func (s *objectStatus[O, S]) write(ctx context.Context, obj O, resourceVersion s
 	}
 	*field = st
 	cp.SetResourceVersion(resourceVersion)
-	if err := s.client.Status().Update(ctx, cp); err != nil {
+	u, err := s.kind.unstructured(cp)
+	if err != nil {
+		return zero, err
+	}
+	written := runtime.DeepCopyJSONValue(u.Object["status"])
+	if err := s.client.Status().Update(ctx, u); err != nil {
+		s.fresh = false
+		return zero, s.report(s.explain(ctx, err))
+	}
+	out, err := s.kind.typed(u)
+	if err != nil {
 		s.fresh = false
 		return zero, err
 	}
-	s.obj, s.fresh = cp, true
-	return cp, nil
+	s.obj, s.fresh = out, true
+	resource := s.kind.resource()
+	return out, s.report(kube.CheckStatusWritten(resource, resource+" "+keyString(s.key), []string{"status"}, written, u.Object["status"]))
+}
+
+// explain turns the 404 of a status write on an object that exists into
+// the kube.StatusSchemaError of a resource without a status subresource.
+func (s *objectStatus[O, S]) explain(ctx context.Context, err error) error {
+	if !apierrors.IsNotFound(err) || s.reader.Get(ctx, s.key, s.kind.newObject()) != nil {
+		return err
+	}
+	return &kube.StatusSchemaError{Resource: s.kind.resource() + " " + keyString(s.key), NoSubresource: true}
+}
+
+// warnAbout returns the onSchema of a store of regarding: a Warning event
+// (kube.ReasonStatusSchemaMismatch) through rec, with action.
+func warnAbout(rec events.EventRecorder, regarding runtime.Object, action string) func(*kube.StatusSchemaError) {
+	return func(se *kube.StatusSchemaError) {
+		kube.RecordEvents(rec, regarding, action, []converge.Event{se.Event()})
+	}
+}
+
+// report hands a kube.StatusSchemaError to onSchema and returns err.
+func (s *objectStatus[O, S]) report(err error) error {
+	var se *kube.StatusSchemaError
+	if s.onSchema != nil && errors.As(err, &se) {
+		s.onSchema(se)
+	}
+	return err
 }
 
 // read makes obj current: it reads the object from the API server unless

@@ -158,6 +158,7 @@ func newPayloadReconciler(mgr manager.Manager, opts PayloadOptions) (*payloadRec
 		wake: make(chan struct{}, 1),
 	}
 	store := newObjectStatus(mgr.GetClient(), mgr.GetAPIReader(), c.kind, key, PayloadObject.PayloadStatus, nil)
+	store.onSchema = func(se *kube.StatusSchemaError) { w.record(converge.Result{Events: []converge.Event{se.Event()}}) }
 	e.StatusWriter = kube.LatestStatusWriter[payload.Status]{Store: store}
 	e.OnResult = w.record
 	w.base = e

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -77,7 +78,7 @@ func newPayloadHarness(t *testing.T, change func(*PayloadOptions), beforeWrite f
 			if err := c.SubResource(sub).Update(ctx, obj, opts...); err != nil {
 				return err
 			}
-			if p, ok := obj.(*testapi.Payload); ok {
+			if p := asPayload(obj); p != nil {
 				h.writes <- *p.Status.DeepCopy()
 			}
 			return nil
@@ -99,6 +100,21 @@ func newPayloadHarness(t *testing.T, change func(*PayloadOptions), beforeWrite f
 		require.NoError(t, <-done, "the worker stops cleanly")
 	})
 	return h
+}
+
+// asPayload returns obj as a Payload (the configured controllers write
+// statuses as unstructured objects), or nil for any other kind.
+func asPayload(obj client.Object) *testapi.Payload {
+	switch o := obj.(type) {
+	case *testapi.Payload:
+		return o
+	case *unstructured.Unstructured:
+		p := &testapi.Payload{}
+		if o.GetKind() == "Payload" && runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, p) == nil {
+			return p
+		}
+	}
+	return nil
 }
 
 // reconcile runs one reconcile of the Payload.

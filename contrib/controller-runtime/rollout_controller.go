@@ -152,6 +152,7 @@ func (r *rolloutReconciler) Reconcile(ctx context.Context, req reconcile.Request
 	}
 	store := &rolloutStatus{objectStatus: newObjectStatus(r.client, r.reader, r.kind, req.NamespacedName,
 		RolloutObject.RolloutStatus, obj)}
+	store.onSchema = warnAbout(r.recorder, obj, "Rollout")
 	c, err := rollout.NewController(r.config(obj, store))
 	if err != nil {
 		return result(0, err)
