@@ -10,6 +10,7 @@ import (
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/internal/input"
 )
 
 // TestAddonStore checks that s behaves as addon.Machine needs, in the manner
@@ -20,8 +21,12 @@ import (
 // a conflict (converge.IsConflict: the API server's 409 or an error wrapping
 // converge.ErrConflict) and changes nothing. It finally writes the original
 // status back. The same check runs against this package's fake and a host's
-// real adapter; run it on a scratch add-on.
+// real adapter; run it on a scratch add-on. A nil or typed-nil store, or a
+// nil context, is an error matching converge.ErrInvalid.
 func TestAddonStore(ctx context.Context, s addon.Store, name string) error {
+	if ctx == nil || input.IsNil(s) {
+		return input.Invalidf("fake", "TestAddonStore arguments", "it needs a context and a store")
+	}
 	orig, err := s.Get(ctx, name)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", name, err)

@@ -41,8 +41,8 @@ const raceRounds = 4
 // returned nil. It finally writes the status read at the start back. The same
 // check runs against a host's real writer; run it on a scratch status.
 func TestPayloadStatusWriter(ctx context.Context, w, foreign payload.StatusWriter, read func(context.Context) (payload.Status, error)) error {
-	if input.IsNil(w) || input.IsNil(foreign) || read == nil {
-		return input.Invalidf("fake", "TestPayloadStatusWriter arguments", "it needs a writer, a foreign writer and a read function")
+	if ctx == nil || input.IsNil(w) || input.IsNil(foreign) || read == nil {
+		return input.Invalidf("fake", "TestPayloadStatusWriter arguments", "it needs a context, a writer, a foreign writer and a read function")
 	}
 	orig, err := read(ctx)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -19,8 +20,12 @@ import (
 // (the API server's 409 or an error marked with converge.Conflict, see
 // converge.IsConflict) and changes nothing. It finally writes the
 // original status back. The same check runs against this package's fake and
-// a host's real adapter; run it on a scratch store.
+// a host's real adapter; run it on a scratch store. A nil or typed-nil
+// store, or a nil context, is an error matching converge.ErrInvalid.
 func TestRolloutStatusStore(ctx context.Context, s rollout.StatusStore) error {
+	if ctx == nil || input.IsNil(s) {
+		return input.Invalidf("fake", "TestRolloutStatusStore arguments", "it needs a context and a store")
+	}
 	orig, rv, err := s.GetStatus(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the status: %w", err)
