@@ -28,7 +28,7 @@ type Input struct {
 	// Jitter in [0, 1) scales the backoff jitter of a failure decided now.
 	Jitter float64
 	// Owner names whoever will run the decided action: the owner of its
-	// claim (Config.Identity); empty means "addon".
+	// claim (Config.Owner); empty means "addon".
 	Owner string
 	// Redact cleans driver error text before it reaches the status, the
 	// conditions or the events; nil means DefaultRedact. (A function cannot
@@ -36,7 +36,7 @@ type Input struct {
 	Redact func(string) string
 }
 
-// defaultOwner is the claim owner when Input.Owner and Config.Identity are empty.
+// defaultOwner is the claim owner when Input.Owner and Config.Owner are empty.
 const defaultOwner = "addon"
 
 // ClaimGrace is how long a claim outlives Policy.ActionTimeout, for the
@@ -52,6 +52,12 @@ const maxMessage = 1024
 
 // Decision is what Decide decided.
 type Decision struct {
+	// Result holds the events to emit, in order (each transition's reason is
+	// its trigger; Reasons lists every reason), and when to look again:
+	// RequeueNow when the next action is due at once, the time to the next
+	// retry, health check, deadline or claim expiry otherwise, and zero to
+	// wait for a change of the spec.
+	converge.Result
 	// Status is the new status to persist. It may share unchanged slices and
 	// pointers with Input.Status; Decide modifies neither.
 	Status Status
@@ -60,13 +66,6 @@ type Decision struct {
 	// running it, then report what the Driver returned (with that claim)
 	// in the next Input's Observation.
 	Action Action
-	// Events are the transitions and failures to emit, in order; a
-	// Reason is the trigger, or Flux's wording.
-	Events []converge.Event
-	// RequeueAfter is when to look again: RequeueNow when the next action is
-	// due at once, the time to the next retry, health check, deadline or
-	// claim expiry otherwise, and zero to wait for a change of the spec.
-	RequeueAfter time.Duration
 	// Deleted is true once the add-on is uninstalled after a deletion
 	// request: the host drops its finalizer.
 	Deleted bool
@@ -119,26 +118,26 @@ func (in *Input) validate() error {
 		return nil
 	}
 	var problems []string
-	problems = append(problems, input.Problems(sErr, "spec: ")...)
-	problems = append(problems, input.Problems(stErr, "status: ")...)
-	problems = append(problems, input.Problems(pErr, "policy: ")...)
+	problems = append(problems, input.Problems(sErr, "Spec: ")...)
+	problems = append(problems, input.Problems(stErr, "Status: ")...)
+	problems = append(problems, input.Problems(pErr, "Policy: ")...)
 	if in.Table != nil && len(in.Table.rows) == 0 {
-		problems = append(problems, "table: no rows (build tables with NewTable)")
+		problems = append(problems, "Table has no rows (build tables with NewTable)")
 	} else if p := in.Status.Phase; p != "" && p.known() && !in.tableOrDefault().has(p) {
-		problems = append(problems, fmt.Sprintf("status: phase %s is not in the table", p))
+		problems = append(problems, fmt.Sprintf("Status: phase %s is not in the table", p))
 	} else if a := in.Status.PendingAction; p != "" && !in.tableOrDefault().handles(p, a) {
-		problems = append(problems, fmt.Sprintf("status: the table has no rows in %s for the outcome of %s", p, a))
+		problems = append(problems, fmt.Sprintf("Status: the table has no rows in %s for the outcome of %s", p, a))
 	}
 	if in.Now.IsZero() {
-		problems = append(problems, "zero time")
+		problems = append(problems, input.ZeroNow)
 	}
 	if !(in.Jitter >= 0 && in.Jitter < 1) {
-		problems = append(problems, fmt.Sprintf("jitter %v is outside [0, 1)", in.Jitter))
+		problems = append(problems, fmt.Sprintf("Jitter %v is outside [0, 1)", in.Jitter))
 	}
 	if !obs.Action.known() || obs.Action == ActionRemediate {
-		problems = append(problems, fmt.Sprintf("observation: unknown action %q", obs.Action))
+		problems = append(problems, fmt.Sprintf("Observation: unknown action %q", obs.Action))
 	} else if obs.Action.mutates() && obs.Claim == nil {
-		problems = append(problems, fmt.Sprintf("observation: outcome of %s without the claim it ran under", obs.Action))
+		problems = append(problems, fmt.Sprintf("Observation: outcome of %s without the claim it ran under", obs.Action))
 	}
 	return input.Invalid("addon", "input", problems...)
 }
@@ -183,9 +182,9 @@ func (d *decider) start() {
 	st.Deadline = d.at(d.rules.timeout(PhaseInitializing))
 	st.ObservedGeneration, st.SeenGeneration = d.in.Spec.Generation, d.in.Spec.Generation
 	st.LastResetToken, st.LastForceToken = d.in.Spec.ResetToken, d.in.Spec.ForceToken
-	st.Reason = "Created"
+	st.Reason = ReasonCreated
 	st.Message = "installing " + d.in.Spec.Version
-	d.event(converge.EventTypeNormal, "Created", "-> "+string(PhaseInitializing)+": "+st.Message)
+	d.event(converge.EventTypeNormal, ReasonCreated, "-> "+string(PhaseInitializing)+": "+st.Message)
 }
 
 // at returns now plus wait, as a stored time.
@@ -195,7 +194,7 @@ func (d *decider) at(wait time.Duration) *metav1.Time {
 }
 
 func (d *decider) decision() Decision {
-	out := Decision{Status: d.st, Action: d.action, Events: d.events}
+	out := Decision{Result: converge.Result{Events: d.events}, Status: d.st, Action: d.action}
 	st := &d.st
 	switch {
 	case st.Phase == PhaseDeleted:

@@ -24,12 +24,12 @@ func ExampleMachine_Reconcile() {
 	store := &fake.AddonStore{}
 	store.Put(addon.Object{Spec: addon.Spec{Name: "tke/mesh-manager", Generation: 1, Version: "v1"}})
 	m, err := addon.NewMachine(addon.Config{
-		Driver:   driver,
-		Store:    store,
-		Identity: "controller-0",
-		Policy:   addon.Policy{InstallRemediation: addon.RemediationNone},
-		Clock:    clk,
-		Jitter:   func() float64 { return 0 },
+		Driver: driver,
+		Store:  store,
+		Owner:  "controller-0",
+		Policy: addon.Policy{InstallRemediation: addon.RemediationNone},
+		Clock:  clk,
+		Jitter: func() float64 { return 0 },
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -17,7 +17,7 @@ func (d *decider) look() {
 	}
 	if d.staleSpec {
 		d.stale = true
-		d.event(converge.EventTypeWarning, "StaleGeneration", fmt.Sprintf("ignored spec generation %d: generation %d was already seen",
+		d.event(converge.EventTypeWarning, ReasonStaleGeneration, fmt.Sprintf("ignored spec generation %d: generation %d was already seen",
 			spec.Generation, max(st.SeenGeneration, st.ObservedGeneration)))
 		return
 	}
@@ -49,9 +49,9 @@ func (d *decider) look() {
 	case spec.Suspended:
 		if st.SuspendedTime == nil {
 			st.SuspendedTime = d.at(0)
-			d.event(converge.EventTypeNormal, "Suspended", "reconciliation suspended in "+string(st.Phase))
+			d.event(converge.EventTypeNormal, ReasonSuspended, "reconciliation suspended in "+string(st.Phase))
 		}
-		st.Reason, st.Message = "Suspended", "suspended in "+string(st.Phase)
+		st.Reason, st.Message = ReasonSuspended, "suspended in "+string(st.Phase)
 		return
 	default:
 		d.resume()
@@ -149,8 +149,8 @@ func (d *decider) resume() {
 		d.setDeadline(st.Deadline.Add(max(suspended, 0)))
 	}
 	st.SuspendedTime = nil
-	st.Reason, st.Message = "Resumed", fmt.Sprintf("resumed in %s after %s", st.Phase, suspended)
-	d.event(converge.EventTypeNormal, "Resumed", st.Message)
+	st.Reason, st.Message = ReasonResumed, fmt.Sprintf("resumed in %s after %s", st.Phase, suspended)
+	d.event(converge.EventTypeNormal, ReasonResumed, st.Message)
 }
 
 // reset clears what failures recorded against the retries (Flux's resetAt);

@@ -36,9 +36,10 @@ type Config struct {
 	// keeps one action in flight per add-on (the claim is written before
 	// the action runs) and what a conflict re-reads.
 	Store Store
-	// Identity names this Machine in claims (Status.InFlight.Owner): make it
-	// unique per process (such as the pod name). Empty means "addon".
-	Identity string
+	// Owner names this Machine in the claims it writes
+	// (Status.InFlight.Owner): make it unique per process (such as the pod
+	// name). Empty means "addon".
+	Owner string
 	// Policy and Table: see Decide. A nil Table is DefaultTable.
 	Policy Policy
 	Table  *Table
@@ -80,28 +81,23 @@ type Machine struct {
 // NewMachine validates cfg and returns a Machine. The error matches
 // converge.ErrInvalid.
 func NewMachine(cfg Config) (*Machine, error) {
-	var problems []string
-	if input.IsNil(cfg.Driver) {
-		problems = append(problems, "nil driver")
-	}
-	if input.IsNil(cfg.Store) {
-		problems = append(problems, "nil store")
-	}
-	problems = append(problems, input.Problems(cfg.Policy.Validate(), "policy: ")...)
+	problems := input.Fields(
+		input.FieldValue{Name: "Driver", Value: cfg.Driver, Required: true},
+		input.FieldValue{Name: "Store", Value: cfg.Store, Required: true},
+		input.FieldValue{Name: "Clock", Value: cfg.Clock},
+	)
+	problems = append(problems, input.Problems(cfg.Policy.Validate(), "Policy: ")...)
 	if cfg.Table != nil && len(cfg.Table.rows) == 0 {
-		problems = append(problems, "empty table (build tables with NewTable)")
-	}
-	if cfg.Clock != nil && input.IsNil(cfg.Clock) {
-		problems = append(problems, "nil clock")
+		problems = append(problems, "Table has no rows (build tables with NewTable)")
 	}
 	m := &Machine{cfg: cfg, rules: cfg.Policy.rules()}
 	m.drift, _ = cfg.Driver.(DriftDetector)
 	m.tester, _ = cfg.Driver.(Tester)
 	if cfg.Policy.Drift != DriftIgnore && m.drift == nil {
-		problems = append(problems, "policy drift "+string(cfg.Policy.Drift)+" needs a Driver that implements DriftDetector")
+		problems = append(problems, "Policy: drift "+string(cfg.Policy.Drift)+" needs a Driver that implements DriftDetector")
 	}
 	if cfg.Policy.Test.Enable && m.tester == nil {
-		problems = append(problems, "policy test needs a Driver that implements Tester")
+		problems = append(problems, "Policy: test needs a Driver that implements Tester")
 	}
 	if len(problems) > 0 {
 		return nil, input.Invalid("addon", "config", problems...)
@@ -131,7 +127,7 @@ func NewMachine(cfg Config) (*Machine, error) {
 // an error too, with the events of what was persisted.
 func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 	if m == nil || m.cfg.Store == nil {
-		return Result{}, input.Invalid("addon", "Machine", "Reconcile on a Machine not made by NewMachine")
+		return Result{}, input.NotMade("addon", "Machine")
 	}
 	log := klog.FromContext(ctx).WithValues("addon", obj.Spec.Name)
 	var res Result
@@ -248,7 +244,7 @@ func (m *Machine) done(log klog.Logger, res Result, d Decision) Result {
 func (m *Machine) decide(obj Object, obs Observation) (Decision, error) {
 	return Decide(Input{
 		Spec: obj.Spec, Status: obj.Status, Observation: obs, Policy: m.cfg.Policy, Table: m.cfg.Table,
-		Now: m.cfg.Clock.Now(), Jitter: m.jitter(), Owner: m.cfg.Identity, Redact: m.cfg.Redact,
+		Now: m.cfg.Clock.Now(), Jitter: m.jitter(), Owner: m.cfg.Owner, Redact: m.cfg.Redact,
 	})
 }
 

@@ -23,7 +23,7 @@ func (d *decider) record() {
 		return
 	}
 	if !obs.Claim.same(st.InFlight) {
-		d.event(converge.EventTypeWarning, "OutcomeDiscarded", fmt.Sprintf("outcome of %s by %s discarded: its claim no longer holds", obs.Action, obs.Claim.Owner))
+		d.event(converge.EventTypeWarning, ReasonOutcomeDiscarded, fmt.Sprintf("outcome of %s by %s discarded: its claim no longer holds", obs.Action, obs.Claim.Owner))
 		return
 	}
 	outcome := OutcomeSucceeded
@@ -202,7 +202,7 @@ func (d *decider) drift() bool {
 	obs := &d.in.Observation
 	if !obs.Drifted {
 		if obs.Err == nil {
-			d.setCond(TypeDrifted, metav1.ConditionFalse, "NoDrift", "the cluster matches "+d.st.InstalledVersion)
+			d.setCond(TypeDrifted, metav1.ConditionFalse, ReasonNoDrift, "the cluster matches "+d.st.InstalledVersion)
 		}
 		return false
 	}
@@ -223,14 +223,14 @@ func (d *decider) recordTest(err error) {
 	st := &d.st
 	what := "tests of " + st.InstalledVersion
 	if err == nil {
-		d.setCond(TypeTestSuccess, metav1.ConditionTrue, "TestSucceeded", what+" passed")
+		d.setCond(TypeTestSuccess, metav1.ConditionTrue, ReasonTestSucceeded, what+" passed")
 		if !d.fire(TriggerHealthy, what+" passed") {
 			d.stay(ActionCheckHealth, "")
 		}
 		return
 	}
 	msg := what + " failed: " + d.redact(err.Error())
-	d.setCond(TypeTestSuccess, metav1.ConditionFalse, "TestFailed", msg)
+	d.setCond(TypeTestSuccess, metav1.ConditionFalse, ReasonTestFailed, msg)
 	if d.rules.test.IgnoreFailures {
 		if !d.fire(TriggerHealthy, msg+" (ignored)") {
 			d.stay(ActionCheckHealth, "")

@@ -60,7 +60,7 @@ func TestAddonObjectsDriveAMachine(t *testing.T) {
 	unstructured.RemoveNestedField(obj.Object, "spec", "suspend")
 	client, objects := newAddons(t, obj)
 	clk := clocktesting.NewFakeClock(t0)
-	m, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Store: objects, Identity: "c0", Clock: clk, Jitter: func() float64 { return 0 }})
+	m, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Store: objects, Owner: "c0", Clock: clk, Jitter: func() float64 { return 0 }})
 	require.NoError(t, err)
 	for range 3 {
 		o, err := objects.Get(ctx, "tke/mesh")

@@ -136,7 +136,7 @@ func adoptAddon(ctx context.Context, dynamicClient dynamic.Interface, driver add
 	if err != nil {
 		return addon.Result{}, err
 	}
-	m, err := addon.NewMachine(addon.Config{Driver: driver, Store: objects, Identity: "controller-0"})
+	m, err := addon.NewMachine(addon.Config{Driver: driver, Store: objects, Owner: "controller-0"})
 	if err != nil {
 		return addon.Result{}, err
 	}

@@ -103,7 +103,7 @@ func newReconciler(c *addonlifecycle.Cluster, recorder record.EventRecorder) (*r
 		return nil, err
 	}
 	machine, err := addon.NewMachine(addon.Config{
-		Driver: addonlifecycle.NewDriver(c.Kube), Store: store, Identity: "addon-lifecycle",
+		Driver: addonlifecycle.NewDriver(c.Kube), Store: store, Owner: "addon-lifecycle",
 		Policy: c.Policy, Clock: c.Clock, Jitter: c.Jitter,
 	})
 	if err != nil {
