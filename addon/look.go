@@ -8,7 +8,7 @@ import (
 )
 
 // look handles a fresh reconcile: the spec's generation, the stored waits,
-// claims, the spec's triggers, then the pending action.
+// claims, suspension, the spec's triggers, then the pending action.
 func (d *decider) look() {
 	st := &d.st
 	spec := &d.in.Spec
@@ -23,66 +23,107 @@ func (d *decider) look() {
 	}
 	st.SeenGeneration = spec.Generation
 	d.boundWaits()
-	if c := st.InFlight; c != nil {
-		if d.in.Now.Before(c.Expires.Time) {
-			d.waitUntil = &c.Expires
-			return
-		}
-		d.outcome(c, fmt.Errorf("claim by %s expired at %s before its outcome was recorded", c.Owner, c.Expires.UTC().Format(time.RFC3339)), OutcomeLost, "")
-	}
-	force := spec.ForceToken != "" && spec.ForceToken != st.LastForceToken
-	reset := spec.ResetToken != "" && spec.ResetToken != st.LastResetToken
-	switch {
-	case spec.Deleting:
-		d.resume()
-		if reset {
-			d.reset()
-		}
-		switch {
-		case st.Phase != PhaseDeleting:
-			d.fire(TriggerDeletionRequested, "deletion requested")
-		case reset:
-			d.fire(TriggerResetRequested, d.requestMessage(TriggerResetRequested))
-		case force:
-			d.fire(TriggerForceRequested, d.requestMessage(TriggerForceRequested))
-		}
-	case spec.Suspended:
-		if st.SuspendedTime == nil {
-			st.SuspendedTime = d.at(0)
-			d.event(converge.EventTypeNormal, ReasonSuspended, "reconciliation suspended in "+string(st.Phase))
-		}
-		st.Reason, st.Message = ReasonSuspended, "suspended in "+string(st.Phase)
+	if d.claimHolds() {
 		return
-	default:
-		d.resume()
-		if reset {
-			d.reset()
-		}
-		genChanged := spec.Generation != st.ObservedGeneration
-		fired := false
-		if st.InstalledVersion != "" && spec.Version != st.InstalledVersion && spec.Version != st.FailedVersion && (genChanged || reset) {
-			d.requested = !genChanged
-			fired = d.fire(TriggerVersionChanged, d.requestMessage(TriggerVersionChanged))
-			d.requested = false
-		}
-		if !fired && genChanged {
-			// Also a new version under a table without a VersionChanged row.
-			fired = d.fire(TriggerSpecChanged, d.requestMessage(TriggerSpecChanged))
-		}
-		if !fired && force {
-			fired = d.fire(TriggerForceRequested, d.requestMessage(TriggerForceRequested))
-		}
-		if !fired && reset {
-			fired = d.fire(TriggerResetRequested, d.requestMessage(TriggerResetRequested))
-		}
-		if !fired && st.ReapplyTime != nil && !d.in.Now.Before(st.ReapplyTime.Time) {
-			d.fire(TriggerReapplyDue, "re-applying "+st.InstalledVersion+" after its re-apply failed")
-		}
+	}
+	if spec.Suspended && !spec.Deleting {
+		d.suspend()
+		return
+	}
+	d.resume()
+	reset := spec.ResetToken != "" && spec.ResetToken != st.LastResetToken
+	if reset {
+		d.reset()
+	}
+	if spec.Deleting {
+		d.requestDeletion(reset)
+	} else {
+		d.requestChanges(reset)
 	}
 	st.LastResetToken, st.LastForceToken = spec.ResetToken, spec.ForceToken
 	st.ObservedGeneration = spec.Generation
+	d.takeDue()
+}
+
+// claimHolds reports whether the claim of an attempt holds: the look waits
+// for its outcome or its expiry. A claim that expired is a lost attempt,
+// recorded as one.
+func (d *decider) claimHolds() bool {
+	c := d.st.InFlight
+	if c == nil {
+		return false
+	}
+	if d.in.Now.Before(c.Expires.Time) {
+		d.waitUntil = &c.Expires
+		return true
+	}
+	d.outcome(c, fmt.Errorf("claim by %s expired at %s before its outcome was recorded", c.Owner, c.Expires.UTC().Format(time.RFC3339)), OutcomeLost, "")
+	return false
+}
+
+// suspend holds the engine still: the time suspended is recorded once, so
+// that resume moves the deadline on by it.
+func (d *decider) suspend() {
+	st := &d.st
+	if st.SuspendedTime == nil {
+		st.SuspendedTime = d.at(0)
+		d.event(converge.EventTypeNormal, ReasonSuspended, "reconciliation suspended in "+string(st.Phase))
+	}
+	st.Reason, st.Message = ReasonSuspended, "suspended in "+string(st.Phase)
+}
+
+// forced reports a new force request.
+func (d *decider) forced() bool {
+	return d.in.Spec.ForceToken != "" && d.in.Spec.ForceToken != d.st.LastForceToken
+}
+
+// requestDeletion fires what a deletion asks: DeletionRequested once, then,
+// in Deleting, a reset or force request (which restarts a deletion stopped
+// at its deadline).
+func (d *decider) requestDeletion(reset bool) {
+	switch {
+	case d.st.Phase != PhaseDeleting:
+		d.fire(TriggerDeletionRequested, "deletion requested")
+	case reset:
+		d.fire(TriggerResetRequested, d.requestMessage(TriggerResetRequested))
+	case d.forced():
+		d.fire(TriggerForceRequested, d.requestMessage(TriggerForceRequested))
+	}
+}
+
+// requestChanges fires the first of what the spec asks that has a row: a
+// new version (under a new generation, or a reset), a new spec, a force or
+// a reset request; else a re-apply whose backoff is over.
+func (d *decider) requestChanges(reset bool) {
+	st := &d.st
+	spec := &d.in.Spec
+	genChanged := spec.Generation != st.ObservedGeneration
+	fired := false
+	if st.InstalledVersion != "" && spec.Version != st.InstalledVersion && spec.Version != st.FailedVersion && (genChanged || reset) {
+		d.requested = !genChanged
+		fired = d.fire(TriggerVersionChanged, d.requestMessage(TriggerVersionChanged))
+		d.requested = false
+	}
+	if !fired && genChanged {
+		// Also a new version under a table without a VersionChanged row.
+		fired = d.fire(TriggerSpecChanged, d.requestMessage(TriggerSpecChanged))
+	}
+	if !fired && d.forced() {
+		fired = d.fire(TriggerForceRequested, d.requestMessage(TriggerForceRequested))
+	}
+	if !fired && reset {
+		fired = d.fire(TriggerResetRequested, d.requestMessage(TriggerResetRequested))
+	}
+	if !fired && st.ReapplyTime != nil && !d.in.Now.Before(st.ReapplyTime.Time) {
+		d.fire(TriggerReapplyDue, "re-applying "+st.InstalledVersion+" after its re-apply failed")
+	}
+}
+
+// takeDue ends a phase whose deadline passed and takes the pending action
+// once it is due. Deleting only ever uninstalls, whatever a table row says.
+func (d *decider) takeDue() {
+	st := &d.st
 	if p := st.PendingAction; st.Phase == PhaseDeleting && p != ActionUninstall && p != ActionNone {
-		// Deleting only ever uninstalls, whatever a table row says.
 		st.PendingAction, st.NextAttemptTime = ActionUninstall, nil
 	}
 	if st.PendingAction != ActionNone && st.Phase != PhaseChecking && d.pastDeadline() {

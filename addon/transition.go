@@ -30,6 +30,39 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	}
 	st := &d.st
 	from := st.Phase
+	d.clearFor(t)
+	to, next := d.entry(row, t)
+	reason := string(t)
+	if next == ActionRollback {
+		if stop := d.rollbackProblem(); stop != "" && d.table.has(PhaseFailed) {
+			// The reason goes first: a long failure text is cut at the end.
+			reason = stop
+			msg = "not rolling back: " + d.rollbackProblemMessage(stop) + "; " + msg
+			to, next = PhaseFailed, ActionNone
+		}
+	}
+	d.enter(from, to, next, t)
+	msg = conditions.TruncateMessage(msg, maxMessage)
+	st.Reason, st.Message = reason, msg
+	typ := converge.EventTypeNormal
+	if isWarning(t) || reason != string(t) {
+		typ = converge.EventTypeWarning
+	}
+	text := string(from) + " -> " + string(to) + ": " + msg
+	if next != ActionNone {
+		text += "; next: " + string(next)
+	}
+	d.event(typ, reason, text)
+	return true
+}
+
+// clearFor clears what trigger t ends: a new spec, the failures of the
+// previous desire (a reset request keeps the backoff step); a reset or
+// force request, the failed version; a deletion, the failures before it;
+// a healthy version, the failures behind it, and it becomes the last good
+// one.
+func (d *decider) clearFor(t Trigger) {
+	st := &d.st
 	switch t {
 	case TriggerSpecChanged, TriggerVersionChanged:
 		st.InstallFailures, st.UpgradeFailures, st.UninstallFailures = 0, 0, 0
@@ -52,6 +85,13 @@ func (d *decider) fire(t Trigger, msg string) bool {
 			st.FailedVersion = ""
 		}
 	}
+}
+
+// entry is the phase row enters and the action that runs there, entered by
+// trigger t: ActionRemediate resolved by the policy for the action that
+// failed, an install or upgrade by what is installed (see Row).
+func (d *decider) entry(row Row, t Trigger) (Phase, Action) {
+	st := &d.st
 	to, next := row.To, row.Action
 	if next == ActionRemediate {
 		failed := st.LastFailedAction
@@ -66,15 +106,15 @@ func (d *decider) fire(t Trigger, msg string) bool {
 		e := resolve(to, next, st.InstalledVersion != "")
 		to, next = e.phase, e.action
 	}
-	reason := string(t)
-	if next == ActionRollback {
-		if stop := d.rollbackProblem(); stop != "" && d.table.has(PhaseFailed) {
-			// The reason goes first: a long failure text is cut at the end.
-			reason = stop
-			msg = "not rolling back: " + d.rollbackProblemMessage(stop) + "; " + msg
-			to, next = PhaseFailed, ActionNone
-		}
-	}
+	return to, next
+}
+
+// enter moves the status from phase from into phase to, entered by trigger
+// t, with next pending: what Checking verifies, the re-apply owed (kept
+// only in Running, and not once it is due), and a new deadline when the
+// phase changes or t starts it over.
+func (d *decider) enter(from, to Phase, next Action, t Trigger) {
+	st := &d.st
 	st.Verifying = ActionNone
 	if to == PhaseChecking {
 		st.Verifying = verifies(t)
@@ -92,18 +132,6 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	}
 	st.PendingAction = next
 	st.NextAttemptTime = d.schedule(next, t)
-	msg = conditions.TruncateMessage(msg, maxMessage)
-	st.Reason, st.Message = reason, msg
-	typ := converge.EventTypeNormal
-	if isWarning(t) || reason != string(t) {
-		typ = converge.EventTypeWarning
-	}
-	text := string(from) + " -> " + string(to) + ": " + msg
-	if next != ActionNone {
-		text += "; next: " + string(next)
-	}
-	d.event(typ, reason, text)
-	return true
 }
 
 // rollbackProblem checks the rollback target: missing when no version was
