@@ -146,12 +146,3 @@ func ExampleDefaultRedact() {
 	// Output:
 	// pull https://[REDACTED]@registry.example/mesh: token=[REDACTED], status 401
 }
-
-// Explore checks a table exhaustively to a depth; here the default table
-// with a policy that never retries.
-func ExampleExplore() {
-	report, err := addon.Explore(addon.ExploreOptions{Policy: addon.Policy{MaxRetries: new(int32)}, Depth: 3})
-	fmt.Println(report.States, report.Depth, err)
-	// Output:
-	// 1550 3 <nil>
-}
