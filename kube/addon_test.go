@@ -134,6 +134,11 @@ func (m *mapAddons) Get(_ context.Context, namespace, name string) (*unstructure
 	return o.DeepCopy(), nil
 }
 
+// Update writes obj as UpdateStatus does: a map keeps no subresources.
+func (m *mapAddons) Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return m.UpdateStatus(ctx, obj)
+}
+
 func (m *mapAddons) UpdateStatus(_ context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	key := obj.GetNamespace() + "/" + obj.GetName()
 	cur, ok := m.objs[key]
