@@ -23,7 +23,7 @@
 // status (Status.InFlight) before it runs it through the Driver, records
 // what the Driver returned and writes the status. A new Machine continues
 // from the status alone. Package addon/addontest checks a table and a
-// policy exhaustively against these rules.
+// policy exhaustively against the rules below.
 //
 // # Rules
 //
