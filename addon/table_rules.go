@@ -276,40 +276,34 @@ func (t *Table) phasesCanBeDeleted() []string {
 // ReapplyFailed row, for an upgrade that re-applied the version last seen
 // healthy (Deleting excepted: it only uninstalls).
 func (t *Table) upgradesCanFailAReapply() []string {
-	var problems []string
-	for _, p := range allPhases {
+	return t.usedPhases(func(p Phase) string {
 		if p == PhaseDeleting {
-			continue
+			return ""
 		}
 		if _, ok := t.Next(p, TriggerUpgradeFailed); ok {
 			if _, ok := t.Next(p, TriggerReapplyFailed); !ok {
-				problems = append(problems, fmt.Sprintf("phase %s can fail an upgrade but has no %s row", p, TriggerReapplyFailed))
+				return fmt.Sprintf("phase %s can fail an upgrade but has no %s row", p, TriggerReapplyFailed)
 			}
 		}
-	}
-	return problems
+		return ""
+	})
 }
 
 // failuresExhaust: a phase with an InstallFailed, UpgradeFailed or
 // DeadlinePassed row has a RetriesExhausted row (Deleting excepted:
 // uninstall failures never exhaust).
 func (t *Table) failuresExhaust() []string {
-	var problems []string
-	for _, p := range allPhases {
-		if p == PhaseDeleting {
-			continue
-		}
-		if _, ok := t.Next(p, TriggerRetriesExhausted); ok {
-			continue
+	return t.usedPhases(func(p Phase) string {
+		if _, ok := t.Next(p, TriggerRetriesExhausted); ok || p == PhaseDeleting {
+			return ""
 		}
 		for _, e := range []Trigger{TriggerInstallFailed, TriggerUpgradeFailed, TriggerDeadlinePassed} {
 			if _, ok := t.Next(p, e); ok {
-				problems = append(problems, fmt.Sprintf("phase %s can fail with %s but has no %s row", p, e, TriggerRetriesExhausted))
-				break
+				return fmt.Sprintf("phase %s can fail with %s but has no %s row", p, e, TriggerRetriesExhausted)
 			}
 		}
-	}
-	return problems
+		return ""
+	})
 }
 
 // deletingEnds: PhaseDeleting's UninstallSucceeded row enters PhaseDeleted.
