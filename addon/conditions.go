@@ -27,15 +27,6 @@ const (
 	TypeDrifted = "Drifted"
 )
 
-// The reasons addon's conditions use besides the phases and triggers.
-const (
-	ReasonSuspended       = "Suspended"
-	ReasonHealthUnknown   = "HealthUnknown"
-	ReasonUnhealthy       = "Unhealthy"
-	ReasonVersionFailed   = "VersionFailed"
-	ReasonUninstallFailed = "UninstallFailing"
-)
-
 // setConditions writes Ready, Reconciling, Stalled and Degraded for the
 // phase; the Flux conditions were set where their outcomes were recorded.
 func (d *decider) setConditions() error {
@@ -80,7 +71,7 @@ func (d *decider) setConditions() error {
 	case st.Phase == PhaseFailed, d.deletionStopped():
 		d.setKStatus(conditions.TypeStalled, conditions.TypeReconciling, metav1.ConditionFalse, safeReason(st.Reason, st.Phase), msg)
 	case st.Phase == PhaseDeleting && d.rules.exhausted(st.UninstallFailures):
-		d.setKStatus(conditions.TypeStalled, conditions.TypeReconciling, metav1.ConditionFalse, ReasonUninstallFailed, msg)
+		d.setKStatus(conditions.TypeStalled, conditions.TypeReconciling, metav1.ConditionFalse, ReasonUninstallFailing, msg)
 	default:
 		d.setKStatus(conditions.TypeReconciling, conditions.TypeStalled, metav1.ConditionUnknown, string(st.Phase), msg)
 	}

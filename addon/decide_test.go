@@ -600,8 +600,8 @@ func TestDecideRejectsBadInput(t *testing.T) {
 		mod  func(*addon.Input)
 		want string
 	}{
-		{"zero time", func(in *addon.Input) { in.Now = time.Time{} }, "zero time"},
-		{"jitter out of range", func(in *addon.Input) { in.Jitter = 1 }, "jitter"},
+		{"a zero Now", func(in *addon.Input) { in.Now = time.Time{} }, "addon: invalid input: Now is zero"},
+		{"jitter out of range", func(in *addon.Input) { in.Jitter = 1 }, "Jitter 1 is outside [0, 1)"},
 		{"empty name", func(in *addon.Input) { in.Spec.Name = "" }, "empty name"},
 		{"unknown phase", func(in *addon.Input) { in.Status.Phase = "Limbo" }, "unknown phase"},
 		{"an outcome without its claim", func(in *addon.Input) {

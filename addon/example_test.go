@@ -24,12 +24,12 @@ func ExampleMachine_Reconcile() {
 	store := &fake.AddonStore{}
 	store.Put(addon.Object{Spec: addon.Spec{Name: "tke/mesh-manager", Generation: 1, Version: "v1"}})
 	m, err := addon.NewMachine(addon.Config{
-		Driver:   driver,
-		Store:    store,
-		Identity: "controller-0",
-		Policy:   addon.Policy{InstallRemediation: addon.RemediationNone},
-		Clock:    clk,
-		Jitter:   func() float64 { return 0 },
+		Driver: driver,
+		Store:  store,
+		Owner:  "controller-0",
+		Policy: addon.Policy{InstallRemediation: addon.RemediationNone},
+		Clock:  clk,
+		Jitter: func() float64 { return 0 },
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -145,13 +145,4 @@ func ExampleDefaultRedact() {
 	fmt.Println(addon.DefaultRedact(`pull https://bot:hunter2@registry.example/mesh: token=abc123, status 401`))
 	// Output:
 	// pull https://[REDACTED]@registry.example/mesh: token=[REDACTED], status 401
-}
-
-// Explore checks a table exhaustively to a depth; here the default table
-// with a policy that never retries.
-func ExampleExplore() {
-	report, err := addon.Explore(addon.ExploreOptions{Policy: addon.Policy{MaxRetries: new(int32)}, Depth: 3})
-	fmt.Println(report.States, report.Depth, err)
-	// Output:
-	// 1550 3 <nil>
 }

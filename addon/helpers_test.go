@@ -125,7 +125,7 @@ func newHarness(t testing.TB, policy addon.Policy) *harness {
 // restart replaces the Machine: only the stored status carries over.
 func (h *harness) restart() {
 	h.t.Helper()
-	m, err := addon.NewMachine(addon.Config{Driver: h.driver, Store: h.store, Identity: "m1", Policy: h.policy, Clock: h.clock, Jitter: func() float64 { return 0 }})
+	m, err := addon.NewMachine(addon.Config{Driver: h.driver, Store: h.store, Owner: "m1", Policy: h.policy, Clock: h.clock, Jitter: func() float64 { return 0 }})
 	require.NoError(h.t, err)
 	h.m = m
 }

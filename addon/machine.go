@@ -14,55 +14,6 @@ import (
 	"github.com/converge-dev/converge/internal/input"
 )
 
-// Driver is what the host implements to act on its add-ons. Each call must be
-// idempotent (an action whose outcome a crash lost runs again) and must
-// return when ctx ends. Request carries the host's object (Object.Host), so
-// one Driver serves every add-on.
-//
-// Install and Upgrade return the driver's revision: its own name for what the
-// call applied, such as a Helm release revision ("" for a driver that has
-// none). The engine records it with the attempt (Attempt.Revision) and, on
-// success, as the installed version's revision; a rollback to a verified
-// version hands that version's revision back in Request.Revision. A revision
-// longer than MaxRevisionLength bytes is not recorded.
-type Driver interface {
-	// Install applies req.To onto a cluster where nothing is installed.
-	Install(ctx context.Context, req Request) (revision string, err error)
-	// Upgrade applies req.To onto the installed req.From (the same version
-	// for a re-apply; the last good one, at req.Revision, when req.Rollback).
-	Upgrade(ctx context.Context, req Request) (revision string, err error)
-	// Uninstall removes the add-on; removing what is already gone succeeds.
-	Uninstall(ctx context.Context, req Request) error
-	// Health reports the add-on's health; an error means it could not be read.
-	Health(ctx context.Context, req Request) (Health, error)
-}
-
-// DriftDetector is implemented by a Driver that can tell whether the
-// cluster drifted from what the add-on applied (Policy.Drift).
-type DriftDetector interface {
-	// Drift reports drift of req.From (the installed version) with a short
-	// description of what differs.
-	Drift(ctx context.Context, req Request) (drifted bool, detail string, err error)
-}
-
-// Tester is implemented by a Driver that can test the add-on (Policy.Test).
-type Tester interface {
-	// Test runs the tests of req.To, the version just installed or upgraded.
-	Test(ctx context.Context, req Request) error
-}
-
-// Store reads and writes add-ons with optimistic concurrency.
-type Store interface {
-	// Get reads the add-on named name afresh (after a conflict: not from a
-	// cache that may still be stale).
-	Get(ctx context.Context, name string) (Object, error)
-	// UpdateStatus writes status if the add-on is still at
-	// obj.ResourceVersion and returns the add-on as written (with its new
-	// ResourceVersion). A lost race returns the apiserver's 409 Conflict
-	// unchanged or an error marked with converge.Conflict.
-	UpdateStatus(ctx context.Context, obj Object, status Status) (Object, error)
-}
-
 // Result is what the host returns to its work queue (RequeueAfter is
 // RequeueNow when the next action is due at once) and the events to emit
 // on its object, returned even beside an error for what was already
@@ -85,9 +36,10 @@ type Config struct {
 	// keeps one action in flight per add-on (the claim is written before
 	// the action runs) and what a conflict re-reads.
 	Store Store
-	// Identity names this Machine in claims (Status.InFlight.Owner): make it
-	// unique per process (such as the pod name). Empty means "addon".
-	Identity string
+	// Owner names this Machine in the claims it writes
+	// (Status.InFlight.Owner): make it unique per process (such as the pod
+	// name). Empty means "addon".
+	Owner string
 	// Policy and Table: see Decide. A nil Table is DefaultTable.
 	Policy Policy
 	Table  *Table
@@ -129,28 +81,23 @@ type Machine struct {
 // NewMachine validates cfg and returns a Machine. The error matches
 // converge.ErrInvalid.
 func NewMachine(cfg Config) (*Machine, error) {
-	var problems []string
-	if input.IsNil(cfg.Driver) {
-		problems = append(problems, "nil driver")
-	}
-	if input.IsNil(cfg.Store) {
-		problems = append(problems, "nil store")
-	}
-	problems = append(problems, input.Problems(cfg.Policy.Validate(), "policy: ")...)
+	problems := input.Fields(
+		input.FieldValue{Name: "Driver", Value: cfg.Driver, Required: true},
+		input.FieldValue{Name: "Store", Value: cfg.Store, Required: true},
+		input.FieldValue{Name: "Clock", Value: cfg.Clock},
+	)
+	problems = append(problems, input.Problems(cfg.Policy.Validate(), "Policy: ")...)
 	if cfg.Table != nil && len(cfg.Table.rows) == 0 {
-		problems = append(problems, "empty table (build tables with NewTable)")
-	}
-	if cfg.Clock != nil && input.IsNil(cfg.Clock) {
-		problems = append(problems, "nil clock")
+		problems = append(problems, "Table has no rows (build tables with NewTable)")
 	}
 	m := &Machine{cfg: cfg, rules: cfg.Policy.rules()}
 	m.drift, _ = cfg.Driver.(DriftDetector)
 	m.tester, _ = cfg.Driver.(Tester)
 	if cfg.Policy.Drift != DriftIgnore && m.drift == nil {
-		problems = append(problems, "policy drift "+string(cfg.Policy.Drift)+" needs a Driver that implements DriftDetector")
+		problems = append(problems, "Policy: drift "+string(cfg.Policy.Drift)+" needs a Driver that implements DriftDetector")
 	}
 	if cfg.Policy.Test.Enable && m.tester == nil {
-		problems = append(problems, "policy test needs a Driver that implements Tester")
+		problems = append(problems, "Policy: test needs a Driver that implements Tester")
 	}
 	if len(problems) > 0 {
 		return nil, input.Invalid("addon", "config", problems...)
@@ -180,7 +127,7 @@ func NewMachine(cfg Config) (*Machine, error) {
 // an error too, with the events of what was persisted.
 func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 	if m == nil || m.cfg.Store == nil {
-		return Result{}, input.Invalid("addon", "Machine", "Reconcile on a Machine not made by NewMachine")
+		return Result{}, input.NotMade("addon", "Machine")
 	}
 	log := klog.FromContext(ctx).WithValues("addon", obj.Spec.Name)
 	var res Result
@@ -297,7 +244,7 @@ func (m *Machine) done(log klog.Logger, res Result, d Decision) Result {
 func (m *Machine) decide(obj Object, obs Observation) (Decision, error) {
 	return Decide(Input{
 		Spec: obj.Spec, Status: obj.Status, Observation: obs, Policy: m.cfg.Policy, Table: m.cfg.Table,
-		Now: m.cfg.Clock.Now(), Jitter: m.jitter(), Owner: m.cfg.Identity, Redact: m.cfg.Redact,
+		Now: m.cfg.Clock.Now(), Jitter: m.jitter(), Owner: m.cfg.Owner, Redact: m.cfg.Redact,
 	})
 }
 

@@ -110,7 +110,7 @@ func TestRuleConflictsLoseNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, addon.Policy{InstallRemediation: addon.RemediationNone})
 			h.driver.Push(fake.AddonInstall, fake.AddonOutcome{Err: errBoom})
-			m, err := addon.NewMachine(addon.Config{Driver: hookDriver{AddonDriver: h.driver, before: tc.conflict(h)}, Store: h.store, Clock: h.clock, Identity: "m1", Policy: h.policy})
+			m, err := addon.NewMachine(addon.Config{Driver: hookDriver{AddonDriver: h.driver, before: tc.conflict(h)}, Store: h.store, Clock: h.clock, Owner: "m1", Policy: h.policy})
 			require.NoError(t, err)
 			res, err := m.Reconcile(context.Background(), h.obj())
 			require.NoError(t, err)
@@ -162,9 +162,9 @@ func (d blockingDriver) Install(ctx context.Context, req addon.Request) (string,
 func TestRuleOneActionInFlightAcrossDeletion(t *testing.T) {
 	h := newHarness(t, addon.Policy{})
 	drv := blockingDriver{AddonDriver: h.driver, started: make(chan struct{}), release: make(chan struct{})}
-	a, err := addon.NewMachine(addon.Config{Driver: drv, Store: h.store, Clock: h.clock, Identity: "a"})
+	a, err := addon.NewMachine(addon.Config{Driver: drv, Store: h.store, Clock: h.clock, Owner: "a"})
 	require.NoError(t, err)
-	b, err := addon.NewMachine(addon.Config{Driver: h.driver, Store: h.store, Clock: h.clock, Identity: "b"})
+	b, err := addon.NewMachine(addon.Config{Driver: h.driver, Store: h.store, Clock: h.clock, Owner: "b"})
 	require.NoError(t, err)
 
 	var wg sync.WaitGroup
@@ -269,6 +269,7 @@ func TestAMachineNotMadeByNewMachineIsAnErrorNotAPanic(t *testing.T) {
 	for _, m := range []*addon.Machine{nilMachine, new(addon.Machine)} {
 		_, err := m.Reconcile(context.Background(), addon.Object{Spec: addon.Spec{Name: "mesh", Version: "v1"}})
 		require.ErrorIs(t, err, converge.ErrInvalid)
+		assert.EqualError(t, err, "addon: invalid Machine: not made by NewMachine")
 	}
 }
 
@@ -304,7 +305,7 @@ func TestRuleHealthReadIsWrittenOnlyOverTheStatusItWasDecidedFrom(t *testing.T) 
 		_, err := h.store.UpdateStatus(context.Background(), obj, upgraded)
 		require.NoError(t, err)
 	}}
-	m, err := addon.NewMachine(addon.Config{Driver: drv, Store: h.store, Clock: h.clock, Identity: "m1"})
+	m, err := addon.NewMachine(addon.Config{Driver: drv, Store: h.store, Clock: h.clock, Owner: "m1"})
 	require.NoError(t, err)
 	_, err = m.Reconcile(quiet, h.obj())
 	require.NoError(t, err)

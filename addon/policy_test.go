@@ -196,14 +196,14 @@ func TestNewMachineRejectsBadConfig(t *testing.T) {
 		cfg  addon.Config
 		want string
 	}{
-		{"nothing", addon.Config{}, "nil driver"},
-		{"typed-nil driver", addon.Config{Driver: nilDriver, Store: &fake.AddonStore{}}, "nil driver"},
-		{"typed-nil store", addon.Config{Driver: &fake.AddonDriver{}, Store: nilStore}, "nil store"},
+		{"nothing", addon.Config{}, "addon: invalid config: Driver is required; Store is required"},
+		{"typed-nil driver", addon.Config{Driver: nilDriver, Store: &fake.AddonStore{}}, "Driver holds a nil *fake.AddonDriver"},
+		{"typed-nil store", addon.Config{Driver: &fake.AddonDriver{}, Store: nilStore}, "Store holds a nil *fake.AddonStore"},
 		{"bad policy", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Policy: addon.Policy{HistoryLimit: -1}}, "historyLimit"},
 		{"drift without a DriftDetector", addon.Config{Driver: healthOnly{}, Store: &fake.AddonStore{}, Policy: addon.Policy{Drift: addon.DriftWarn}}, "DriftDetector"},
 		{"tests without a Tester", addon.Config{Driver: healthOnly{}, Store: &fake.AddonStore{}, Policy: addon.Policy{Test: addon.TestPolicy{Enable: true}}}, "Tester"},
-		{"typed-nil clock", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Clock: (*clocktesting.FakeClock)(nil)}, "nil clock"},
-		{"empty table", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Table: &addon.Table{}}, "empty table"},
+		{"typed-nil clock", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Clock: (*clocktesting.FakeClock)(nil)}, "Clock holds a nil *testing.FakeClock"},
+		{"empty table", addon.Config{Driver: &fake.AddonDriver{}, Store: &fake.AddonStore{}, Table: &addon.Table{}}, "Table has no rows"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := addon.NewMachine(tc.cfg)

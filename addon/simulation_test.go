@@ -187,7 +187,7 @@ func newSimulation(seed uint64) *simulation {
 	}
 	drv := &simDriver{s: s}
 	for i := range s.machines {
-		m, err := addon.NewMachine(addon.Config{Driver: drv, Store: s.store, Identity: s.id(i), Policy: s.policy, Clock: s.clock,
+		m, err := addon.NewMachine(addon.Config{Driver: drv, Store: s.store, Owner: s.id(i), Policy: s.policy, Clock: s.clock,
 			Jitter: func() float64 { return 0.5 }})
 		if err != nil {
 			panic(err)

@@ -139,7 +139,7 @@ type Status struct {
 type Claim struct {
 	// Action is the claimed action.
 	Action Action `json:"action"`
-	// Owner identifies the Machine that runs it (Config.Identity).
+	// Owner identifies the Machine that runs it (Config.Owner).
 	Owner string `json:"owner"`
 	// From is the installed version when the action started; To is the
 	// version it applies (empty for an uninstall).

@@ -43,7 +43,7 @@ func (d *decider) boundWaits() {
 			taken = now
 		}
 		if latest := taken.Add(d.rules.actionTimeout + ClaimGrace); c.Expires.After(latest) {
-			d.event(converge.EventTypeWarning, "ClaimExpiryBounded", fmt.Sprintf(
+			d.event(converge.EventTypeWarning, ReasonClaimExpiryBounded, fmt.Sprintf(
 				"claim of %s by %s, taken at %s, expires at %s: later than the engine writes (ActionTimeout %s and ClaimGrace %s after it was taken); it expires at %s",
 				c.Action, c.Owner, stamp(c.Started.Time), stamp(c.Expires.Time), d.rules.actionTimeout, ClaimGrace, stamp(latest)))
 			bounded := *c

@@ -134,3 +134,30 @@ func TestAddonStoreRefusesStaleWritesAndInjectedConflicts(t *testing.T) {
 	_, err = s.Get(ctx, "other")
 	require.Error(t, err)
 }
+
+// AddonStore.Update moves the generation as the API server does: on a
+// change of the spec or a deletion, unless the update sets it itself; not
+// on a request token (an annotation) or no change at all.
+func TestAddonStoreUpdateMovesTheGenerationAsTheAPIServerDoes(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		change func(*addon.Spec)
+		want   int64
+	}{
+		{name: "a new version", change: func(s *addon.Spec) { s.Version = "v2" }, want: 4},
+		{name: "a suspension", change: func(s *addon.Spec) { s.Suspended = true }, want: 4},
+		{name: "a deletion", change: func(s *addon.Spec) { s.Deleting = true }, want: 4},
+		{name: "a generation set by the update is kept", change: func(s *addon.Spec) { s.Generation, s.Version = 7, "v2" }, want: 7},
+		{name: "a reset request is an annotation", change: func(s *addon.Spec) { s.ResetToken = "r1" }, want: 3},
+		{name: "a force request is an annotation", change: func(s *addon.Spec) { s.ForceToken = "f1" }, want: 3},
+		{name: "no change", change: func(*addon.Spec) {}, want: 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &fake.AddonStore{}
+			s.Put(addon.Object{Spec: addon.Spec{Name: "mesh", Generation: 3, Version: "v1"}})
+			updated, ok := s.Update("mesh", tt.change)
+			require.True(t, ok)
+			assert.Equal(t, tt.want, updated.Spec.Generation)
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/converge-dev/converge/addon"
@@ -55,16 +56,24 @@ type AddonObjectsConfig struct {
 	// StatusPath is where the add-on's Status lives, under status; nil
 	// means the whole status.
 	StatusPath []string
+	// Finalizer is the finalizer WithFinalizer keeps on an add-on until the
+	// engine has uninstalled it (a qualified name such as
+	// "example.com/uninstall"); required by WithFinalizer only.
+	Finalizer string
 }
 
-// AddonClient reads add-on objects and writes their status subresource: the
-// dynamic client through NewAddonObjects, or any other client (the
-// controller-runtime module adapts its client.Client) through
+// AddonClient reads add-on objects and writes them and their status
+// subresource: the dynamic client through NewAddonObjects, or any other
+// client (the controller-runtime module adapts its client.Client) through
 // NewAddonObjectsFor.
 type AddonClient interface {
 	// Get reads the object name in namespace (empty for a cluster-scoped
 	// resource) from the API server.
 	Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
+	// Update writes obj (its finalizers, for WithFinalizer) with the
+	// optimistic concurrency of obj's resource version, and returns the
+	// object as written.
+	Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error)
 	// UpdateStatus writes obj through the status subresource, with the
 	// optimistic concurrency of obj's resource version, and returns the
 	// object as written.
@@ -77,7 +86,8 @@ type AddonClient interface {
 // StatusPath through the status subresource over the resource version the
 // engine read, so a write over a stale copy is the API server's own 409.
 // The object travels as addon.Object.Host (an *unstructured.Unstructured)
-// for the driver's owner references.
+// for the driver's owner references. WithFinalizer runs a Machine's
+// Reconcile behind the Finalizer of its config.
 //
 // RBAC (shipped as kube/rbac/addon.yaml): get on the resource (list and
 // watch for the host's informer), update on its status subresource, update
@@ -123,6 +133,11 @@ func NewAddonObjectsFor(client AddonClient, cfg AddonObjectsConfig) (*AddonObjec
 	if cfg.StatusPath[0] != "status" {
 		return nil, input.Invalidf("kube", "AddonObjectsConfig", "status path %v is not under status", cfg.StatusPath)
 	}
+	if cfg.Finalizer != "" {
+		if problems := validation.IsQualifiedName(cfg.Finalizer); len(problems) > 0 {
+			return nil, input.Invalidf("kube", "AddonObjectsConfig", "Finalizer %q: %s", cfg.Finalizer, strings.Join(problems, "; "))
+		}
+	}
 	return &AddonObjects{cfg: cfg, client: client}, nil
 }
 
@@ -149,6 +164,10 @@ func (d dynamicAddons) resource(namespace string) dynamic.ResourceInterface {
 
 func (d dynamicAddons) Get(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
 	return d.resource(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (d dynamicAddons) Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return d.resource(obj.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{})
 }
 
 func (d dynamicAddons) UpdateStatus(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {

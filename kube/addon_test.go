@@ -60,7 +60,7 @@ func TestAddonObjectsDriveAMachine(t *testing.T) {
 	unstructured.RemoveNestedField(obj.Object, "spec", "suspend")
 	client, objects := newAddons(t, obj)
 	clk := clocktesting.NewFakeClock(t0)
-	m, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Store: objects, Identity: "c0", Clock: clk, Jitter: func() float64 { return 0 }})
+	m, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Store: objects, Owner: "c0", Clock: clk, Jitter: func() float64 { return 0 }})
 	require.NoError(t, err)
 	for range 3 {
 		o, err := objects.Get(ctx, "tke/mesh")
@@ -132,6 +132,11 @@ func (m *mapAddons) Get(_ context.Context, namespace, name string) (*unstructure
 		return nil, apierrors.NewNotFound(addonsResource.GroupResource(), name)
 	}
 	return o.DeepCopy(), nil
+}
+
+// Update writes obj as UpdateStatus does: a map keeps no subresources.
+func (m *mapAddons) Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return m.UpdateStatus(ctx, obj)
 }
 
 func (m *mapAddons) UpdateStatus(_ context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {

@@ -10,7 +10,8 @@
 // reading again.
 //
 // RolloutPods (rollout's installers as pods, its operands and nodes),
-// AddonObjects (addon.Store on a custom resource) and Applier (payload's
+// AddonObjects (addon.Store on a custom resource, and the finalizer that
+// holds a deleted add-on until it is uninstalled) and Applier (payload's
 // server-side apply, deletion and readiness) hold every rule themselves and
 // reach the cluster through a small seam, PodClient, AddonClient and
 // ApplyClient: NewRolloutPods, NewAddonObjects and NewApplier implement them

@@ -136,7 +136,7 @@ func adoptAddon(ctx context.Context, dynamicClient dynamic.Interface, driver add
 	if err != nil {
 		return addon.Result{}, err
 	}
-	m, err := addon.NewMachine(addon.Config{Driver: driver, Store: objects, Identity: "controller-0"})
+	m, err := addon.NewMachine(addon.Config{Driver: driver, Store: objects, Owner: "controller-0"})
 	if err != nil {
 		return addon.Result{}, err
 	}
@@ -147,6 +147,55 @@ func adoptAddon(ctx context.Context, dynamicClient dynamic.Interface, driver add
 	res, err := m.Reconcile(ctx, o) // requeue after res.RequeueAfter; drop your finalizer on res.Deleted
 	kube.RecordEvents(recorder, o.Host.(runtime.Object), "Reconcile", res.Events)
 	return res, err
+}
+
+// WithFinalizer runs a Machine's Reconcile behind a finalizer: added before
+// the install, dropped once a deleted add-on is uninstalled.
+func ExampleAddonObjects_WithFinalizer() {
+	ctx := context.Background()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{addons: "AddonList"})
+	fake.EnforceResourceVersions(client)
+	mesh := client.Resource(addons).Namespace("tke")
+	_, _ = mesh.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "example.com/v1", "kind": "Addon",
+		"metadata": map[string]any{"name": "mesh", "namespace": "tke", "generation": int64(1)},
+		"spec":     map[string]any{"version": "v1"},
+	}}, metav1.CreateOptions{})
+	objects, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: client, Resource: addons, Finalizer: "example.com/uninstall"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	m, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Store: objects, Owner: "controller-0"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	reconcile := func() addon.Result {
+		obj, _ := mesh.Get(ctx, "mesh", metav1.GetOptions{}) // from your informer
+		res, err := objects.WithFinalizer(ctx, obj, m.Reconcile)
+		if err != nil {
+			fmt.Println(err)
+		}
+		return res
+	}
+	reconcile()
+	obj, _ := mesh.Get(ctx, "mesh", metav1.GetOptions{})
+	fmt.Println("installed, finalizers:", obj.GetFinalizers())
+
+	now := metav1.Now() // the API server marks the object deleted and keeps it for the finalizer
+	obj.SetDeletionTimestamp(&now)
+	_, _ = mesh.Update(ctx, obj, metav1.UpdateOptions{})
+	for range 3 {
+		if reconcile().Deleted {
+			break
+		}
+	}
+	obj, _ = mesh.Get(ctx, "mesh", metav1.GetOptions{})
+	fmt.Println("uninstalled, finalizers:", obj.GetFinalizers())
+	// Output:
+	// installed, finalizers: [example.com/uninstall]
+	// uninstalled, finalizers: []
 }
 
 // ObjectReady judges any object by its status: a Deployment that still

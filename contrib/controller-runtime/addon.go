@@ -24,7 +24,8 @@ import (
 // client.Options.Cache.Unstructured): the engine's Get after a conflict then
 // sees the other writer's change at once.
 //
-// RBAC: get on the resource, update on its status subresource.
+// RBAC: get on the resource, update on its status subresource, and update
+// on the resource for kube.AddonObjects.WithFinalizer.
 type AddonClient struct {
 	client client.Client
 	gvk    schema.GroupVersionKind
@@ -49,6 +50,22 @@ func (a *AddonClient) Get(ctx context.Context, namespace, name string) (*unstruc
 		return nil, errUnmade("AddonClient.Get")
 	}
 	return getUnstructured(ctx, a.client, a.gvk, client.ObjectKey{Namespace: namespace, Name: name})
+}
+
+// Update writes obj (its metadata and spec) if it is still at obj's
+// resource version, and returns the object as written.
+func (a *AddonClient) Update(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if a == nil || a.client == nil {
+		return nil, errUnmade("AddonClient.Update")
+	}
+	if obj == nil {
+		return nil, converge.Invalidf("crconverge", "Update arguments", "nil object")
+	}
+	out := obj.DeepCopy()
+	if err := a.client.Update(ctx, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // UpdateStatus writes obj through the status subresource if it is still at

@@ -31,7 +31,7 @@ type AddonOptions struct {
 	// Required; the manager's scheme must know the kind and its list kind.
 	For AddonObject
 	// Engine is the engine's configuration for every reconcile: its Driver
-	// (required), Identity, Table, Clock, Jitter and Redact, as
+	// (required), Owner, Table, Clock, Jitter and Redact, as
 	// addon.Config documents them and with its defaults. Its Store and
 	// Policy are the controller's (the resource, and its AddonPolicy) and
 	// are left unset.

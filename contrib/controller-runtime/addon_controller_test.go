@@ -55,7 +55,7 @@ func testAddon(version string, finalizers ...string) *testapi.Addon {
 }
 
 func addonOptions(driver addon.Driver) AddonOptions {
-	return AddonOptions{For: &testapi.Addon{}, Engine: addon.Config{Driver: driver, Identity: "test"}}
+	return AddonOptions{For: &testapi.Addon{}, Engine: addon.Config{Driver: driver, Owner: "test"}}
 }
 
 // reconcileAddon runs n reconciles of the Addon ns/mesh through the
@@ -285,8 +285,8 @@ func TestNewAddonControllerRejectsBadOptions(t *testing.T) {
 		{name: "a nil manager", change: func(*AddonOptions) {}, want: "nil manager"},
 		{name: "a typed nil manager", mgr: (*nilManager)(nil), change: func(*AddonOptions) {}, want: "nil manager"},
 		{name: "a typed nil For", mgr: mgr, change: func(o *AddonOptions) { o.For = (*testapi.Addon)(nil) }, want: "nil For"},
-		{name: "no driver", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Driver = nil }, want: "nil driver"},
-		{name: "a typed nil driver", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Driver = (*fake.AddonDriver)(nil) }, want: "nil driver"},
+		{name: "no driver", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Driver = nil }, want: "Engine: Driver is required"},
+		{name: "a typed nil driver", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Driver = (*fake.AddonDriver)(nil) }, want: "Engine: Driver holds a nil *fake.AddonDriver"},
 		{name: "the engine's store", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Store = &fake.AddonStore{} }, want: "Engine.Store"},
 		{name: "the engine's policy", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Policy.MaxRetries = ptr.To[int32](1) }, want: "Engine.Policy"},
 		{name: "Watches without MapWatched", mgr: mgr, change: func(o *AddonOptions) {
@@ -301,7 +301,7 @@ func TestNewAddonControllerRejectsBadOptions(t *testing.T) {
 			o.Owns = []client.Object{&strayRollout{}}
 		}, want: "Owns[0]: the manager's scheme does not know"},
 		{name: "a finalizer that is no qualified name", mgr: mgr, change: func(o *AddonOptions) { o.Finalizer = "keep me" }, want: "Finalizer"},
-		{name: "a typed nil clock", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Clock = (*clocktesting.FakePassiveClock)(nil) }, want: "nil clock"},
+		{name: "a typed nil clock", mgr: mgr, change: func(o *AddonOptions) { o.Engine.Clock = (*clocktesting.FakePassiveClock)(nil) }, want: "Engine: Clock holds a nil *testing.FakePassiveClock"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -199,7 +199,7 @@ func TestAddonControllerOnTheAPIServer(t *testing.T) {
 	runManager(t, func(mgr manager.Manager) error {
 		_, err := NewAddonController(mgr, AddonOptions{
 			For:     &testapi.Addon{},
-			Engine:  addon.Config{Driver: driver, Identity: "test"},
+			Engine:  addon.Config{Driver: driver, Owner: "test"},
 			Options: controller.Options{LogConstructor: logFor},
 			Owns:    []client.Object{&corev1.ConfigMap{}},
 			Watches: []schema.GroupVersionKind{corev1.SchemeGroupVersion.WithKind("Secret")},

@@ -91,7 +91,7 @@ func ExampleNewAddonController() {
 
 	ctrl, err := crconverge.NewAddonController(mgr, crconverge.AddonOptions{
 		For:    &testapi.Addon{},
-		Engine: addon.Config{Driver: driver, Identity: "controller-0"},
+		Engine: addon.Config{Driver: driver, Owner: "controller-0"},
 		Owns:   []client.Object{&corev1.ConfigMap{}},
 	})
 	if err != nil {

@@ -46,17 +46,19 @@ func TestClientsRejectNilAndZeroValues(t *testing.T) {
 			_, err := (*ApplyClient)(nil).Get(ctx, configMap().GroupVersionKind(), "ns", "x")
 			return err
 		},
-		"zero ApplyClient.Apply":    func() error { return (&ApplyClient{}).Apply(ctx, configMap(), "m", false) },
-		"zero ApplyClient.Delete":   func() error { return (&ApplyClient{}).Delete(ctx, configMap().GroupVersionKind(), "ns", "x") },
-		"ApplyClient.Apply(nil)":    func() error { return apply.Apply(ctx, nil, "m", false) },
-		"nil AddonClient.Get":       func() error { _, err := (*AddonClient)(nil).Get(ctx, "ns", "x"); return err },
-		"zero AddonClient.Update":   func() error { _, err := (&AddonClient{}).UpdateStatus(ctx, configMap()); return err },
-		"AddonClient.Update(nil)":   func() error { _, err := addons.UpdateStatus(ctx, nil); return err },
-		"nil ObjectClient.Get":      func() error { _, err := (*ObjectClient)(nil).Get(ctx); return err },
-		"zero ObjectClient.Update":  func() error { _, err := (&ObjectClient{}).UpdateStatus(ctx, configMap()); return err },
-		"ObjectClient.Update(nil)":  func() error { _, err := object.UpdateStatus(ctx, nil); return err },
-		"nil AddonObjects.FromObj":  func() error { _, err := (*AddonObjects)(nil).FromObject(&corev1.ConfigMap{}); return err },
-		"zero AddonObjects.FromObj": func() error { _, err := (&AddonObjects{}).FromObject(&corev1.ConfigMap{}); return err },
+		"zero ApplyClient.Apply":                func() error { return (&ApplyClient{}).Apply(ctx, configMap(), "m", false) },
+		"zero ApplyClient.Delete":               func() error { return (&ApplyClient{}).Delete(ctx, configMap().GroupVersionKind(), "ns", "x") },
+		"ApplyClient.Apply(nil)":                func() error { return apply.Apply(ctx, nil, "m", false) },
+		"nil AddonClient.Get":                   func() error { _, err := (*AddonClient)(nil).Get(ctx, "ns", "x"); return err },
+		"zero AddonClient.Update":               func() error { _, err := (&AddonClient{}).UpdateStatus(ctx, configMap()); return err },
+		"AddonClient.Update(nil)":               func() error { _, err := addons.UpdateStatus(ctx, nil); return err },
+		"zero AddonClient.Update of the object": func() error { _, err := (&AddonClient{}).Update(ctx, configMap()); return err },
+		"AddonClient.Update of a nil object":    func() error { _, err := addons.Update(ctx, nil); return err },
+		"nil ObjectClient.Get":                  func() error { _, err := (*ObjectClient)(nil).Get(ctx); return err },
+		"zero ObjectClient.Update":              func() error { _, err := (&ObjectClient{}).UpdateStatus(ctx, configMap()); return err },
+		"ObjectClient.Update(nil)":              func() error { _, err := object.UpdateStatus(ctx, nil); return err },
+		"nil AddonObjects.FromObj":              func() error { _, err := (*AddonObjects)(nil).FromObject(&corev1.ConfigMap{}); return err },
+		"zero AddonObjects.FromObj":             func() error { _, err := (&AddonObjects{}).FromObject(&corev1.ConfigMap{}); return err },
 	}
 	for name, call := range calls {
 		t.Run(name, func(t *testing.T) {

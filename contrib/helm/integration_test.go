@@ -111,7 +111,7 @@ func TestIntegrationHelmLifecycle(t *testing.T) {
 	spec := addon.Spec{Name: ns + "/mesh", Generation: 1, Version: v1}
 	store.Put(addon.Object{Spec: spec})
 	clock := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
-	m, err := addon.NewMachine(addon.Config{Driver: driver, Store: store, Identity: "integration", Clock: clock, Jitter: func() float64 { return 0 },
+	m, err := addon.NewMachine(addon.Config{Driver: driver, Store: store, Owner: "integration", Clock: clock, Jitter: func() float64 { return 0 },
 		Policy: addon.Policy{Test: addon.TestPolicy{Enable: true}, Drift: addon.DriftCorrect, ActionTimeout: metav1.Duration{Duration: time.Minute}}})
 	require.NoError(t, err)
 	status := func() addon.Status {

@@ -62,7 +62,7 @@ func newMachine(t *testing.T, w *world, policy addon.Policy, version string) *ma
 	spec := name
 	spec.Version = version
 	h.store.Put(addon.Object{Spec: spec})
-	m, err := addon.NewMachine(addon.Config{Driver: w.driver, Store: h.store, Identity: "test", Policy: policy, Clock: h.clock, Jitter: func() float64 { return 0 }})
+	m, err := addon.NewMachine(addon.Config{Driver: w.driver, Store: h.store, Owner: "test", Policy: policy, Clock: h.clock, Jitter: func() float64 { return 0 }})
 	require.NoError(t, err)
 	h.m = m
 	return h

@@ -2,9 +2,9 @@
 //
 // Each Addon object (addons.converge.dev) is reconciled by addon.Machine:
 // kube.AddonObjects is its store (the status subresource, written over the
-// resource version the engine read), a finalizer holds a deleted Addon
-// until the engine has uninstalled it, and kube.RecordLegacyEvents records
-// the engine's events on the Addon.
+// resource version the engine read) and keeps a finalizer on a deleted
+// Addon until the engine has uninstalled it (WithFinalizer), and
+// kube.RecordLegacyEvents records the engine's events on the Addon.
 //
 // With no flags the controller plays one add-on's story on an in-memory
 // cluster with a fake clock: a failed install retried with backoff, an
@@ -19,19 +19,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/examples/internal/e2e/addonlifecycle"
 	"github.com/converge-dev/converge/internal/cli"
@@ -89,7 +84,6 @@ func runController(ctx context.Context, kubeconfig string, opts addonlifecycle.C
 
 // reconciler reconciles one Addon object at a time.
 type reconciler struct {
-	addons   dynamic.NamespaceableResourceInterface
 	store    *kube.AddonObjects
 	machine  *addon.Machine
 	recorder record.EventRecorder
@@ -98,51 +92,26 @@ type reconciler struct {
 func newReconciler(c *addonlifecycle.Cluster, recorder record.EventRecorder) (*reconciler, error) {
 	store, err := kube.NewAddonObjects(kube.AddonObjectsConfig{
 		Client: c.Dynamic, Resource: addonlifecycle.AddonResource, Spec: addonlifecycle.SpecOf,
+		Finalizer: addonlifecycle.Finalizer,
 	})
 	if err != nil {
 		return nil, err
 	}
 	machine, err := addon.NewMachine(addon.Config{
-		Driver: addonlifecycle.NewDriver(c.Kube), Store: store, Identity: "addon-lifecycle",
+		Driver: addonlifecycle.NewDriver(c.Kube), Store: store, Owner: "addon-lifecycle",
 		Policy: c.Policy, Clock: c.Clock, Jitter: c.Jitter,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &reconciler{addons: c.Dynamic.Resource(addonlifecycle.AddonResource), store: store, machine: machine, recorder: recorder}, nil
+	return &reconciler{store: store, machine: machine, recorder: recorder}, nil
 }
 
-// reconcile adds the finalizer before anything is installed, runs the
-// engine, records its events, and drops the finalizer once the engine has
-// uninstalled a deleted Addon (Result.Deleted).
+// reconcile runs the engine behind the finalizer (added before anything is
+// installed, dropped once the engine has uninstalled a deleted Addon) and
+// records its events.
 func (r *reconciler) reconcile(ctx context.Context, obj *unstructured.Unstructured) (addon.Result, error) {
-	addons := r.addons.Namespace(obj.GetNamespace())
-	if !slices.Contains(obj.GetFinalizers(), addonlifecycle.Finalizer) {
-		if obj.GetDeletionTimestamp() != nil {
-			return addon.Result{}, nil // deleted before anything was installed
-		}
-		obj.SetFinalizers(append(obj.GetFinalizers(), addonlifecycle.Finalizer))
-		var err error
-		if obj, err = addons.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
-			return addon.Result{}, err
-		}
-	}
-	current, err := r.store.Object(obj)
-	if err != nil {
-		return addon.Result{}, fmt.Errorf("%w: %w", converge.ErrInvalid, err)
-	}
-	res, err := r.machine.Reconcile(ctx, current)
+	res, err := r.store.WithFinalizer(ctx, obj, r.machine.Reconcile)
 	kube.RecordLegacyEvents(r.recorder, obj, res.Events) // what was persisted, even beside an error
-	if err != nil || !res.Deleted {
-		return res, err
-	}
-	latest, err := addons.Get(ctx, obj.GetName(), metav1.GetOptions{})
-	if err == nil {
-		latest.SetFinalizers(slices.DeleteFunc(latest.GetFinalizers(), func(f string) bool { return f == addonlifecycle.Finalizer }))
-		_, err = addons.Update(ctx, latest, metav1.UpdateOptions{})
-	}
-	if apierrors.IsNotFound(err) {
-		return res, nil // already gone
-	}
 	return res, err
 }

@@ -118,7 +118,7 @@ func run(args []string, out io.Writer) error {
 	store := &fake.AddonStore{}
 	spec := addon.Spec{Name: *namespace + "/mesh", Generation: 1, Version: v1}
 	store.Put(addon.Object{Spec: spec})
-	m, err := addon.NewMachine(addon.Config{Driver: driver, Store: store, Identity: "example",
+	m, err := addon.NewMachine(addon.Config{Driver: driver, Store: store, Owner: "example",
 		Policy: addon.Policy{CheckInterval: metav1.Duration{Duration: time.Second}}})
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ import (
 func AddonOptions(driver addon.Driver) crconverge.AddonOptions {
 	return crconverge.AddonOptions{
 		For:    &v1alpha1.Addon{},
-		Engine: addon.Config{Driver: driver, Identity: "sample-operator"},
+		Engine: addon.Config{Driver: driver, Owner: "sample-operator"},
 		Owns:   []client.Object{&corev1.ConfigMap{}},
 	}
 }

@@ -1,0 +1,52 @@
+package addon
+
+import "context"
+
+// Driver is what the host implements to act on its add-ons. Each call must be
+// idempotent (an action whose outcome a crash lost runs again) and must
+// return when ctx ends. Request carries the host's object (Object.Host), so
+// one Driver serves every add-on.
+//
+// Install and Upgrade return the driver's revision: its own name for what the
+// call applied, such as a Helm release revision ("" for a driver that has
+// none). The engine records it with the attempt (Attempt.Revision) and, on
+// success, as the installed version's revision; a rollback to a verified
+// version hands that version's revision back in Request.Revision. A revision
+// longer than MaxRevisionLength bytes is not recorded.
+type Driver interface {
+	// Install applies req.To onto a cluster where nothing is installed.
+	Install(ctx context.Context, req Request) (revision string, err error)
+	// Upgrade applies req.To onto the installed req.From (the same version
+	// for a re-apply; the last good one, at req.Revision, when req.Rollback).
+	Upgrade(ctx context.Context, req Request) (revision string, err error)
+	// Uninstall removes the add-on; removing what is already gone succeeds.
+	Uninstall(ctx context.Context, req Request) error
+	// Health reports the add-on's health; an error means it could not be read.
+	Health(ctx context.Context, req Request) (Health, error)
+}
+
+// DriftDetector is implemented by a Driver that can tell whether the
+// cluster drifted from what the add-on applied (Policy.Drift).
+type DriftDetector interface {
+	// Drift reports drift of req.From (the installed version) with a short
+	// description of what differs.
+	Drift(ctx context.Context, req Request) (drifted bool, detail string, err error)
+}
+
+// Tester is implemented by a Driver that can test the add-on (Policy.Test).
+type Tester interface {
+	// Test runs the tests of req.To, the version just installed or upgraded.
+	Test(ctx context.Context, req Request) error
+}
+
+// Store reads and writes add-ons with optimistic concurrency.
+type Store interface {
+	// Get reads the add-on named name afresh (after a conflict: not from a
+	// cache that may still be stale).
+	Get(ctx context.Context, name string) (Object, error)
+	// UpdateStatus writes status if the add-on is still at
+	// obj.ResourceVersion and returns the add-on as written (with its new
+	// ResourceVersion). A lost race returns the apiserver's 409 Conflict
+	// unchanged or an error marked with converge.Conflict.
+	UpdateStatus(ctx context.Context, obj Object, status Status) (Object, error)
+}
