@@ -77,7 +77,7 @@ func TestPayloadWorkerAdoptedOnTheAPIServer(t *testing.T) {
 	require.Equal(t, st.Total, st.Done, "every manifest done")
 }
 
-// adoptPayload is a payload worker adopted with kube, as the README shows
+// adoptPayload is a payload worker adopted with kube, as the README links
 // it: the host starts it once (w.Start) and tells it each release
 // (w.Update).
 func adoptPayload(ctx context.Context, client kubernetes.Interface, dynamicClient dynamic.Interface, mapper meta.RESTMapper,

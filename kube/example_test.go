@@ -110,7 +110,8 @@ func ExampleAddonObjects() {
 	recorder := events.NewFakeRecorder(10)
 
 	for range 3 {
-		if _, err := adoptAddon(ctx, client, &fake.AddonDriver{}, "tke/mesh", recorder); err != nil {
+		mesh, _ := client.Resource(addons).Namespace("tke").Get(ctx, "mesh", metav1.GetOptions{})
+		if _, err := adoptAddon(ctx, client, &fake.AddonDriver{}, mesh, recorder); err != nil {
 			fmt.Println(err)
 			return
 		}
@@ -121,18 +122,20 @@ func ExampleAddonObjects() {
 	mesh, _ := client.Resource(addons).Namespace("tke").Get(ctx, "mesh", metav1.GetOptions{})
 	phase, _, _ := unstructured.NestedString(mesh.Object, "status", "phase")
 	installed, _, _ := unstructured.NestedString(mesh.Object, "status", "installedVersion")
-	fmt.Println("phase:", phase, "installed:", installed)
+	fmt.Println("phase:", phase, "installed:", installed, "finalizers:", mesh.GetFinalizers())
 	// Output:
 	// event: Normal Created -> Initializing: installing v1
 	// event: Normal InstallSucceeded Initializing -> Checking: install of v1 succeeded; next: CheckHealth
 	// event: Normal Healthy Checking -> Running: v1 is healthy; next: CheckHealth
-	// phase: Running installed: v1
+	// phase: Running installed: v1 finalizers: [example.com/uninstall]
 }
 
-// adoptAddon is an add-on adopted with kube, as the README shows it: one
-// reconcile of the add-on key ("namespace/name") from the host's work queue.
-func adoptAddon(ctx context.Context, dynamicClient dynamic.Interface, driver addon.Driver, key string, recorder events.EventRecorder) (addon.Result, error) {
-	objects, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: dynamicClient, Resource: addons})
+// adoptAddon is an add-on adopted with kube, as the README links it: one
+// reconcile of the add-on obj, read from the host's informer for a key of
+// its work queue, behind the finalizer that uninstalls it on deletion.
+func adoptAddon(ctx context.Context, dynamicClient dynamic.Interface, driver addon.Driver, obj *unstructured.Unstructured,
+	recorder events.EventRecorder) (addon.Result, error) {
+	objects, err := kube.NewAddonObjects(kube.AddonObjectsConfig{Client: dynamicClient, Resource: addons, Finalizer: "example.com/uninstall"})
 	if err != nil {
 		return addon.Result{}, err
 	}
@@ -140,12 +143,8 @@ func adoptAddon(ctx context.Context, dynamicClient dynamic.Interface, driver add
 	if err != nil {
 		return addon.Result{}, err
 	}
-	o, err := objects.Get(ctx, key) // or objects.Object(a copy from your informer)
-	if err != nil {
-		return addon.Result{}, err
-	}
-	res, err := m.Reconcile(ctx, o) // requeue after res.RequeueAfter; drop your finalizer on res.Deleted
-	kube.RecordEvents(recorder, o.Host.(runtime.Object), "Reconcile", res.Events)
+	res, err := objects.WithFinalizer(ctx, obj, m.Reconcile) // requeue after res.RequeueAfter
+	kube.RecordEvents(recorder, obj, "Reconcile", res.Events)
 	return res, err
 }
 
