@@ -128,7 +128,7 @@ func TestSyncOnAControllerNotMadeByNewController(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			res, err := c.Sync(context.Background())
 			require.ErrorIs(t, err, converge.ErrInvalid)
-			assert.EqualError(t, err, "rollout: invalid controller: Sync on a Controller not made by NewController")
+			assert.EqualError(t, err, "rollout: invalid Controller: not made by NewController")
 			assert.Zero(t, res)
 		})
 	}

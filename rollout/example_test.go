@@ -74,7 +74,6 @@ func ExampleDecide() {
 	// start master-0 (master-0 has the oldest current revision)
 	//   master-0: starting revision 2; current 1, target 2; create installer-2-master-0
 	//   master-1: starting revision 2; current 1, target 2; create installer-2-master-1
-	// blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; master-2 waits for revision 2
 }
 
 // ExamplePolicy_installerBackoff: a zero InstallerBackoff is library-go's
