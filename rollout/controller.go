@@ -46,6 +46,11 @@ type Config struct {
 	// ConflictRetries is how often a sync reads and decides again after a
 	// status conflict before returning it (0 means 3).
 	ConflictRetries int
+	// OnDecision, when set, is called with each decision a sync acts on,
+	// before it writes the status (again after a conflict, which decides
+	// again): a host prints, logs or records the plan. It must not change
+	// the decision.
+	OnDecision func(Decision)
 }
 
 // Controller is the thin shell around Decide: each Sync reads the status
@@ -150,6 +155,9 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 	}
 	log = log.WithValues("latestRevision", d.Latest)
 	log.V(2).Info("Decided", "reason", d.Reason, "start", d.Start)
+	if c.cfg.OnDecision != nil {
+		c.cfg.OnDecision(d)
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
