@@ -357,8 +357,11 @@ func TestDecideInvalid(t *testing.T) {
 			assert.ErrorIs(t, err, converge.ErrInvalid)
 		})
 	}
-	_, err := Decide(Input{Status: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}}, Observation: Observation{}})
+	_, err := Decide(Input{Status: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}}, Observation: Observation{}, Now: t0})
 	assert.ErrorIs(t, err, converge.ErrInvalid, "an empty observation would drop every node (a cache that has not synced)")
+	_, err = Decide(Input{Status: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}}, Observation: Observation{"a": ready(0)}})
+	assert.ErrorIs(t, err, converge.ErrInvalid)
+	assert.EqualError(t, err, "rollout: invalid input: Now is zero", "a zero Now would put every stored time in the future")
 }
 
 func TestDecideConditionsAndEvents(t *testing.T) {
