@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -19,7 +20,7 @@ func (d Decision) String() string {
 			b.WriteString("; remove")
 		}
 		if s.To != nil {
-			fmt.Fprintf(&b, "; current %d, target %d", s.To.CurrentRevision, s.To.TargetRevision)
+			fmt.Fprintf(&b, "; current %d, target %s", s.To.CurrentRevision, target(s.To.TargetRevision))
 		}
 		for _, i := range s.Delete {
 			fmt.Fprintf(&b, "; delete %s", i.Name)
@@ -38,6 +39,14 @@ func (d Decision) String() string {
 		fmt.Fprintf(&b, "\nrequeue after %v", d.RequeueAfter)
 	}
 	return b.String()
+}
+
+// target renders a target revision: "-" for none.
+func target(rev int32) string {
+	if rev == 0 {
+		return "-"
+	}
+	return strconv.Itoa(int(rev))
 }
 
 // summarize sums d up in a line: converged, the first step that acts (or
