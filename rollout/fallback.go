@@ -8,77 +8,6 @@ import (
 	"github.com/converge-dev/converge"
 )
 
-// fallbacks is what a decision knows of the nodes in fallback while it
-// decides the nodes in transition.
-type fallbacks struct {
-	// fellBackFrom holds, by revision, the first two nodes in fallback from
-	// it (-1: none), once a node in transition needs it (nil before).
-	fellBackFrom map[int32][2]int
-	// waitsForFallback names the nodes in transition whose next installer
-	// waits while another node is in fallback from its revision.
-	waitsForFallback map[string]bool
-}
-
-// fellBackOther returns a node other than i in fallback from rev, or -1
-// when there is none or node i fell back from it itself: one whose status
-// records the fallback, as the nodes are once decided (those after i as
-// predict says), or whose operand runs a fallback for rev. It looks at the
-// nodes once, when a node first needs it.
-func (x *decider) fellBackOther(i int, rev int32) int {
-	if x.fellBackFrom == nil {
-		x.fellBackFrom = map[int32][2]int{}
-		for j := range x.nodes {
-			n := x.nodes[j]
-			if j > i {
-				n = x.predict(j)
-			}
-			if n.fallenBack() {
-				x.addFellBack(n.LastFailedRevision, j)
-			}
-			if r := x.views[j].Operand.fallbackFor(); r != 0 {
-				x.addFellBack(r, j)
-			}
-		}
-	}
-	if n := &x.nodes[i]; (n.fallenBack() && n.LastFailedRevision == rev) || x.views[i].Operand.fallbackFor() == rev {
-		return -1 // it fell back from rev itself: it retries it on its own
-	}
-	f, ok := x.fellBackFrom[rev]
-	switch {
-	case !ok:
-		return -1
-	case f[0] != i:
-		return f[0]
-	}
-	return f[1]
-}
-
-// predict returns the status node j, not decided yet, will have once
-// decided: what its identity and its observation make of it (whether it
-// is taken down does not matter).
-func (x *decider) predict(j int) NodeStatus {
-	n, o := x.nodes[j], x.views[j]
-	if o.UID != "" && n.NodeUID != "" && n.NodeUID != o.UID {
-		n = joining(n.NodeName, o)
-	}
-	d := NextNodeStatus(n, NodeInput{Latest: x.d.Latest, Observation: o, Policy: x.in.Policy, Now: x.in.Now,
-		Jitter: x.in.Jitter, Deleting: x.deleting[n.NodeName], Held: true})
-	if d.To != nil {
-		return *d.To
-	}
-	return n
-}
-
-func (x *decider) addFellBack(rev int32, j int) {
-	f, ok := x.fellBackFrom[rev]
-	switch {
-	case !ok:
-		x.fellBackFrom[rev] = [2]int{j, -1}
-	case f[0] != j && f[1] < 0:
-		x.fellBackFrom[rev] = [2]int{f[0], j}
-	}
-}
-
 // recordFallback records a fallback from rev at now: the fallback count goes
 // up (saturating; it starts over for a new revision), the failure count
 // starts over (it now counts the failures of installing the revision fallen
@@ -169,4 +98,75 @@ func (x *nodeDecider) decidedFallback(timeout time.Duration) {
 	x.event(converge.EventTypeWarning, ReasonOperandFailedFallback,
 		"Node %q: revision %d was not ready within %v of its installer succeeding; installing its last good revision %d",
 		n.NodeName, n.TargetRevision, timeout, n.CurrentRevision)
+}
+
+// fallbacks is what a decision knows of the nodes in fallback while it
+// decides the nodes in transition.
+type fallbacks struct {
+	// fellBackFrom holds, by revision, the first two nodes in fallback from
+	// it (-1: none), once a node in transition needs it (nil before).
+	fellBackFrom map[int32][2]int
+	// waitsForFallback names the nodes in transition whose next installer
+	// waits while another node is in fallback from its revision.
+	waitsForFallback map[string]bool
+}
+
+// fellBackOther returns a node other than i in fallback from rev, or -1
+// when there is none or node i fell back from it itself: one whose status
+// records the fallback, as the nodes are once decided (those after i as
+// predict says), or whose operand runs a fallback for rev. It looks at the
+// nodes once, when a node first needs it.
+func (x *decider) fellBackOther(i int, rev int32) int {
+	if x.fellBackFrom == nil {
+		x.fellBackFrom = map[int32][2]int{}
+		for j := range x.nodes {
+			n := x.nodes[j]
+			if j > i {
+				n = x.predict(j)
+			}
+			if n.fallenBack() {
+				x.addFellBack(n.LastFailedRevision, j)
+			}
+			if r := x.views[j].Operand.fallbackFor(); r != 0 {
+				x.addFellBack(r, j)
+			}
+		}
+	}
+	if n := &x.nodes[i]; (n.fallenBack() && n.LastFailedRevision == rev) || x.views[i].Operand.fallbackFor() == rev {
+		return -1 // it fell back from rev itself: it retries it on its own
+	}
+	f, ok := x.fellBackFrom[rev]
+	switch {
+	case !ok:
+		return -1
+	case f[0] != i:
+		return f[0]
+	}
+	return f[1]
+}
+
+// predict returns the status node j, not decided yet, will have once
+// decided: what its identity and its observation make of it (whether it
+// is taken down does not matter).
+func (x *decider) predict(j int) NodeStatus {
+	n, o := x.nodes[j], x.views[j]
+	if o.UID != "" && n.NodeUID != "" && n.NodeUID != o.UID {
+		n = joining(n.NodeName, o)
+	}
+	d := NextNodeStatus(n, NodeInput{Latest: x.d.Latest, Observation: o, Policy: x.in.Policy, Now: x.in.Now,
+		Jitter: x.in.Jitter, Deleting: x.deleting[n.NodeName], Held: true})
+	if d.To != nil {
+		return *d.To
+	}
+	return n
+}
+
+func (x *decider) addFellBack(rev int32, j int) {
+	f, ok := x.fellBackFrom[rev]
+	switch {
+	case !ok:
+		x.fellBackFrom[rev] = [2]int{j, -1}
+	case f[0] != j && f[1] < 0:
+		x.fellBackFrom[rev] = [2]int{f[0], j}
+	}
 }
