@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 )
 
@@ -21,22 +22,26 @@ import (
 //     else False (ZeroNodesActive);
 //   - Progressing is True while any node is below the latest revision, in
 //     transition, or its operand regressed or went missing
-//     (NodesProgressing, or RolloutHeld with holds, Decision.Holds, the
-//     explanations of what holds a start back), else False
-//     (AllNodesAtLatestRevision); a node above the latest revision counts as
-//     at it (the engine never moves a node down); a paused policy says so;
+//     (NodesProgressing, or RolloutHeld while holds, Decision.Holds, hold
+//     the rollout), else False (AllNodesAtLatestRevision); a node above the
+//     latest revision counts as at it (the engine never moves a node down);
+//     its message says every hold, a pause's and a soak's included;
 //   - Degraded is True when a node's last failure is still in its way (the
 //     failure's reason, grouped by revision; InstallerRetriesExhausted once a
 //     node gave up; OperandFailedFallback naming the node, the revision and
 //     the one it fell back to), an operand regressed (NodeRevisionRegressed)
-//     or went missing (NodeOperandMissing), or Status.HeldSince, with
-//     holds, is older than Policy.HoldDegradedAfter at now (RolloutHeld).
+//     or went missing (NodeOperandMissing), or Status.HeldSince, with holds
+//     that hold the rollout (a pause or a soak alone does not), is older
+//     than Policy.HoldDegradedAfter at now (RolloutHeld).
 //
 // No message holds a duration that grows with the clock: a sync where only
 // the clock moved changes no condition. Every message is bounded: it names
-// at most a few nodes per line ("… and N more") and never exceeds the API's
-// 32768 bytes.
-func DesiredConditions(st Status, holds []string, p Policy, now time.Time) []metav1.Condition {
+// at most a few nodes, or holds of one reason, per line ("… and N more")
+// and never exceeds the API's 32768 bytes.
+func DesiredConditions(st Status, holds []converge.Hold, p Policy, now time.Time) []metav1.Condition {
+	if !slices.IsSortedFunc(holds, converge.CompareHolds) {
+		holds = slices.SortedFunc(slices.Values(holds), converge.CompareHolds)
+	}
 	// Revisions are few: a short sorted slice beats a map and a sort.
 	type revCount struct {
 		rev   int32
@@ -88,12 +93,13 @@ func DesiredConditions(st Status, holds []string, p Policy, now time.Time) []met
 		if !latestSeen {
 			progressing.Message += fmt.Sprintf("; 0 nodes have achieved new revision %d", st.LatestAvailableRevision)
 		}
-		if p.Paused {
-			progressing.Message += "; paused: no node is started"
+		heldSince := st.HeldSince != nil
+		if waits := holdsText(holds, func(h converge.Hold) bool { return !holding(h, holds, heldSince) }); waits != "" {
+			progressing.Message += "; " + waits
 		}
-		if len(holds) > 0 {
+		if held := holdsText(holds, func(h converge.Hold) bool { return holding(h, holds, heldSince) }); held != "" {
 			progressing.Reason = ReasonRolloutHeld
-			progressing.Message += "; starting nodes is held: " + strings.Join(holds, "; ")
+			progressing.Message += "; starting nodes is held: " + held
 		}
 	}
 	if len(st.NodeStatuses) == 0 {
@@ -109,7 +115,7 @@ var failureRank = []string{ReasonOperandFailedFallback, ReasonInstallerPodFailed
 
 // degraded groups the nodes whose failure is still in their way by revision,
 // then adds regressed and missing operands and a hold past its limit.
-func degraded(st Status, holds []string, p Policy, now time.Time) metav1.Condition {
+func degraded(st Status, holds []converge.Hold, p Policy, now time.Time) metav1.Condition {
 	failing := map[int32][]NodeStatus{}
 	reasons := map[string]bool{}
 	exhausted := false
@@ -171,10 +177,12 @@ func degraded(st Status, holds []string, p Policy, now time.Time) metav1.Conditi
 			reason = ReasonNodeOperandMissing
 		}
 	}
-	if len(holds) > 0 && st.HeldSince != nil && now.Sub(st.HeldSince.Time) >= p.holdDegradedAfter() {
-		parts = append(parts, "starting nodes is held: "+strings.Join(holds, "; "))
-		if reason == "" {
-			reason = ReasonRolloutHeld
+	if st.HeldSince != nil && now.Sub(st.HeldSince.Time) >= p.holdDegradedAfter() {
+		if held := holdsText(holds, func(h converge.Hold) bool { return holding(h, holds, true) }); held != "" {
+			parts = append(parts, "starting nodes is held: "+held)
+			if reason == "" {
+				reason = ReasonRolloutHeld
+			}
 		}
 	}
 	if len(parts) == 0 {
@@ -187,9 +195,9 @@ func degraded(st Status, holds []string, p Policy, now time.Time) metav1.Conditi
 // applyConditions sets DesiredConditions on st.Conditions through the
 // conditions package (transition times move only when a status changes) and
 // reports whether anything changed.
-func applyConditions(st *Status, heldBy []string, p Policy, now time.Time) (bool, error) {
+func applyConditions(st *Status, holds []converge.Hold, p Policy, now time.Time) (bool, error) {
 	changed := false
-	for _, c := range DesiredConditions(*st, heldBy, p, now) {
+	for _, c := range DesiredConditions(*st, holds, p, now) {
 		ch, err := conditions.Set(&st.Conditions, c, now)
 		if err != nil {
 			return changed, fmt.Errorf("rollout: setting condition %s: %w", c.Type, err)

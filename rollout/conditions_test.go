@@ -10,8 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 )
+
+// heldByC is the message of the hold of c, unreachable, with MaxUnavailable 1.
+const heldByC = "c is unavailable (unreachable) and maxUnavailable 1 is reached: raise maxUnavailable, or drop a node that is gone for good from the node list"
 
 func TestDesiredConditions(t *testing.T) {
 	type cond struct {
@@ -22,7 +26,7 @@ func TestDesiredConditions(t *testing.T) {
 	tests := []struct {
 		name        string
 		st          Status
-		held        []string
+		held        []converge.Hold
 		policy      Policy
 		available   cond
 		progressing cond
@@ -104,19 +108,51 @@ func TestDesiredConditions(t *testing.T) {
 		{
 			name:        "a hold is explained in Progressing at once, naming the nodes",
 			st:          Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0}, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0), node("c", 1, 0)}},
-			held:        []string{"maxUnavailable 1 reached by unavailable nodes c (unreachable)"},
+			held:        []converge.Hold{unavailableHold("c", "unreachable", 1)},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "3 nodes are active; 2 nodes are at revision 1; 1 node is at revision 2"},
-			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "2 nodes are at revision 1; 1 node is at revision 2; starting nodes is held: maxUnavailable 1 reached by unavailable nodes c (unreachable)"},
+			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "2 nodes are at revision 1; 1 node is at revision 2; starting nodes is held: " + heldByC},
 			degraded:    cond{metav1.ConditionFalse, conditions.ReasonAsExpected, ""},
 		},
 		{
 			name:        "a hold older than HoldDegradedAfter is Degraded and names the way out",
 			st:          Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0.Add(-11 * time.Minute)}, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0), node("c", 1, 0)}},
-			held:        []string{"maxUnavailable 1 reached by unavailable nodes c (unreachable)", "the gate holds b: quorum"},
+			held:        []converge.Hold{gateHold("b", "quorum"), unavailableHold("c", "unreachable", 1)},
 			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "3 nodes are active; 2 nodes are at revision 1; 1 node is at revision 2"},
-			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "2 nodes are at revision 1; 1 node is at revision 2; starting nodes is held: maxUnavailable 1 reached by unavailable nodes c (unreachable); the gate holds b: quorum"},
-			degraded: cond{metav1.ConditionTrue, ReasonRolloutHeld,
-				"starting nodes is held: maxUnavailable 1 reached by unavailable nodes c (unreachable); the gate holds b: quorum"},
+			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "2 nodes are at revision 1; 1 node is at revision 2; starting nodes is held: the gate holds b: quorum; " + heldByC},
+			degraded:    cond{metav1.ConditionTrue, ReasonRolloutHeld, "starting nodes is held: the gate holds b: quorum; " + heldByC},
+		},
+		{
+			name:        "a pause alone is a wait: Progressing says so, nothing is Degraded",
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
+			held:        []converge.Hold{pausedHold()},
+			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "2 nodes are active; 1 node is at revision 1; 1 node is at revision 2"},
+			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 1; 1 node is at revision 2; paused: no node is started"},
+			degraded:    cond{metav1.ConditionFalse, conditions.ReasonAsExpected, ""},
+		},
+		{
+			name:        "a soak alone is a wait: Progressing says so, nothing is Degraded",
+			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
+			held:        []converge.Hold{soakingHold("b", 2)},
+			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "2 nodes are active; 1 node is at revision 1; 1 node is at revision 2"},
+			progressing: cond{metav1.ConditionTrue, ReasonNodesProgressing, "1 node is at revision 1; 1 node is at revision 2; operands soaking before b starts revision 2"},
+			degraded:    cond{metav1.ConditionFalse, conditions.ReasonAsExpected, ""},
+		},
+		{
+			name:        "a soak after a hold holds: Progressing and Degraded say so",
+			st:          Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0.Add(-11 * time.Minute)}, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
+			held:        []converge.Hold{soakingHold("b", 2)},
+			available:   cond{metav1.ConditionTrue, ReasonNodesActive, "2 nodes are active; 1 node is at revision 1; 1 node is at revision 2"},
+			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld, "1 node is at revision 1; 1 node is at revision 2; starting nodes is held: operands soaking before b starts revision 2"},
+			degraded:    cond{metav1.ConditionTrue, ReasonRolloutHeld, "starting nodes is held: operands soaking before b starts revision 2"},
+		},
+		{
+			name:      "a pause beside a hold: the pause is a wait, the hold turns Degraded",
+			st:        Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0.Add(-11 * time.Minute)}, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0)}},
+			held:      []converge.Hold{oldInstallerHold("b"), pausedHold()},
+			available: cond{metav1.ConditionTrue, ReasonNodesActive, "2 nodes are active; 1 node is at revision 1; 1 node is at revision 2"},
+			progressing: cond{metav1.ConditionTrue, ReasonRolloutHeld,
+				"1 node is at revision 1; 1 node is at revision 2; paused: no node is started; starting nodes is held: b waits for its old installer to be deleted"},
+			degraded: cond{metav1.ConditionTrue, ReasonRolloutHeld, "starting nodes is held: b waits for its old installer to be deleted"},
 		},
 		{
 			name:        "a regressed operand is Degraded and the node is not at the latest revision",
@@ -186,11 +222,11 @@ func TestApplyConditions(t *testing.T) {
 func TestStatusCanAlwaysBeWritten(t *testing.T) {
 	long := strings.Repeat("x", 5000)
 	st := Status{LatestAvailableRevision: 2, HeldSince: &metav1.Time{Time: t0.Add(-time.Hour)}}
-	var held []string
+	var held []converge.Hold
 	for i := range 1500 {
 		name := fmt.Sprintf("unreachable-node-with-a-long-name-%05d", i)
 		st.NodeStatuses = append(st.NodeStatuses, node(name, 1, 0))
-		held = append(held, name+" (unreachable)")
+		held = append(held, unavailableHold(name, "unreachable", 1), unreachableHold(name))
 	}
 	for i := range 50 {
 		st.NodeStatuses = append(st.NodeStatuses, failed(node(fmt.Sprintf("failing-%02d", i), 1, 2), 2, 1, ReasonInstallerPodFailed, t0, long, long, long))

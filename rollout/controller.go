@@ -46,6 +46,11 @@ type Config struct {
 	// ConflictRetries is how often a sync reads and decides again after a
 	// status conflict before returning it (0 means 3).
 	ConflictRetries int
+	// OnDecision, when set, is called with each decision a sync acts on,
+	// before it writes the status (again after a conflict, which decides
+	// again): a host prints, logs or records the plan. It must not change
+	// the decision.
+	OnDecision func(Decision)
 }
 
 // Controller is the thin shell around Decide: each Sync reads the status
@@ -76,22 +81,14 @@ type Controller struct {
 // inside the interface) or a bad Policy is an error matching
 // converge.ErrInvalid.
 func NewController(cfg Config) (*Controller, error) {
-	var problems []string
-	for _, f := range []struct {
-		name     string
-		v        any
-		required bool
-	}{
-		{"Status", cfg.Status, true}, {"Installers", cfg.Installers, true}, {"Operands", cfg.Operands, true},
-		{"Nodes", cfg.Nodes, false}, {"Gate", cfg.Gate, false}, {"Clock", cfg.Clock, false},
-	} {
-		switch {
-		case f.v == nil && f.required:
-			problems = append(problems, f.name+" is required")
-		case f.v != nil && input.IsNil(f.v):
-			problems = append(problems, fmt.Sprintf("%s holds a nil %T", f.name, f.v))
-		}
-	}
+	problems := input.Fields(
+		input.FieldValue{Name: "Status", Value: cfg.Status, Required: true},
+		input.FieldValue{Name: "Installers", Value: cfg.Installers, Required: true},
+		input.FieldValue{Name: "Operands", Value: cfg.Operands, Required: true},
+		input.FieldValue{Name: "Nodes", Value: cfg.Nodes},
+		input.FieldValue{Name: "Gate", Value: cfg.Gate},
+		input.FieldValue{Name: "Clock", Value: cfg.Clock},
+	)
 	if cfg.ConflictRetries < 0 {
 		problems = append(problems, fmt.Sprintf("ConflictRetries %d is negative", cfg.ConflictRetries))
 	}
@@ -120,7 +117,7 @@ func NewController(cfg Config) (*Controller, error) {
 // NewController is an error matching converge.ErrInvalid.
 func (c *Controller) Sync(ctx context.Context) (converge.Result, error) {
 	if c == nil || c.cfg.Status == nil {
-		return converge.Result{}, input.Invalidf("rollout", "controller", "Sync on a Controller not made by NewController")
+		return converge.Result{}, input.NotMade("rollout", "Controller")
 	}
 	log := klog.FromContext(ctx)
 	var res converge.Result
@@ -158,6 +155,9 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 	}
 	log = log.WithValues("latestRevision", d.Latest)
 	log.V(2).Info("Decided", "reason", d.Reason, "start", d.Start)
+	if c.cfg.OnDecision != nil {
+		c.cfg.OnDecision(d)
+	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -165,7 +165,7 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 		if rv, err = c.cfg.Status.UpdateStatus(ctx, d.Status, rv); err != nil {
 			return 0, fmt.Errorf("rollout: writing %s: %w", d.written(), err)
 		}
-		res.Events = append(res.Events, d.Events()...)
+		res.Events = append(res.Events, d.Events...)
 	}
 
 	var errs []error

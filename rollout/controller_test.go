@@ -118,6 +118,9 @@ func TestNewControllerBadInputIsAnError(t *testing.T) {
 			assert.Nil(t, c)
 		})
 	}
+	_, err := rollout.NewController(rollout.Config{Status: store, Operands: cluster, Nodes: nilCluster})
+	assert.EqualError(t, err, "rollout: invalid config: Installers is required; Nodes holds a nil *fake.RolloutCluster",
+		"every engine's wording for a missing field and a typed nil")
 }
 
 // TestSyncOnAControllerNotMadeByNewController: a nil or zero Controller
@@ -128,7 +131,7 @@ func TestSyncOnAControllerNotMadeByNewController(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			res, err := c.Sync(context.Background())
 			require.ErrorIs(t, err, converge.ErrInvalid)
-			assert.EqualError(t, err, "rollout: invalid controller: Sync on a Controller not made by NewController")
+			assert.EqualError(t, err, "rollout: invalid Controller: not made by NewController")
 			assert.Zero(t, res)
 		})
 	}
@@ -673,4 +676,26 @@ func TestNodeRemovedAndAddedAgainStartsAfresh(t *testing.T) {
 	pod, ok := cluster.Pod("installer-2-a")
 	require.True(t, ok)
 	assert.Equal(t, rollout.InstallerPending, pod.State.Phase, "a new pod, not the one deleted")
+}
+
+// TestOnDecisionSeesEachDecisionActedOn: OnDecision is handed each decision
+// a sync acts on, before the write: its status is what is persisted, its
+// events are the sync's, and a conflict decides again.
+func TestOnDecisionSeesEachDecisionActedOn(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	clk := clocktesting.NewFakeClock(t0)
+	cluster := fake.NewRolloutCluster(clk, 1, "a", "b")
+	store := fake.NewRolloutStatusStore(2, 1, "a", "b")
+	var decided []rollout.Decision
+	h := newHarness(t, rollout.Config{Status: store, Installers: cluster, Operands: cluster, Nodes: cluster, Clock: clk,
+		OnDecision: func(d rollout.Decision) { decided = append(decided, d) }})
+	store.Conflicts = 1
+
+	res, err := h.sync(ctx)
+	require.NoError(t, err)
+	require.Len(t, decided, 2, "the conflict decided again")
+	last := decided[1]
+	assert.Equal(t, store.Current(), last.Status)
+	assert.Equal(t, res.Events, last.Events)
+	assert.Equal(t, res.RequeueAfter, last.RequeueAfter)
 }

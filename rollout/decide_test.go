@@ -69,15 +69,14 @@ func TestDecide(t *testing.T) {
 		policy      Policy
 		wantSteps   []stepSummary
 		wantStart   string
-		wantBlocked string
+		wantHolds   []heldBy
 		wantRequeue time.Duration
 	}{
 		{
-			name:        "three fresh nodes: one at a time",
-			st:          Status{LatestAvailableRevision: 1, NodeStatuses: threeFresh},
-			wantSteps:   []stepSummary{{"a", 1, "installer-1-a"}},
-			wantStart:   "a",
-			wantBlocked: "maxUnavailable 1 reached: 1 in transition, 3 unavailable; b waits for revision 1",
+			name:      "three fresh nodes: one at a time",
+			st:        Status{LatestAvailableRevision: 1, NodeStatuses: threeFresh},
+			wantSteps: []stepSummary{{"a", 1, "installer-1-a"}},
+			wantStart: "a",
 		},
 		{
 			name:      "three fresh nodes with a budget of three",
@@ -91,8 +90,7 @@ func TestDecide(t *testing.T) {
 			st:   Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0), node("b", 1, 2), node("c", 1, 0)}},
 			obs: Observation{"a": ready(1), "c": ready(1),
 				"b": withInstaller(ready(1), InstallerRunning)},
-			wantStart:   "b",
-			wantBlocked: "maxUnavailable 1 reached: 1 in transition, 1 unavailable; c waits for revision 2",
+			wantStart: "b",
 		},
 		{
 			name: "a node that failed the latest revision retries it under a new name; the others wait",
@@ -110,7 +108,7 @@ func TestDecide(t *testing.T) {
 			obs:         Observation{"a": ready(1), "b": ready(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
 			policy:      Policy{MaxUnavailable: 3},
 			wantStart:   "c",
-			wantBlocked: "c failed revision 2 2 times, retrying in 18.5s",
+			wantHolds:   []heldBy{{HoldBackoff, "c"}},
 			wantRequeue: 18500 * time.Millisecond,
 		},
 		{
@@ -120,17 +118,16 @@ func TestDecide(t *testing.T) {
 			obs:         Observation{"a": ready(1), "b": ready(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
 			policy:      Policy{MaxUnavailable: 3, MaxInstallerRetries: 1},
 			wantStart:   "c",
-			wantBlocked: "c gave up on revision 2 after 2 failures",
+			wantHolds:   []heldBy{{HoldRetriesExhausted, "c"}},
 			wantRequeue: defaultHoldDegradedAfter, // the hold turns Degraded then
 		},
 		{
 			name: "a start node held back by another node's failure hands the retry to that node",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 1, 0),
 				failed(node("c", 1, 0), 2, 1, ReasonOperandFailed, t0, "crash")}},
-			obs:         Observation{"a": ready(2), "b": pending(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
-			wantSteps:   []stepSummary{{"c", 2, "installer-2-retry-1-c"}},
-			wantStart:   "c",
-			wantBlocked: "maxUnavailable 1 reached: 1 in transition, 2 unavailable; b waits for revision 2",
+			obs:       Observation{"a": ready(2), "b": pending(1), "c": {Operand: OperandState{Phase: OperandFailed, Revision: 2}}},
+			wantSteps: []stepSummary{{"c", 2, "installer-2-retry-1-c"}},
+			wantStart: "c",
 		},
 		{
 			// Found by TestSimRollout (seeds 309, 3570): c waited for b's
@@ -142,7 +139,7 @@ func TestDecide(t *testing.T) {
 			obs:         Observation{"a": ready(2), "b": ready(1)},
 			wantSteps:   []stepSummary{{"c", 2, "installer-2-c"}},
 			wantStart:   "b",
-			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; b waits for revision 2",
+			wantHolds:   []heldBy{{HoldNodeUnavailable, "c"}},
 			wantRequeue: defaultHoldDegradedAfter,
 		},
 		{
@@ -168,7 +165,7 @@ func TestDecide(t *testing.T) {
 			obs:         Observation{"a": ready(1), "b": ready(2), "c": ready(1)},
 			wantSteps:   []stepSummary{{"d", 2, "installer-2-d"}},
 			wantStart:   "a",
-			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; a waits for revision 2",
+			wantHolds:   []heldBy{{HoldNodeUnavailable, "d"}, {HoldRevisionFailing, "c"}},
 			wantRequeue: defaultHoldDegradedAfter,
 		},
 		{
@@ -176,7 +173,7 @@ func TestDecide(t *testing.T) {
 			st:        Status{LatestAvailableRevision: 5, NodeStatuses: []NodeStatus{node("a", 4, 0), node("b", 2, 0), node("c", 3, 0)}},
 			obs:       Observation{"a": ready(4), "b": ready(2), "c": ready(3)},
 			wantSteps: []stepSummary{{"b", 5, "installer-5-b"}},
-			wantStart: "b", wantBlocked: "maxUnavailable 1 reached: 1 in transition, 1 unavailable; c waits for revision 5",
+			wantStart: "b",
 		},
 		{
 			name: "after the first node is at the latest, the next follows it",
@@ -184,15 +181,14 @@ func TestDecide(t *testing.T) {
 			obs:  allReady(0, "a", "b", "c"),
 			// operands at revision 0 differ from every current revision: the oldest, a, starts and is at the latest already.
 			wantSteps: []stepSummary{{"b", 3, "installer-3-b"}},
-			wantStart: "a", wantBlocked: "maxUnavailable 1 reached: 1 in transition, 1 unavailable; c waits for revision 3",
+			wantStart: "a",
 		},
 		{
-			name:        "unready operands chosen first",
-			st:          Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 2, 0), node("c", 2, 0)}},
-			obs:         Observation{"a": ready(2), "b": ready(2), "c": pending(2)},
-			wantSteps:   []stepSummary{{"c", 3, "installer-3-c"}},
-			wantStart:   "c",
-			wantBlocked: "maxUnavailable 1 reached: 1 in transition, 1 unavailable; a waits for revision 3",
+			name:      "unready operands chosen first",
+			st:        Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{node("a", 2, 0), node("b", 2, 0), node("c", 2, 0)}},
+			obs:       Observation{"a": ready(2), "b": ready(2), "c": pending(2)},
+			wantSteps: []stepSummary{{"c", 3, "installer-3-c"}},
+			wantStart: "c",
 		},
 		{
 			name:      "a broken operand does not let a healthy node go down too",
@@ -201,33 +197,32 @@ func TestDecide(t *testing.T) {
 			wantStart: "b",
 			// b is at the latest but not ready: a would be a second unavailable
 			// node. The hold turns Degraded in HoldDegradedAfter.
-			wantBlocked: "maxUnavailable 1 reached: 0 in transition, 1 unavailable; c waits for revision 3",
+			wantHolds:   []heldBy{{HoldNodeUnavailable, "b"}},
 			wantRequeue: defaultHoldDegradedAfter,
 		},
 		{
-			name:        "a completed node lets the next one start in the same plan",
-			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0)}},
-			obs:         Observation{"a": withInstaller(ready(2), InstallerSucceeded), "b": ready(1)},
-			wantSteps:   []stepSummary{{"a", 0, ""}, {"b", 2, "installer-2-b"}},
-			wantStart:   "b",
-			wantBlocked: "",
+			name:      "a completed node lets the next one start in the same plan",
+			st:        Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0)}},
+			obs:       Observation{"a": withInstaller(ready(2), InstallerSucceeded), "b": ready(1)},
+			wantSteps: []stepSummary{{"a", 0, ""}, {"b", 2, "installer-2-b"}},
+			wantStart: "b",
 		},
 		{
-			name:        "paused: nothing starts",
-			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0)}},
-			obs:         allReady(1, "a"),
-			policy:      Policy{Paused: true},
-			wantStart:   "a",
-			wantBlocked: "paused: not starting revision 2 on a",
+			name:      "paused: nothing starts",
+			st:        Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 0)}},
+			obs:       allReady(1, "a"),
+			policy:    Policy{Paused: true},
+			wantStart: "a",
+			wantHolds: []heldBy{{HoldPaused, ""}},
 		},
 		{
-			name:        "paused: in-flight completion is still recorded",
-			st:          Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0)}},
-			obs:         Observation{"a": ready(2), "b": ready(1)},
-			policy:      Policy{Paused: true},
-			wantSteps:   []stepSummary{{"a", 0, ""}},
-			wantStart:   "b",
-			wantBlocked: "paused: not starting revision 2 on b",
+			name:      "paused: in-flight completion is still recorded",
+			st:        Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{node("a", 1, 2), node("b", 1, 0)}},
+			obs:       Observation{"a": ready(2), "b": ready(1)},
+			policy:    Policy{Paused: true},
+			wantSteps: []stepSummary{{"a", 0, ""}},
+			wantStart: "b",
+			wantHolds: []heldBy{{HoldPaused, ""}},
 		},
 		{
 			name: "soak: wait until every ready operand was ready long enough",
@@ -236,7 +231,7 @@ func TestDecide(t *testing.T) {
 				"b": {Operand: OperandState{Phase: OperandReady, Revision: 1, ReadySince: now.Add(-time.Hour)}}},
 			policy:      Policy{MinReadyDuration: dur(30 * time.Second)},
 			wantStart:   "b",
-			wantBlocked: "operands soaking for another 20s before b starts revision 2",
+			wantHolds:   []heldBy{{HoldSoaking, "b"}},
 			wantRequeue: 20 * time.Second,
 		},
 		{
@@ -254,7 +249,7 @@ func TestDecide(t *testing.T) {
 			obs:       Observation{"a": {Unreachable: true, Operand: ready(1).Operand}, "b": ready(1), "c": ready(1)},
 			policy:    Policy{MaxUnavailable: 2},
 			wantSteps: []stepSummary{{"b", 2, "installer-2-b"}},
-			wantStart: "b", wantBlocked: "maxUnavailable 2 reached: 1 in transition, 2 unavailable; c waits for revision 2",
+			wantStart: "b", wantHolds: []heldBy{{HoldNodeUnavailable, "a"}},
 			wantRequeue: defaultHoldDegradedAfter,
 		},
 		{
@@ -273,7 +268,7 @@ func TestDecide(t *testing.T) {
 			obs:         Observation{"a": ready(1), "b": withInstaller(ready(1), InstallerRunning), "c": ready(1), "d": ready(1)},
 			policy:      Policy{MaxUnavailable: 4},
 			wantStart:   "a",
-			wantBlocked: "revision 2 is failing on a; c waits",
+			wantHolds:   []heldBy{{HoldRevisionFailing, "c"}},
 			wantRequeue: 15 * time.Second,
 		},
 		{
@@ -291,7 +286,7 @@ func TestDecide(t *testing.T) {
 			obs:       Observation{"a": withInstaller(ready(1), InstallerRunning), "b": ready(1), "c": ready(1)},
 			policy:    Policy{MaxUnavailable: 2},
 			wantSteps: []stepSummary{{"b", 2, "installer-2-b"}},
-			wantStart: "a", wantBlocked: "maxUnavailable 2 reached: 2 in transition, 2 unavailable; c waits for revision 2",
+			wantStart: "a",
 		},
 		{
 			name: "backoff wait is the requeue",
@@ -313,7 +308,7 @@ func TestDecide(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantSteps, summarizeSteps(plan))
 			assert.Equal(t, tt.wantStart, plan.Start)
-			assert.Equal(t, tt.wantBlocked, plan.Blocked)
+			assert.Equal(t, tt.wantHolds, holdsOf(plan.Holds))
 			assert.Equal(t, tt.wantRequeue, plan.RequeueAfter)
 			assert.Len(t, plan.Status.Conditions, 3)
 
@@ -362,8 +357,11 @@ func TestDecideInvalid(t *testing.T) {
 			assert.ErrorIs(t, err, converge.ErrInvalid)
 		})
 	}
-	_, err := Decide(Input{Status: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}}, Observation: Observation{}})
+	_, err := Decide(Input{Status: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}}, Observation: Observation{}, Now: t0})
 	assert.ErrorIs(t, err, converge.ErrInvalid, "an empty observation would drop every node (a cache that has not synced)")
+	_, err = Decide(Input{Status: Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 0, 0)}}, Observation: Observation{"a": ready(0)}})
+	assert.ErrorIs(t, err, converge.ErrInvalid)
+	assert.EqualError(t, err, "rollout: invalid input: Now is zero", "a zero Now would put every stored time in the future")
 }
 
 func TestDecideConditionsAndEvents(t *testing.T) {
@@ -374,7 +372,7 @@ func TestDecideConditionsAndEvents(t *testing.T) {
 	assert.Equal(t, []converge.Event{
 		{Type: converge.EventTypeNormal, Reason: ReasonNodeCurrentRevisionChanged, Message: `Updated node "a" from revision 1 to 2 because static pod is ready`},
 		{Type: converge.EventTypeNormal, Reason: ReasonNodeTargetRevisionChanged, Message: `Updating node "b" from revision 1 to 2 because starting revision 2`},
-	}, plan.Events())
+	}, plan.Events)
 	p, ok := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
 	require.True(t, ok)
 	assert.Equal(t, metav1.ConditionTrue, p.Status)
@@ -392,7 +390,6 @@ func TestPlanString(t *testing.T) {
 start a (a is moving to revision 3)
   a: installer installer-3-a is Running
   c: new revision pending; current 1, target 3; delete installer-2-c
-blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; b waits for revision 3
 requeue after 1s`, plan.String())
 
 	done, err := planFor(Status{LatestAvailableRevision: 1, NodeStatuses: []NodeStatus{node("a", 1, 0)}}, Observation{"a": ready(1)}, Policy{}, t0)
@@ -416,7 +413,6 @@ requeue after 15s`, timedOut.String())
 // naming the nodes and the way out.
 func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 	now := t0.Add(time.Hour)
-	const heldByC = "maxUnavailable 1 reached by unavailable nodes c (unreachable): raise maxUnavailable, or drop a node that is gone for good from the node list"
 	three := []NodeStatus{node("a", 1, 0), node("b", 1, 0), node("c", 1, 0)}
 	tests := []struct {
 		name         string
@@ -424,7 +420,7 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 		obs          Observation
 		policy       Policy
 		wantSteps    []stepSummary
-		wantHolds    []string
+		wantHolds    []heldBy
 		wantProgress string
 		wantDegraded string
 	}{
@@ -432,7 +428,7 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 			name:         "one of three unreachable, maxUnavailable 1: nothing starts (etcd keeps quorum)",
 			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three},
 			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: ready(1).Operand}},
-			wantHolds:    []string{heldByC},
+			wantHolds:    []heldBy{{HoldNodeUnavailable, "c"}},
 			wantProgress: ReasonRolloutHeld,
 			wantDegraded: conditions.ReasonAsExpected,
 		},
@@ -442,7 +438,7 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 				ordered(node("c", 1, 2), now.Add(-time.Second))}},
 			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: OperandState{Phase: OperandReady, Revision: 1}, Installer: InstallerState{Phase: InstallerRunning}}},
 			policy:       Policy{MaxUnavailable: 1},
-			wantHolds:    []string{"unreachable nodes c cannot move: drop a node that is gone for good from the node list"},
+			wantHolds:    []heldBy{{HoldNodeUnreachable, "c"}},
 			wantProgress: ReasonRolloutHeld,
 			wantDegraded: conditions.ReasonAsExpected,
 		},
@@ -452,7 +448,7 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: ready(1).Operand}},
 			policy:       Policy{MaxUnavailable: 2},
 			wantSteps:    []stepSummary{{"a", 2, "installer-2-a"}},
-			wantHolds:    []string{strings.Replace(heldByC, "maxUnavailable 1", "maxUnavailable 2", 1)},
+			wantHolds:    []heldBy{{HoldNodeUnavailable, "c"}},
 			wantProgress: ReasonRolloutHeld,
 			wantDegraded: conditions.ReasonAsExpected,
 		},
@@ -460,7 +456,7 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 			name:         "a hold older than HoldDegradedAfter is Degraded",
 			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three, HeldSince: mt(now.Add(-defaultHoldDegradedAfter))},
 			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: ready(1).Operand}},
-			wantHolds:    []string{heldByC},
+			wantHolds:    []heldBy{{HoldNodeUnavailable, "c"}},
 			wantProgress: ReasonRolloutHeld,
 			wantDegraded: ReasonRolloutHeld,
 		},
@@ -469,7 +465,7 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 			st:           Status{LatestAvailableRevision: 2, NodeStatuses: three, HeldSince: mt(now.Add(-time.Minute))},
 			obs:          Observation{"a": ready(1), "b": ready(1), "c": {Unreachable: true, Operand: ready(1).Operand}},
 			policy:       Policy{HoldDegradedAfter: dur(time.Minute)},
-			wantHolds:    []string{heldByC},
+			wantHolds:    []heldBy{{HoldNodeUnavailable, "c"}},
 			wantProgress: ReasonRolloutHeld,
 			wantDegraded: ReasonRolloutHeld,
 		},
@@ -487,13 +483,13 @@ func TestDecideUnreachableCountsAsUnavailable(t *testing.T) {
 			plan, err := Decide(Input{Status: tt.st, Observation: tt.obs, Policy: tt.policy, Now: now})
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantSteps, summarizeSteps(plan))
-			assert.Equal(t, tt.wantHolds, plan.Holds)
+			assert.Equal(t, tt.wantHolds, holdsOf(plan.Holds))
 			prog, _ := conditions.Get(plan.Status.Conditions, conditions.TypeProgressing)
 			assert.Equal(t, tt.wantProgress, prog.Reason)
 			deg, _ := conditions.Get(plan.Status.Conditions, conditions.TypeDegraded)
 			assert.Equal(t, tt.wantDegraded, deg.Reason)
 			if tt.wantDegraded == ReasonRolloutHeld {
-				assert.Contains(t, deg.Message, "c (unreachable)")
+				assert.Contains(t, deg.Message, "c is unavailable (unreachable)")
 				assert.Contains(t, deg.Message, "raise maxUnavailable, or drop a node that is gone for good from the node list")
 			}
 			if len(tt.wantHolds) > 0 {
@@ -526,14 +522,14 @@ func TestCurrentRevisionNeverGoesBackSilently(t *testing.T) {
 	assert.Equal(t, int32(3), a.CurrentRevision, "never lowered")
 	assert.Equal(t, int32(2), a.RegressedRevision)
 	assert.Equal(t, int32(3), a.TargetRevision, "installed again, in the same plan")
-	assert.Equal(t, []string{ReasonNodeRevisionRegressed, ReasonNodeTargetRevisionChanged}, eventReasons(plan.Events()))
+	assert.Equal(t, []string{ReasonNodeRevisionRegressed, ReasonNodeTargetRevisionChanged}, eventReasons(plan.Events))
 	assert.False(t, plan.Status.Converged())
 	deg, _ := conditions.Get(plan.Status.Conditions, conditions.TypeDegraded)
 	assert.Equal(t, ReasonNodeRevisionRegressed, deg.Reason)
 
 	again, err := Decide(Input{Status: plan.Status, Observation: Observation{"a": withInstaller(ready(2), InstallerRunning), "b": ready(3)}, Now: now})
 	require.NoError(t, err)
-	assert.Empty(t, again.Events(), "reported once")
+	assert.Empty(t, again.Events, "reported once")
 
 	done, err := Decide(Input{Status: again.Status, Observation: Observation{"a": ready(3), "b": ready(3)}, Now: now})
 	require.NoError(t, err)
@@ -611,7 +607,7 @@ func TestDecideStatusCanAlwaysBeWritten(t *testing.T) {
 			assert.LessOrEqual(t, len(e), MaxErrorLength, n.NodeName)
 		}
 	}
-	for _, e := range plan.Events() {
+	for _, e := range plan.Events {
 		assert.LessOrEqual(t, len(e.Message), MaxEventMessageLength)
 	}
 }

@@ -48,10 +48,9 @@ const (
 	// Progressing.
 	ReasonNodesProgressing         = "NodesProgressing"
 	ReasonAllNodesAtLatestRevision = "AllNodesAtLatestRevision"
-	// ReasonRolloutHeld: something holds back the start of a node (nodes
-	// unavailable past MaxUnavailable, an unreachable node, the gate, a
-	// failure, an installer not yet deleted): Progressing at once, and
-	// Degraded once the hold is older than Policy.HoldDegradedAfter.
+	// ReasonRolloutHeld: a hold keeps nodes from starting (Status.Holds, a
+	// pause or a soak alone aside): Progressing at once, and Degraded once
+	// the hold is older than Policy.HoldDegradedAfter.
 	ReasonRolloutHeld = "RolloutHeld"
 )
 

@@ -74,7 +74,26 @@ func ExampleDecide() {
 	// start master-0 (master-0 has the oldest current revision)
 	//   master-0: starting revision 2; current 1, target 2; create installer-2-master-0
 	//   master-1: starting revision 2; current 1, target 2; create installer-2-master-1
-	// blocked: maxUnavailable 2 reached: 2 in transition, 2 unavailable; master-2 waits for revision 2
+}
+
+// ExampleDecide_holds: what keeps nodes from starting is a hold, a value a
+// host reads from the decision or the persisted status: here master-2 is
+// unreachable, so with MaxUnavailable 1 no node that is up may go down.
+func ExampleDecide_holds() {
+	st := rollout.Status{LatestAvailableRevision: 2, NodeStatuses: []rollout.NodeStatus{
+		{NodeName: "master-0", CurrentRevision: 1},
+		{NodeName: "master-1", CurrentRevision: 1},
+		{NodeName: "master-2", CurrentRevision: 1},
+	}}
+	ready := rollout.NodeObservation{Operand: rollout.OperandState{Phase: rollout.OperandReady, Revision: 1}}
+	away := rollout.NodeObservation{Unreachable: true, Operand: ready.Operand}
+	obs := rollout.Observation{"master-0": ready, "master-1": ready, "master-2": away}
+	d, _ := rollout.Decide(rollout.Input{Status: st, Observation: obs, Now: time.Now()})
+	for _, h := range d.Status.Holds {
+		fmt.Printf("%s %s: %s\n", h.Reason, h.Object, h.Message)
+	}
+	// Output:
+	// NodeUnavailable master-2: master-2 is unavailable (unreachable) and maxUnavailable 1 is reached: raise maxUnavailable, or drop a node that is gone for good from the node list
 }
 
 // ExamplePolicy_installerBackoff: a zero InstallerBackoff is library-go's

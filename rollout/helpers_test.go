@@ -4,6 +4,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -32,4 +34,17 @@ func pending(rev int32) NodeObservation {
 func withInstaller(o NodeObservation, phase InstallerPhase) NodeObservation {
 	o.Installer.Phase = phase
 	return o
+}
+
+// heldBy is what a table compares of a hold: its reason and the node it
+// concerns.
+type heldBy struct{ Reason, Node string }
+
+// holdsOf returns the reason and node of each hold, in order.
+func holdsOf(holds []converge.Hold) []heldBy {
+	var out []heldBy
+	for _, h := range holds {
+		out = append(out, heldBy{h.Reason, h.Object})
+	}
+	return out
 }

@@ -31,7 +31,7 @@ func TestObservationValidate(t *testing.T) {
 			for name := range tt.obs {
 				st.NodeStatuses = append(st.NodeStatuses, NodeStatus{NodeName: name})
 			}
-			_, err := Decide(Input{Status: st, Observation: tt.obs})
+			_, err := Decide(Input{Status: st, Observation: tt.obs, Now: t0})
 			if tt.wantErr == "" {
 				assert.NoError(t, err)
 				return

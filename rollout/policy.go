@@ -10,8 +10,8 @@ import (
 	"github.com/converge-dev/converge/internal/input"
 )
 
-// defaultHoldDegradedAfter is how long unavailable nodes may hold a rollout
-// back before Degraded reports it, when Policy.HoldDegradedAfter is zero.
+// defaultHoldDegradedAfter is how long a hold may keep nodes from starting
+// before Degraded reports it, when Policy.HoldDegradedAfter is zero.
 const defaultHoldDegradedAfter = 10 * time.Minute
 
 // Policy tunes a rollout; it can be embedded in a CRD's spec. The zero value
@@ -85,10 +85,10 @@ type Policy struct {
 	// future (a clock that stepped back) counts as soaked.
 	// +optional
 	MinReadyDuration metav1.Duration `json:"minReadyDuration,omitempty"`
-	// HoldDegradedAfter is how long unavailable nodes may hold back the
-	// start of a node before Degraded reports the hold, naming the nodes and
-	// the way out (0 means 10 minutes). Progressing explains a
-	// hold at once.
+	// HoldDegradedAfter is how long a hold (Status.Holds; a pause or a soak
+	// alone is a wait) may keep nodes from starting before Degraded reports
+	// it, naming the nodes and the way out (0 means 10 minutes).
+	// Progressing says every hold at once.
 	// +optional
 	HoldDegradedAfter metav1.Duration `json:"holdDegradedAfter,omitempty"`
 	// Paused stops starting nodes, moving targets and creating installers;

@@ -277,7 +277,10 @@ func TestUnreachableCountsAsUnavailable(t *testing.T) {
 	st := s.store.Current()
 	prog, _ := conditions.Get(st.Conditions, conditions.TypeProgressing)
 	assert.Equal(t, rollout.ReasonRolloutHeld, prog.Reason)
-	assert.Contains(t, prog.Message, "maxUnavailable 1 reached by unavailable nodes a (unreachable)")
+	assert.Equal(t, []converge.Hold{{Reason: rollout.HoldNodeUnavailable, Object: "a",
+		Message: "a is unavailable (unreachable) and maxUnavailable 1 is reached: raise maxUnavailable, or drop a node that is gone for good from the node list"}},
+		st.Holds, "persisted, with the way out")
+	assert.Contains(t, prog.Message, "starting nodes is held: "+st.Holds[0].Message)
 	deg, _ := conditions.Get(st.Conditions, conditions.TypeDegraded)
 	assert.Equal(t, rollout.ReasonRolloutHeld, deg.Reason, "the hold lasted longer than 10 minutes")
 	assert.Contains(t, deg.Message, "raise maxUnavailable, or drop a node that is gone for good from the node list")
@@ -285,6 +288,7 @@ func TestUnreachableCountsAsUnavailable(t *testing.T) {
 	s.cluster.SetUnreachable("a", false)
 	require.True(t, s.run(s.controller(), 100))
 	assert.Nil(t, s.store.Current().HeldSince, "the hold is over")
+	assert.Empty(t, s.store.Current().Holds)
 
 	two := newSim(t, rollout.Policy{MaxUnavailable: 2})
 	two.cluster.SetOperand("d", rollout.OperandState{Phase: rollout.OperandReady, Revision: 3, ReadySince: t0})

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -148,10 +149,11 @@ type simRun struct {
 	gate    *simGate
 	policy  rollout.Policy
 	ctrl    *rollout.Controller
-	verbose bool           // keep a step log (a failing seed is replayed with it)
-	debug   bool           // log what Decide makes of every step, too
-	world   simSnapshot    // the world after the last sync
-	snaps   [3]simSnapshot // the buffers of the world before and after a sync, and of done
+	decided rollout.Decision // the decision the last sync acted on
+	verbose bool             // keep a step log (a failing seed is replayed with it)
+	debug   bool             // log what Decide makes of every step, too
+	world   simSnapshot      // the world after the last sync
+	snaps   [3]simSnapshot   // the buffers of the world before and after a sync, and of done
 	log     []string
 	events  []converge.Event
 	quiet   bool
@@ -186,7 +188,7 @@ func (r *simRun) logf(format string, args ...any) {
 
 func (r *simRun) restart() error {
 	cfg := rollout.Config{Status: r.host, Installers: r.host, Operands: r.host, Nodes: r.host,
-		Clock: r.clk, Policy: r.policy, Jitter: r.rng.Float64}
+		Clock: r.clk, Policy: r.policy, Jitter: r.rng.Float64, OnDecision: func(d rollout.Decision) { r.decided = d }}
 	if r.gate != nil {
 		cfg.Gate = r.gate
 	}
@@ -804,6 +806,10 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 		return nil
 	}
 
+	if err := checkHolds(st, r.decided); err != nil {
+		return err
+	}
+
 	// 5. Honesty: conditions agree with the world they were decided from.
 	latest := st.LatestAvailableRevision
 	if conditions.IsFalse(st.Conditions, conditions.TypeProgressing) && !r.converged(before, latest) {
@@ -830,6 +836,36 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 	case now.Sub(*r.stuckSince) >= r.holdAfter && !conditions.IsTrue(st.Conditions, conditions.TypeDegraded):
 		return fmt.Errorf("nothing has moved towards revision %d for %v, longer than holdDegradedAfter %v, and Degraded is not True",
 			latest, now.Sub(*r.stuckSince), r.holdAfter)
+	}
+	return nil
+}
+
+// goDuration matches a Go duration ("15s", "1m30s", "18.5s") in a text.
+var goDuration = regexp.MustCompile(`(^|[^\w.-])\d+(\.\d+)?(ns|us|µs|ms|s|m|h)(\d|\b)`)
+
+// checkHolds: (8) the persisted holds are those the decision rendered, as
+// a status keeps them (sorted, each once, at most converge.MaxHolds), each
+// of a reason rollout.HoldReasons lists, with no duration in its message,
+// and Progressing says each of them.
+func checkHolds(st rollout.Status, d rollout.Decision) error {
+	if want := converge.SortHolds(slices.Clone(d.Holds)); !slices.Equal(st.Holds, want) {
+		return fmt.Errorf("persisted holds %+v, but the decision rendered %+v", st.Holds, want)
+	}
+	if len(st.Holds) > converge.MaxHolds {
+		return fmt.Errorf("%d holds persisted, more than %d", len(st.Holds), converge.MaxHolds)
+	}
+	progressing, _ := conditions.Get(st.Conditions, conditions.TypeProgressing)
+	for i, h := range st.Holds {
+		switch {
+		case i > 0 && converge.CompareHolds(st.Holds[i-1], h) >= 0:
+			return fmt.Errorf("persisted holds not sorted, or one twice: %+v", st.Holds)
+		case !slices.Contains(rollout.HoldReasons(), h.Reason):
+			return fmt.Errorf("hold %+v has a reason rollout.HoldReasons does not list", h)
+		case goDuration.MatchString(h.Message):
+			return fmt.Errorf("hold %+v has a duration in its message", h)
+		case progressing.Status != metav1.ConditionTrue || !strings.Contains(progressing.Message, h.Message):
+			return fmt.Errorf("hold %+v is not in Progressing: %s %q", h, progressing.Status, progressing.Message)
+		}
 	}
 	return nil
 }
@@ -1116,9 +1152,11 @@ func (r *simRun) outage(ctx context.Context) error {
 // the latest revision everywhere, and a world where nothing moves towards it
 // for longer than HoldDegradedAfter is Degraded; every persisted transition
 // is reported by exactly one event; (6) once a sync's own actions are seen, a
-// sync a second later in an unchanged world writes nothing; and (7) once the
+// sync a second later in an unchanged world writes nothing; (7) once the
 // faults stop, the rollout converges within simQuietSteps steps with no
-// installer left running and no fallback left. A failure prints the seed,
+// installer left running and no fallback left; and (8) the persisted holds
+// are those the decision rendered, sorted, bounded, of known reasons, with
+// no duration, and Progressing says each. A failure prints the seed,
 // the command that replays it and the step log.
 func TestSimRollout(t *testing.T) {
 	ctx := klog.NewContext(context.Background(), klog.Logger{})

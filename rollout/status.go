@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/internal/input"
 )
 
@@ -107,11 +108,20 @@ type Status struct {
 	// +listMapKey=name
 	// +optional
 	InstallersToDelete []Installer `json:"installersToDelete,omitempty"`
-	// HeldSince is when unavailable nodes first held back the start of a
-	// node (nil while nothing is held); Degraded reports a hold older than
+	// HeldSince is when a hold first held back the start of a node (nil
+	// while nothing is held; a pause or a soak alone is a wait, see
+	// HoldPaused and HoldSoaking); Degraded reports a hold older than
 	// Policy.HoldDegradedAfter.
 	// +optional
 	HeldSince *metav1.Time `json:"heldSince,omitempty"`
+	// Holds are what keeps nodes from starting, as Decision.Holds has them,
+	// at most converge.MaxHolds (converge.SortHolds): each a reason (one of
+	// HoldReasons), the node it concerns ("" for the whole rollout) and a
+	// message with no duration in it. The engine writes them; a host, a
+	// metric or a tool reads them.
+	// +listType=atomic
+	// +optional
+	Holds []converge.Hold `json:"holds,omitempty"`
 	// Conditions are Available, Progressing and Degraded.
 	// +listType=map
 	// +listMapKey=type

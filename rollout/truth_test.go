@@ -102,7 +102,8 @@ func TestNoInstallerOutlivesItsDecisionInAnyPhase(t *testing.T) {
 					LastFailedReason: ReasonOperandNotReady, LastFailedTime: mt(t0), LastFailedErrors: []string{"x"}}, nodeOf(t, d, "a"))
 				assert.Equal(t, []string{"installer-2-retry-1-a"}, deleting(d))
 				assert.Empty(t, started(d), "b waits: a's installer may still run and take a down")
-				assert.Contains(t, d.Holds[0], "a (an old installer may still run)")
+				assert.Equal(t, []heldBy{{HoldNodeUnavailable, "a"}}, holdsOf(d.Holds))
+				assert.Contains(t, d.Holds[0].Message, "a is unavailable (an old installer may still run)")
 			},
 		},
 		{
@@ -192,7 +193,7 @@ func TestANodeIsWhoItIs(t *testing.T) {
 				require.NotEmpty(t, d.Steps)
 				assert.Equal(t, int32(2), d.Steps[0].To.CurrentRevision)
 				assert.Equal(t, []string{"installer-3-a"}, started(d))
-				assert.Contains(t, d.Events()[0].Message, "from revision 2 to 3", "the event names the revision it ran")
+				assert.Contains(t, d.Events[0].Message, "from revision 2 to 3", "the event names the revision it ran")
 			},
 		},
 		{
@@ -230,7 +231,7 @@ func TestANodeIsWhoItIs(t *testing.T) {
 				b := nodeOf(t, d, "b")
 				assert.Equal(t, int32(1), b.CurrentRevision)
 				assert.Equal(t, "ub", b.NodeUID)
-				assert.Equal(t, `Updating node "b" from revision 1 to 2 because starting revision 2`, d.Events()[0].Message)
+				assert.Equal(t, `Updating node "b" from revision 1 to 2 because starting revision 2`, d.Events[0].Message)
 			},
 		},
 	})
@@ -265,7 +266,7 @@ func TestObservedTruthOverRecordedStatus(t *testing.T) {
 				a := nodeOf(t, d, "a")
 				assert.True(t, a.OperandMissing)
 				assert.Equal(t, []string{"installer-2-a"}, started(d))
-				assert.Equal(t, []string{ReasonNodeOperandMissing, ReasonNodeTargetRevisionChanged}, eventReasons(d.Events()))
+				assert.Equal(t, []string{ReasonNodeOperandMissing, ReasonNodeTargetRevisionChanged}, eventReasons(d.Events))
 				assert.False(t, d.Final.Converged())
 				deg := condition(d, conditions.TypeDegraded)
 				assert.Equal(t, ReasonNodeOperandMissing, deg.Reason)
@@ -280,7 +281,7 @@ func TestObservedTruthOverRecordedStatus(t *testing.T) {
 			check: func(t *testing.T, d Decision) {
 				assert.Equal(t, NodeStatus{NodeName: "a", CurrentRevision: 3}, nodeOf(t, d, "a"))
 				assert.Empty(t, started(d), "nothing to install")
-				assert.Equal(t, []string{ReasonNodeCurrentRevisionChanged}, eventReasons(d.Events()))
+				assert.Equal(t, []string{ReasonNodeCurrentRevisionChanged}, eventReasons(d.Events))
 			},
 		},
 		{
@@ -340,7 +341,8 @@ func TestEveryHoldIsExplained(t *testing.T) {
 			check: func(t *testing.T, d Decision) {
 				prog, deg := condition(d, conditions.TypeProgressing), condition(d, conditions.TypeDegraded)
 				assert.Equal(t, ReasonRolloutHeld, prog.Reason)
-				assert.Contains(t, prog.Message, "starting nodes is held: unreachable nodes a, b cannot move")
+				assert.Equal(t, []heldBy{{HoldNodeUnreachable, "a"}, {HoldNodeUnreachable, "b"}}, holdsOf(d.Holds))
+				assert.Contains(t, prog.Message, "starting nodes is held: a is unreachable and cannot move")
 				assert.Equal(t, ReasonRolloutHeld, deg.Reason)
 				assert.Equal(t, metav1.ConditionTrue, deg.Status)
 			},
@@ -351,7 +353,8 @@ func TestEveryHoldIsExplained(t *testing.T) {
 			obs:    Observation{"a": unreachable, "b": ready(2)},
 			policy: Policy{MaxUnavailable: 2},
 			check: func(t *testing.T, d Decision) {
-				assert.Equal(t, []string{"unreachable nodes a cannot move: drop a node that is gone for good from the node list"}, d.Holds)
+				assert.Equal(t, []heldBy{{HoldNodeUnreachable, "a"}}, holdsOf(d.Holds))
+				assert.Equal(t, "a is unreachable and cannot move: drop a node that is gone for good from the node list", d.Holds[0].Message, "the way out")
 				assert.Equal(t, ReasonRolloutHeld, condition(d, conditions.TypeDegraded).Reason)
 			},
 		},
@@ -362,7 +365,8 @@ func TestEveryHoldIsExplained(t *testing.T) {
 			gated: true, admissions: map[string]string{"installer-2-a": "quorum would be lost"},
 			check: func(t *testing.T, d Decision) {
 				assert.Empty(t, started(d))
-				assert.Equal(t, []string{"the gate holds a: quorum would be lost"}, d.Holds)
+				assert.Equal(t, []heldBy{{HoldGateDenied, "a"}}, holdsOf(d.Holds))
+				assert.Equal(t, "the gate holds a: quorum would be lost", d.Holds[0].Message, "the gate's answer")
 				assert.Equal(t, now, d.Status.HeldSince.Time)
 				assert.Equal(t, defaultHoldDegradedAfter, d.RequeueAfter, "when the hold turns Degraded")
 			},
@@ -374,7 +378,7 @@ func TestEveryHoldIsExplained(t *testing.T) {
 			obs:    Observation{"a": ready(1), "b": ready(1), "c": ready(2)},
 			policy: Policy{MaxUnavailable: 2},
 			check: func(t *testing.T, d Decision) {
-				assert.Equal(t, []string{"b retries revision 2 after its backoff", "revision 2 is failing on b: a waits"}, d.Holds)
+				assert.Equal(t, []heldBy{{HoldBackoff, "b"}, {HoldRevisionFailing, "a"}}, holdsOf(d.Holds))
 			},
 		},
 		{
@@ -383,7 +387,7 @@ func TestEveryHoldIsExplained(t *testing.T) {
 				InstallersToDelete: []Installer{{Name: "installer-1-a", Node: "a", Revision: 1}}},
 			obs: Observation{"a": ready(1)},
 			check: func(t *testing.T, d Decision) {
-				assert.Contains(t, d.Holds, "a waits for its old installer to be deleted")
+				assert.Contains(t, holdsOf(d.Holds), heldBy{HoldOldInstaller, "a"})
 			},
 		},
 		{
@@ -397,7 +401,7 @@ func TestEveryHoldIsExplained(t *testing.T) {
 			policy: Policy{MinReadyDuration: dur(time.Minute)},
 			gated:  true, admissions: map[string]string{"installer-2-a": "quorum would be lost"},
 			check: func(t *testing.T, d Decision) {
-				assert.Equal(t, []string{"the gate holds a: quorum would be lost"}, d.Holds)
+				assert.Equal(t, []heldBy{{HoldGateDenied, "a"}}, holdsOf(d.Holds))
 				assert.Equal(t, long, d.Status.HeldSince)
 			},
 		},
@@ -409,7 +413,7 @@ func TestEveryHoldIsExplained(t *testing.T) {
 			policy: Policy{MinReadyDuration: dur(time.Minute)},
 			check: func(t *testing.T, d Decision) {
 				assert.Empty(t, started(d))
-				assert.Equal(t, []string{"operands soaking before a starts revision 2"}, d.Holds)
+				assert.Equal(t, []heldBy{{HoldSoaking, "a"}}, holdsOf(d.Holds))
 				assert.Equal(t, long, d.Status.HeldSince)
 				assert.Equal(t, metav1.ConditionTrue, condition(d, conditions.TypeDegraded).Status)
 			},
@@ -422,19 +426,21 @@ func TestEveryHoldIsExplained(t *testing.T) {
 				"c": unreachable},
 			policy: Policy{MinReadyDuration: dur(time.Minute), MaxUnavailable: 2},
 			check: func(t *testing.T, d Decision) {
-				assert.Contains(t, d.Holds, "operands soaking before a starts revision 2")
+				assert.Contains(t, holdsOf(d.Holds), heldBy{HoldSoaking, "a"})
 				assert.Equal(t, now, d.Status.HeldSince.Time)
 			},
 		},
 		{
-			name: "a soak alone is a wait, not a hold",
+			name: "a soak alone is a wait: a hold that neither sets HeldSince nor turns Degraded",
 			st: Status{LatestAvailableRevision: 2, NodeStatuses: []NodeStatus{
 				node("a", 1, 0), node("b", 2, 0)}},
 			obs:    Observation{"a": ready(1), "b": {Operand: OperandState{Phase: OperandReady, Revision: 2, ReadySince: now.Add(-time.Second)}}},
 			policy: Policy{MinReadyDuration: dur(time.Minute)},
 			check: func(t *testing.T, d Decision) {
 				assert.Empty(t, started(d))
-				assert.Empty(t, d.Holds)
+				assert.Equal(t, []heldBy{{HoldSoaking, "a"}}, holdsOf(d.Holds), "the soak is said")
+				assert.Equal(t, ReasonNodesProgressing, condition(d, conditions.TypeProgressing).Reason)
+				assert.Equal(t, metav1.ConditionFalse, condition(d, conditions.TypeDegraded).Status)
 				assert.Nil(t, d.Status.HeldSince)
 				assert.Equal(t, 59*time.Second, d.RequeueAfter)
 			},
@@ -526,7 +532,7 @@ func TestGate(t *testing.T) {
 			check: func(t *testing.T, d Decision) {
 				assert.Nil(t, d.Unadmitted, "c waits: the budget holds two")
 				assert.Equal(t, []string{"installer-2-a"}, started(d))
-				assert.Equal(t, []string{"the gate holds b: no quorum"}, d.Holds)
+				assert.Equal(t, []heldBy{{HoldGateDenied, "b"}}, holdsOf(d.Holds))
 			},
 		},
 		{
@@ -629,7 +635,7 @@ func TestFallback(t *testing.T) {
 				assert.Equal(t, now.Add(20*time.Minute), a.RetryTime.Time, "library-go's fallback backoff, not the installer's")
 				assert.False(t, a.InTransition())
 				assert.Equal(t, []string{"fell back to revision 2: NeverStartedUp: did not start"}, a.LastFailedErrors)
-				assert.Equal(t, []string{ReasonOperandFailedFallback}, eventReasons(d.Events()))
+				assert.Equal(t, []string{ReasonOperandFailedFallback}, eventReasons(d.Events))
 				deg := condition(d, conditions.TypeDegraded)
 				assert.Equal(t, ReasonOperandFailedFallback, deg.Reason)
 				assert.Contains(t, deg.Message, "failing on revision 3:\na: fell back to revision 2")
@@ -641,7 +647,7 @@ func TestFallback(t *testing.T) {
 			obs:  Observation{"a": monitor(2, 3, now.Add(-2*time.Minute))},
 			check: func(t *testing.T, d Decision) {
 				assert.Equal(t, fellBack(node("a", 2, 0), 3, 1, now.Add(-time.Minute)), nodeOf(t, d, "a"))
-				assert.Empty(t, d.Events())
+				assert.Empty(t, d.Events)
 			},
 		},
 		{
@@ -650,7 +656,7 @@ func TestFallback(t *testing.T) {
 			obs:  Observation{"a": withInstaller(monitor(2, 3, now.Add(-time.Hour)), InstallerPending)},
 			check: func(t *testing.T, d Decision) {
 				assert.Equal(t, int32(1), nodeOf(t, d, "a").LastFallbackCount)
-				assert.Empty(t, d.Events())
+				assert.Empty(t, d.Events)
 			},
 		},
 		{
@@ -710,7 +716,7 @@ func TestFallback(t *testing.T) {
 			policy: Policy{FallbackTimeout: dur(time.Minute)},
 			check: func(t *testing.T, d Decision) {
 				assert.Equal(t, ordered(installed(node("a", 0, 3), now.Add(-time.Hour)), now.Add(-time.Hour)), nodeOf(t, d, "a"))
-				assert.Empty(t, d.Events())
+				assert.Empty(t, d.Events)
 			},
 		},
 		{
@@ -730,7 +736,7 @@ func TestFallback(t *testing.T) {
 			policy: Policy{MaxUnavailable: 2},
 			check: func(t *testing.T, d Decision) {
 				assert.Empty(t, started(d), "c would follow b to revision 3")
-				assert.Contains(t, d.Holds, "a fell back from revision 3: c waits")
+				assert.Contains(t, holdsOf(d.Holds), heldBy{HoldFallenBack, "c"})
 			},
 		},
 		{
@@ -763,7 +769,7 @@ func TestFallback(t *testing.T) {
 			obs: Observation{"a": withInstaller(pending(3), InstallerPending)},
 			check: func(t *testing.T, d Decision) {
 				assert.Equal(t, int32(2), nodeOf(t, d, "a").TargetRevision)
-				assert.Empty(t, d.Events())
+				assert.Empty(t, d.Events)
 			},
 		},
 		{
@@ -798,7 +804,7 @@ func TestFallback(t *testing.T) {
 				assert.Equal(t, []int32{1, 1}, []int32{a.LastFallbackCount, a.LastFailedCount})
 				assert.Equal(t, now.Add(19*time.Minute), a.RetryTime.Time, "the fallback's retry time, later than the installer backoff's")
 				assert.False(t, a.InTransition())
-				assert.Equal(t, []string{ReasonInstallerPodFailed}, eventReasons(d.Events()))
+				assert.Equal(t, []string{ReasonInstallerPodFailed}, eventReasons(d.Events))
 				for _, after := range []time.Duration{time.Minute, 18 * time.Minute} {
 					later, err := Decide(Input{Status: d.Final, Observation: Observation{"a": ready(1), "b": ready(2)}, Now: now.Add(after)})
 					require.NoError(t, err)
@@ -818,7 +824,7 @@ func TestFallback(t *testing.T) {
 			policy: Policy{MaxUnavailable: 2},
 			check: func(t *testing.T, d Decision) {
 				assert.Empty(t, started(d), "b, up, waits while a is in fallback from revision 3")
-				assert.Contains(t, d.Holds, "a fell back from revision 3: b waits")
+				assert.Contains(t, holdsOf(d.Holds), heldBy{HoldFallenBack, "b"})
 			},
 		},
 		{
@@ -830,7 +836,7 @@ func TestFallback(t *testing.T) {
 			policy: Policy{MaxUnavailable: 2},
 			check: func(t *testing.T, d Decision) {
 				assert.Equal(t, []string{"installer-3-retry-1-a"}, started(d), "b, up, waits; a is handed the start")
-				assert.Contains(t, d.Holds, "a fell back from revision 3: b waits")
+				assert.Contains(t, holdsOf(d.Holds), heldBy{HoldFallenBack, "b"})
 			},
 		},
 		{
@@ -843,7 +849,7 @@ func TestFallback(t *testing.T) {
 			check: func(t *testing.T, d Decision) {
 				assert.Equal(t, ReasonOperandFailedFallback, nodeOf(t, d, "b").LastFailedReason)
 				assert.Empty(t, started(d))
-				assert.Contains(t, d.Holds, "b fell back from revision 3: a waits")
+				assert.Contains(t, holdsOf(d.Holds), heldBy{HoldFallenBack, "a"})
 			},
 		},
 		{
@@ -868,7 +874,7 @@ func TestFallback(t *testing.T) {
 				a := nodeOf(t, d, "a")
 				assert.Equal(t, int32(1), a.LastFallbackCount)
 				assert.Equal(t, ReasonInstallerPodFailed, a.LastFailedReason)
-				assert.Empty(t, d.Events())
+				assert.Empty(t, d.Events)
 				assert.Equal(t, retryAt(counts(failed(node("a", 2, 3), 3, 1, ReasonInstallerPodFailed, now.Add(-time.Minute), "installer failed"), 1, 1), now.Add(14*time.Second)), a)
 			},
 		},
@@ -918,7 +924,7 @@ func TestFallback(t *testing.T) {
 			obs: Observation{"a": withInstaller(monitor(2, 3, now.Add(30*time.Minute)), InstallerPending)},
 			check: func(t *testing.T, d Decision) {
 				assert.Equal(t, int32(1), nodeOf(t, d, "a").LastFallbackCount)
-				assert.Empty(t, d.Events())
+				assert.Empty(t, d.Events)
 			},
 		},
 		{
@@ -930,7 +936,7 @@ func TestFallback(t *testing.T) {
 				a := nodeOf(t, d, "a")
 				assert.Equal(t, int32(1), a.LastFallbackCount)
 				assert.Equal(t, ReasonInstallerPodDisappeared, a.LastFailedReason, "the retry's installer vanished before it ran")
-				assert.Equal(t, []string{ReasonInstallerPodDisappeared}, eventReasons(d.Events()))
+				assert.Equal(t, []string{ReasonInstallerPodDisappeared}, eventReasons(d.Events))
 			},
 		},
 		{
@@ -941,7 +947,7 @@ func TestFallback(t *testing.T) {
 			policy: Policy{MaxUnavailable: 2},
 			check: func(t *testing.T, d Decision) {
 				assert.NotContains(t, started(d), "installer-3-c")
-				assert.Contains(t, d.Holds, "a fell back from revision 3: c waits")
+				assert.Contains(t, holdsOf(d.Holds), heldBy{HoldFallenBack, "c"})
 			},
 		},
 		{
@@ -952,7 +958,7 @@ func TestFallback(t *testing.T) {
 			check: func(t *testing.T, d Decision) {
 				a := nodeOf(t, d, "a")
 				assert.Equal(t, int32(1), a.LastFallbackCount)
-				assert.NotContains(t, eventReasons(d.Events()), ReasonOperandFailedFallback)
+				assert.NotContains(t, eventReasons(d.Events), ReasonOperandFailedFallback)
 			},
 		},
 		{

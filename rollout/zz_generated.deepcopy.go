@@ -5,6 +5,7 @@
 package rollout
 
 import (
+	"github.com/converge-dev/converge"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -99,6 +100,11 @@ func (in *Status) DeepCopyInto(out *Status) {
 	if in.HeldSince != nil {
 		in, out := &in.HeldSince, &out.HeldSince
 		*out = (*in).DeepCopy()
+	}
+	if in.Holds != nil {
+		in, out := &in.Holds, &out.Holds
+		*out = make([]converge.Hold, len(*in))
+		copy(*out, *in)
 	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions

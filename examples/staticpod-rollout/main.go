@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.MaxUnavailable, "max-unavailable", 0, "how many nodes may be in transition or not ready at once (0: one in 100 nodes, at least 1)")
 	fs.IntVar(&c.MaxSyncs, "max-syncs", 0, "give up after this many syncs per revision (0: 50 per wave of -max-unavailable nodes, plus 100)")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up after this long (0: 10m plus 1s per node)")
+	fs.BoolVar(&c.Plan, "plan", false, "print the decision of every sync: the steps, the installers to create and delete, the holds")
 	fs.BoolVar(&verbose, "v", false, "log what the engine does")
 	err := cli.Parse(fs, args, stderr)
 	if err == nil {
@@ -118,6 +119,9 @@ func rollOut(ctx context.Context, c staticpodrollout.Config, client kubernetes.I
 	}
 	rc := rollout.Config{Status: store, Installers: adapter, Operands: adapter, Nodes: adapter, Gate: quorumGate(adapter),
 		Clock: cluster.Clock(), Policy: rollout.Policy{MaxUnavailable: int32(c.MaxUnavailable)}}
+	if c.Plan {
+		rc.OnDecision = cluster.PrintDecision
+	}
 	hooks.WrapConfig(&rc)
 	ctrl, err := rollout.NewController(rc)
 	if err != nil {

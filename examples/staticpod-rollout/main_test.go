@@ -25,12 +25,30 @@ func TestRunInMemory(t *testing.T) {
 			assert.Contains(t, s, "converged on revision 3")
 			assert.Contains(t, s, "Progressing  False   AllNodesAtLatestRevision")
 			if len(args) > 0 && args[0] == "-max-unavailable" {
-				assert.Contains(t, s, "starting nodes is held: the gate holds master-1: etcd quorum needs 2 of 3 members ready",
+				assert.Contains(t, s, "nodes at revision 2, 1 installing - held: the gate holds master-1: etcd quorum needs 2 of 3 members ready",
 					"two of three members down would lose the quorum: the gate holds the second")
 			}
 			assert.Empty(t, errOut.String())
 		})
 	}
+}
+
+// TestRunPrintsTheNodeTableAndEachSync: the node table says "-" for no
+// target and no failure, a sync line counts the nodes at the revision and
+// those installing once each, and -plan prints each sync's decision.
+func TestRunPrintsTheNodeTableAndEachSync(t *testing.T) {
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run(context.Background(), []string{"-plan"}, &out, &errOut), out.String()+errOut.String())
+	s := out.String()
+	assert.Contains(t, s, "[    0s] sync   1: 0/3 nodes at revision 2, 1 installing\n")
+	assert.Contains(t, s, "[    5s] sync   6: 1/3 nodes at revision 2, 1 waiting to install\n", "a retry backs off")
+	assert.Contains(t, s, "master-0  3        -       -            0")
+	assert.Contains(t, s, "    plan: revision 2: master-0: starting revision 2\n"+
+		"          start master-0 (master-0 has the oldest current revision)\n"+
+		"            master-0: starting revision 2; current 1, target 2; create installer-2-master-0\n")
+	assert.Contains(t, s, "master-1: InstallerPodFailed 1 time, retrying in 15s; current 1, target 2; delete installer-2-master-1")
+	assert.Equal(t, 23, strings.Count(s, "    plan: "), "a plan a sync")
+	assert.Empty(t, errOut.String())
 }
 
 // TestRunManyNodes checks that a cluster beyond 50 nodes prints a progress

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"text/tabwriter"
@@ -32,7 +33,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge"
-	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/rollout"
@@ -52,6 +52,8 @@ type Config struct {
 	MaxUnavailable int
 	MaxSyncs       int
 	Timeout        time.Duration
+	// Plan prints the decision of every sync (rollout.Decision's String).
+	Plan bool
 }
 
 // Validate returns a *cli.UsageError naming the first flag whose value
@@ -294,19 +296,55 @@ func (c *Cluster) Report(ctx context.Context, rev int32, res converge.Result) (b
 	if err != nil {
 		return false, err
 	}
-	atLatest := 0
+	atLatest, installing, waiting := 0, 0, 0
 	for _, n := range st.NodeStatuses {
-		if n.CurrentRevision == rev && !n.InTransition() {
+		switch {
+		case n.InTransition() && (n.InstallerOrderedTime != nil || n.InstalledTime != nil):
+			installing++
+		case n.InTransition():
+			waiting++
+		case n.CurrentRevision == rev:
 			atLatest++
 		}
 	}
-	progressing, _ := conditions.Get(st.Conditions, conditions.TypeProgressing)
 	if tenth := 10 * atLatest / max(1, len(st.NodeStatuses)); c.detailed() || tenth > c.reported {
 		c.reported = tenth
-		fmt.Fprintf(c.out, "[%6s] sync %3d: %d/%d nodes at revision %d - %s\n", c.clock.Since(c.start).Round(time.Second),
-			c.syncs, atLatest, len(st.NodeStatuses), rev, progressing.Message)
+		fmt.Fprintf(c.out, "[%6s] sync %3d: %d/%d nodes at revision %d%s\n", c.clock.Since(c.start).Round(time.Second),
+			c.syncs, atLatest, len(st.NodeStatuses), rev, progress(installing, waiting, st.Holds))
 	}
 	return st.Converged(), nil
+}
+
+// progress says what a sync line adds to the count of nodes at the
+// revision: the nodes installing, those waiting to install (a retry's
+// backoff, the budget, the gate), and what holds nodes back (the status's
+// holds, at most 3 of them).
+func progress(installing, waiting int, holds []converge.Hold) string {
+	var b strings.Builder
+	if installing > 0 {
+		fmt.Fprintf(&b, ", %d installing", installing)
+	}
+	if waiting > 0 {
+		fmt.Fprintf(&b, ", %d waiting to install", waiting)
+	}
+	for i, h := range holds {
+		if i == 3 {
+			fmt.Fprintf(&b, " and %d more holds", len(holds)-i)
+			break
+		}
+		sep := "; "
+		if i == 0 {
+			sep = " - held: "
+		}
+		b.WriteString(sep + h.Message)
+	}
+	return b.String()
+}
+
+// PrintDecision prints d, the decision of a sync, indented under the sync
+// line (with Config.Plan).
+func (c *Cluster) PrintDecision(d rollout.Decision) {
+	fmt.Fprintf(c.out, "    plan: %s\n", strings.ReplaceAll(d.String(), "\n", "\n          "))
 }
 
 // Wait lets the cluster move on until the next sync, after requeueAfter
@@ -388,14 +426,22 @@ func (c *Cluster) printTable(ctx context.Context) error {
 			fmt.Fprintf(w, "... %d more\n", len(st.NodeStatuses)-i)
 			break
 		}
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%s\n", n.NodeName, n.CurrentRevision, n.TargetRevision,
-			n.LastFailedRevision, n.LastFailedCount, strings.Join(n.LastFailedErrors, "; "))
+		fmt.Fprintf(w, "%s\t%d\t%s\t%s\t%d\t%s\n", n.NodeName, n.CurrentRevision, revision(n.TargetRevision),
+			revision(n.LastFailedRevision), n.LastFailedCount, strings.Join(n.LastFailedErrors, "; "))
 	}
 	fmt.Fprintln(w, "\nCONDITION\tSTATUS\tREASON\tMESSAGE")
 	for _, cond := range st.Conditions {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", cond.Type, cond.Status, cond.Reason, strings.ReplaceAll(cond.Message, "\n", " | "))
 	}
 	return w.Flush()
+}
+
+// revision renders a revision of the node table: "-" for none.
+func revision(r int32) string {
+	if r == 0 {
+		return "-"
+	}
+	return strconv.Itoa(int(r))
 }
 
 // poll checks done every millisecond until it holds, ctx ends or timeout
