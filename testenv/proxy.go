@@ -140,8 +140,8 @@ func (p *FaultProxy) Config(identity string) *rest.Config {
 		Host:            p.url,
 		BearerToken:     p.register(identity).token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: p.caPEM},
-		QPS:         p.upstream.QPS,
-		Burst:       p.upstream.Burst,
+		QPS:             p.upstream.QPS,
+		Burst:           p.upstream.Burst,
 	}
 }
 

@@ -113,7 +113,7 @@ func writeWatchGone(w http.ResponseWriter, rv string) {
 type eventQueue struct {
 	mu      sync.Mutex
 	events  []watchEvent
-	changes int // arrived
+	changes int           // arrived
 	done    bool          // the apiserver ended the watch
 	kick    chan struct{} // a change, for next
 }
