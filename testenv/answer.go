@@ -44,13 +44,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// upstreamURL returns the URL of the apiserver, with its path prefix.
+// upstreamURL returns the URL of the apiserver: its Host, https when
+// that names no scheme.
 func (p *FaultProxy) upstreamURL() *url.URL {
 	u, err := url.Parse(p.upstream.Host)
-	if err != nil || u.Scheme == "" {
+	if err != nil || u.Scheme == "" || u.Host == "" {
 		u = &url.URL{Scheme: "https", Host: p.upstream.Host}
 	}
-	u.Path += p.upstream.APIPath
 	return u
 }
 

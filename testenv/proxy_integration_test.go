@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -24,11 +23,6 @@ import (
 // propagation bounds how long the real apiserver takes to deliver a
 // change to a watch (an informer's, or the proxy's own log's).
 const propagation = 30 * time.Second
-
-var (
-	configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	secrets    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-)
 
 // faultWorld is what a test of TestFaultProxy gets: the apiserver and a
 // namespace of its own.

@@ -98,7 +98,7 @@ func (p *FaultProxy) inject(w http.ResponseWriter, r *http.Request, req request,
 		w.Header().Set(faultHeader, string(f.Class))
 		writeWatchGone(w, req.query.Get("resourceVersion"))
 	case WatchClose, WatchDelay:
-		p.relayWatch(w, r, req, s)
+		return p.relayWatch(w, r, req, s)
 	case StaleView:
 		return p.serveStale(w, r, req, f)
 	}
