@@ -67,7 +67,10 @@ func (p *FaultProxy) send(r *http.Request, path string, query url.Values, json b
 	out.Header = r.Header.Clone()
 	out.Header.Del("Authorization")
 	if json {
+		// The proxy reads the answer: as JSON, and uncompressed by the
+		// transport (the apiserver compresses a watch list's stream).
 		out.Header.Set("Accept", "application/json")
+		out.Header.Del("Accept-Encoding")
 	}
 	out.ContentLength = r.ContentLength
 	return p.client.Do(out)
@@ -86,22 +89,23 @@ func copyResponse(w http.ResponseWriter, resp *http.Response) {
 }
 
 // timeoutAfterCommit passes r on and, when the apiserver committed it,
-// answers 504 Timeout, as an apiserver whose answer came too late.
-func (p *FaultProxy) timeoutAfterCommit(w http.ResponseWriter, r *http.Request) bool {
+// answers 504 Timeout, as an apiserver whose answer came too late, and
+// counts the fault.
+func (p *FaultProxy) timeoutAfterCommit(w http.ResponseWriter, r *http.Request) {
 	resp, err := p.send(r, r.URL.Path, r.URL.Query(), false)
 	if err != nil {
 		if r.Context().Err() == nil {
 			writeStatus(w, apierrors.NewInternalError(err))
 		}
-		return false
+		return
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		copyResponse(w, resp)
-		return false
+		return
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	w.Header().Set(faultHeader, string(TimeoutAfterCommit))
 	writeStatus(w, apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 0))
-	return true
+	p.count(TimeoutAfterCommit)
 }

@@ -34,9 +34,10 @@ const (
 	TimeoutAfterCommit FaultClass = "TimeoutAfterCommit"
 	// Latency holds any request for Fault.Delay before passing it on.
 	Latency FaultClass = "Latency"
-	// WatchClose ends a watch after a number of events drawn from
-	// 1..Fault.Events (1 when zero), as an apiserver ends a watch at its
-	// timeout or a connection drops; an idle watch stays open.
+	// WatchClose ends a watch after a number of changes (events but
+	// bookmarks) drawn from 1..Fault.Events (1 when zero), as an
+	// apiserver ends a watch at its timeout or a connection drops; an
+	// idle watch stays open.
 	WatchClose FaultClass = "WatchClose"
 	// WatchDelay delivers every event of a watch Fault.Delay after it
 	// arrived, in order.

@@ -3,6 +3,7 @@ package testenv
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sync"
 )
 
@@ -57,11 +58,14 @@ func (s *schedule) next(identity string, r request) (strike, bool) {
 	return got, struck
 }
 
-// mayServeStale reports whether a StaleView fault of the plan may select
-// requests for r's resource, whose log the proxy then keeps.
-func (s *schedule) mayServeStale(r request) bool {
+// readsStale reports whether a StaleView fault of the plan may serve a
+// get or list of r's resource stale, from the log the proxy then keeps of
+// the resource.
+func (s *schedule) readsStale(r request) bool {
 	for i := range s.plan.Faults {
-		if f := &s.plan.Faults[i]; f.Class == StaleView && f.selectsResource(r) {
+		f := &s.plan.Faults[i]
+		reads := len(f.Verbs) == 0 || slices.Contains(f.Verbs, "get") || slices.Contains(f.Verbs, "list")
+		if f.Class == StaleView && reads && f.selectsResource(r) {
 			return true
 		}
 	}

@@ -49,7 +49,7 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
 
 	s, struck := strike{}, false
 	if isResource {
-		if p.schedule.mayServeStale(req) {
+		if p.schedule.readsStale(req) {
 			p.eventLog(req)
 		}
 		s, struck = p.schedule.next(id.name, req)
@@ -59,9 +59,7 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
 		cutAfter = true
 		p.forward.ServeHTTP(w, r)
 	case struck:
-		if p.inject(w, r, req, s) {
-			p.count(s.fault.Class)
-		}
+		p.inject(w, r, req, s)
 	default:
 		p.forward.ServeHTTP(w, r)
 	}
@@ -70,39 +68,44 @@ func (p *FaultProxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// inject answers r with the fault s, unless r's context ends first. It
-// returns false when the fault did not happen after all (a write the
-// apiserver refused, a view it no longer has): then r was answered as it
-// came.
-func (p *FaultProxy) inject(w http.ResponseWriter, r *http.Request, req request, s strike) bool {
+// inject answers r with the fault s, unless r's context ends first, and
+// counts the fault once it happened: a write the apiserver refused, or a
+// view it no longer has, is answered as it came and not counted.
+func (p *FaultProxy) inject(w http.ResponseWriter, r *http.Request, req request, s strike) {
 	f := s.fault
 	switch f.Class {
 	case Conflict:
-		w.Header().Set(faultHeader, string(f.Class))
-		writeStatus(w, apierrors.NewConflict(req.groupResource(), req.name,
+		p.answerFault(w, f.Class, apierrors.NewConflict(req.groupResource(), req.name,
 			fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again")))
 	case TooManyRequests:
-		w.Header().Set(faultHeader, string(f.Class))
-		writeStatus(w, apierrors.NewTooManyRequests("testenv: fault proxy: too many requests, please try again later", retryAfter(f.Delay)))
+		p.answerFault(w, f.Class, apierrors.NewTooManyRequests("testenv: fault proxy: too many requests, please try again later", retryAfter(f.Delay)))
 	case InternalError:
-		w.Header().Set(faultHeader, string(f.Class))
-		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("testenv: fault proxy: internal error")))
+		p.answerFault(w, f.Class, apierrors.NewInternalError(fmt.Errorf("testenv: fault proxy: internal error")))
 	case Latency:
-		if !sleep(r.Context(), f.Delay) {
-			return false
+		if sleep(r.Context(), f.Delay) {
+			p.count(Latency)
+			p.forward.ServeHTTP(w, r)
 		}
-		p.forward.ServeHTTP(w, r)
 	case TimeoutAfterCommit:
-		return p.timeoutAfterCommit(w, r)
+		p.timeoutAfterCommit(w, r)
 	case WatchGone:
 		w.Header().Set(faultHeader, string(f.Class))
 		writeWatchGone(w, req.query.Get("resourceVersion"))
-	case WatchClose, WatchDelay:
-		return p.relayWatch(w, r, req, s)
+		p.count(WatchGone)
+	case WatchClose:
+		p.relay(w, r, req, watchRelay{class: WatchClose, closeAfter: 1 + int(s.draw%uint64(max(1, f.Events)))})
+	case WatchDelay:
+		p.relay(w, r, req, watchRelay{class: WatchDelay, delay: f.Delay})
 	case StaleView:
-		return p.serveStale(w, r, req, f)
+		p.serveStale(w, r, req, f)
 	}
-	return true
+}
+
+// answerFault answers with the error of a fault of class, and counts it.
+func (p *FaultProxy) answerFault(w http.ResponseWriter, class FaultClass, err *apierrors.StatusError) {
+	w.Header().Set(faultHeader, string(class))
+	writeStatus(w, err)
+	p.count(class)
 }
 
 // reverseProxy returns the proxy that passes a request on to the

@@ -15,17 +15,18 @@ import (
 // serveStale answers the read r from a view that lags as f says: a watch
 // delivers its events late; a get or list is answered at the exact
 // resource version of the view, never older than the one r asks for. It
-// returns false, having answered r fresh, when the view is not older than
-// the present or the apiserver no longer has it.
-func (p *FaultProxy) serveStale(w http.ResponseWriter, r *http.Request, req request, f *Fault) bool {
+// answers r fresh, and counts nothing, when the view is not older than the
+// present or the apiserver no longer has it.
+func (p *FaultProxy) serveStale(w http.ResponseWriter, r *http.Request, req request, f *Fault) {
 	if req.verb == "watch" {
-		return p.relay(w, r, req, watchRelay{delay: f.Lag, lagEvents: f.LagEvents, initialOnTime: true})
+		p.relay(w, r, req, watchRelay{class: StaleView, delay: f.Lag, lagEvents: f.LagEvents, initialOnTime: true})
+		return
 	}
 	rv, older := p.eventLog(req).view(req.namespace, f.Lag, f.LagEvents, time.Now())
 	atLeast, _ := strconv.ParseUint(req.query.Get("resourceVersion"), 10, 64)
 	if !older || rv <= atLeast {
 		p.forward.ServeHTTP(w, r)
-		return false
+		return
 	}
 	query := maps.Clone(req.query) // Set replaces values, never changes them
 	query.Set("resourceVersion", strconv.FormatUint(rv, 10))
@@ -41,19 +42,24 @@ func (p *FaultProxy) serveStale(w http.ResponseWriter, r *http.Request, req requ
 			_ = resp.Body.Close()
 		}
 		p.forward.ServeHTTP(w, r)
-		return false
+		return
 	}
 	w.Header().Set(faultHeader, string(StaleView))
-	if req.verb == "list" || resp.StatusCode != http.StatusOK {
+	served := resp.StatusCode == http.StatusOK
+	if req.verb == "list" || !served {
 		copyResponse(w, resp)
-		return resp.StatusCode == http.StatusOK
+	} else {
+		defer resp.Body.Close()
+		served = writeListedObject(w, resp, req)
 	}
-	defer resp.Body.Close()
-	return writeListedObject(w, resp, req)
+	if served {
+		p.count(StaleView)
+	}
 }
 
 // writeListedObject answers a get with the one object of the list resp,
-// or 404 when the list is empty: the object did not exist in the view.
+// or 404 when the list is empty: the object did not exist in the view. It
+// reports whether it served the view (false: it answered an error).
 func writeListedObject(w http.ResponseWriter, resp *http.Response, req request) bool {
 	var list struct {
 		APIVersion string           `json:"apiVersion"`

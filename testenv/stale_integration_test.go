@@ -46,21 +46,8 @@ func requireLogged(t *testing.T, p *FaultProxy, rv string) {
 // a version given, stay fresh.
 func testStaleReads(t *testing.T, w faultWorld) {
 	ctx := context.Background()
-	p := newProxy(t, w.env, FaultPlan{Seed: 1, Faults: []Fault{{Class: StaleView, Resources: []string{"configmaps"}, LagEvents: 1, Percent: 100}}})
+	p, updated := updatedUnderStaleView(t, w, Fault{Class: StaleView, Resources: []string{"configmaps"}, LagEvents: 1, Percent: 100})
 	op := kubernetes.NewForConfigOrDie(p.Config("operator")).CoreV1().ConfigMaps(w.ns)
-	cm := w.create(t, "settings", "1")
-	_, err := op.List(ctx, metav1.ListOptions{})
-	require.NoError(t, err)
-	requireLogged(t, p, "")
-	cm.Data["value"] = "2"
-	updated, err := w.admin.CoreV1().ConfigMaps(w.ns).Update(ctx, cm, metav1.UpdateOptions{})
-	require.NoError(t, err)
-	requireLogged(t, p, updated.ResourceVersion)
-
-	list, err := op.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
-	require.NoError(t, err)
-	require.Len(t, list.Items, 1)
-	assert.Equal(t, "1", list.Items[0].Data["value"], "a list from resource version 0 is served the older object")
 	got, err := op.Get(ctx, "settings", metav1.GetOptions{ResourceVersion: "0"})
 	require.NoError(t, err)
 	assert.Equal(t, "1", got.Data["value"], "a get from resource version 0 is served the older object")
@@ -73,10 +60,10 @@ func testStaleReads(t *testing.T, w faultWorld) {
 	got, err = op.Get(ctx, "settings", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "2", got.Data["value"], "a consistent get is never stale")
-	list, err = op.List(ctx, metav1.ListOptions{ResourceVersion: updated.ResourceVersion})
+	list, err := op.List(ctx, metav1.ListOptions{ResourceVersion: updated.ResourceVersion})
 	require.NoError(t, err)
 	assert.Equal(t, "2", list.Items[0].Data["value"], "a list is never older than the version it asks for")
-	requireCount(t, p, StaleView, 3)
+	requireCount(t, p, StaleView, 3) // with the list of updatedUnderStaleView
 
 	later := w.create(t, "later", "1")
 	requireLogged(t, p, later.ResourceVersion)
@@ -87,8 +74,20 @@ func testStaleReads(t *testing.T, w faultWorld) {
 // A view that lags an hour behind a log younger than that serves the
 // state the log began at.
 func testStaleByTime(t *testing.T, w faultWorld) {
+	p, _ := updatedUnderStaleView(t, w, Fault{Class: StaleView, Verbs: []string{"list"}, Lag: time.Hour, Percent: 100})
+	requireCount(t, p, StaleView, 1)
+}
+
+// updatedUnderStaleView starts a proxy whose plan has the one fault, a
+// StaleView, creates the ConfigMap settings with value 1, opens the
+// proxy's log of ConfigMaps with a consistent list, updates settings to 2,
+// waits until the log has the update, and shows that a list from resource
+// version "0" through the proxy is served the value 1. It returns the
+// proxy and the update.
+func updatedUnderStaleView(t *testing.T, w faultWorld, fault Fault) (*FaultProxy, *corev1.ConfigMap) {
+	t.Helper()
 	ctx := context.Background()
-	p := newProxy(t, w.env, FaultPlan{Seed: 1, Faults: []Fault{{Class: StaleView, Verbs: []string{"list"}, Lag: time.Hour, Percent: 100}}})
+	p := newProxy(t, w.env, FaultPlan{Seed: 1, Faults: []Fault{fault}})
 	op := kubernetes.NewForConfigOrDie(p.Config("operator")).CoreV1().ConfigMaps(w.ns)
 	cm := w.create(t, "settings", "1")
 	_, err := op.List(ctx, metav1.ListOptions{})
@@ -101,8 +100,8 @@ func testStaleByTime(t *testing.T, w faultWorld) {
 	list, err := op.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	require.NoError(t, err)
 	require.Len(t, list.Items, 1)
-	assert.Equal(t, "1", list.Items[0].Data["value"])
-	requireCount(t, p, StaleView, 1)
+	assert.Equal(t, "1", list.Items[0].Data["value"], "a list from resource version 0 is served the older object")
+	return p, updated
 }
 
 // A watch whose view lags one change delivers an event only once the next

@@ -16,7 +16,11 @@ import (
 
 // watchRelay says how a watch's events reach the client.
 type watchRelay struct {
-	// closeAfter ends the watch after that many events; 0: never.
+	// class is the fault counted: once the watch is relayed, or for
+	// closeAfter once it is ended early.
+	class FaultClass
+	// closeAfter ends the watch after that many changes (events but
+	// bookmarks); 0: never.
 	closeAfter int
 	// delay holds each event that long after it arrived.
 	delay time.Duration
@@ -30,28 +34,19 @@ type watchRelay struct {
 
 // watchEvent is one event of a watch stream as it arrived.
 type watchEvent struct {
-	raw     json.RawMessage
-	changes int // changes arrived up to it, it included
-	at      time.Time
-	initial bool // of the initial events of a watch list
-}
-
-// relayWatch passes a watch on to the apiserver and relays its events
-// under fault s: WatchClose ends it after a drawn number of events,
-// WatchDelay delivers each late.
-func (p *FaultProxy) relayWatch(w http.ResponseWriter, r *http.Request, req request, s strike) bool {
-	switch f := s.fault; f.Class {
-	case WatchClose:
-		return p.relay(w, r, req, watchRelay{closeAfter: 1 + int(s.draw%uint64(max(1, f.Events)))})
-	default:
-		return p.relay(w, r, req, watchRelay{delay: f.Delay})
-	}
+	raw      json.RawMessage
+	changes  int // changes arrived up to it, it included
+	bookmark bool
+	at       time.Time
+	initial  bool // of the initial events of a watch list
 }
 
 // relay passes the watch r on to the apiserver, as JSON, and relays its
-// events to w as rel says. It reports whether the watch was relayed, and
-// for closeAfter whether it was ended early.
-func (p *FaultProxy) relay(w http.ResponseWriter, r *http.Request, req request, rel watchRelay) bool {
+// events to w as rel says. closeAfter counts changes, not bookmarks, so
+// that a watch list is never ended right after its initial bookmark with
+// no object: client-go takes such a watch for broken ("very short watch")
+// and lists again.
+func (p *FaultProxy) relay(w http.ResponseWriter, r *http.Request, req request, rel watchRelay) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	resp, err := p.send(r.WithContext(ctx), r.URL.Path, req.query, true)
@@ -59,17 +54,20 @@ func (p *FaultProxy) relay(w http.ResponseWriter, r *http.Request, req request, 
 		if r.Context().Err() == nil {
 			writeStatus(w, apierrors.NewInternalError(fmt.Errorf("testenv: fault proxy: %w", err)))
 		}
-		return false
+		return
 	}
 	if resp.StatusCode != http.StatusOK {
 		copyResponse(w, resp)
-		return false
+		return
 	}
 	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	if flusher != nil {
 		flusher.Flush()
+	}
+	if rel.closeAfter == 0 {
+		p.count(rel.class)
 	}
 	q := &eventQueue{kick: make(chan struct{}, 1)}
 	var reader sync.WaitGroup
@@ -91,9 +89,13 @@ func (p *FaultProxy) relay(w http.ResponseWriter, r *http.Request, req request, 
 		if flusher != nil {
 			flusher.Flush()
 		}
-		delivered++
+		if !ev.bookmark {
+			delivered++
+		}
 	}
-	return rel.closeAfter == 0 || delivered >= rel.closeAfter
+	if rel.closeAfter > 0 && delivered >= rel.closeAfter {
+		p.count(rel.class)
+	}
 }
 
 // writeWatchGone answers a watch from rv as an apiserver that compacted rv
@@ -129,10 +131,10 @@ func (q *eventQueue) read(resp *http.Response, initial bool) {
 			break
 		}
 		kind, endsInitial := eventKind(raw)
-		ev := watchEvent{raw: raw, at: time.Now(), initial: initial}
+		ev := watchEvent{raw: raw, at: time.Now(), initial: initial, bookmark: kind == watch.Bookmark}
 		initial = initial && !endsInitial
 		q.mu.Lock()
-		if kind != watch.Bookmark {
+		if !ev.bookmark {
 			q.changes++
 		}
 		ev.changes = q.changes
