@@ -55,7 +55,8 @@ const (
 	StaleView FaultClass = "StaleView"
 	// Crash passes a create, update, patch, delete or deletecollection on
 	// and, once it is answered, cuts its identity off, as
-	// FaultProxy.Crash does.
+	// FaultProxy.CrashAfter does. FaultProxy.Counts counts under Crash
+	// every instance cut off, by either.
 	Crash FaultClass = "Crash"
 )
 

@@ -29,26 +29,30 @@ import (
 // the operator reaches it with a Config (or Kubeconfig) of its own
 // identity, so that its informers meet the faults too and a crash point
 // cuts off that instance alone; the proxy reaches the apiserver with the
-// upstream rest.Config it was made with.
+// upstream rest.Config it was made with. It serves TLS on loopback, with a
+// certificate its Configs and kubeconfigs trust.
 //
-// A fault strikes the requests its plan draws, whatever the interleaving of
-// the instance's goroutines, which a real apiserver lets no one fix: so a
-// seed replays the plan, not always the run. Checks should read a
-// consistent Snapshot, so that what they find is a bug whether or not its
-// seed reproduces it; report it with the seed and the snapshot.
+// Which requests a fault strikes depends on the seed and on the order of
+// each identity's requests, never on timing (see FaultPlan); that order
+// depends on how the instance's goroutines interleave, which a real
+// apiserver lets no one fix, so a seed replays the plan, not always the
+// run. Checks should read a consistent Snapshot, so that what they find is
+// a bug whether or not its seed reproduces it; report it with the seed and
+// the snapshot.
 //
 // Stale views serve what an apiserver behind a lagging watch cache may
 // serve, and nothing a real apiserver never does. A list from resource
 // version "0" (the reflector's first list) or not older than a given one
-// is answered by the apiserver with a list at an exact older version
+// is answered with the apiserver's list at an exact older version
 // (resourceVersionMatch=Exact), never older than the one asked for; a get
 // from a resource version, by such a list with a metadata.name field
 // selector (the API has no exact get); a watch delivers its events late,
 // but the initial events of a watch list (sendInitialEvents) on time. A
 // consistent read (no resource version) or an exact one is never stale.
 // The proxy finds the older versions in its own log of each resource's
-// events, which begins at the first request for the resource, so no view
-// lags further back than that; and it takes resource versions for etcd
+// events, which begins at the first request for the resource through the
+// proxy, so no view lags further back than that; and it takes resource
+// versions for etcd
 // revisions, as kube-apiserver's are. kube-apiserver compacts its history
 // every five minutes: a view that lags further back than that may find its
 // version gone (410), and is then served fresh and not counted.
