@@ -33,9 +33,10 @@ type Binaries struct {
 // travel in this module's zip to an adopter's module cache (a go.mod in a
 // subdirectory would make it a nested module, which the zip leaves out), and
 // are written to a temporary directory to build from. The version key is a
-// digest of their bytes, module path included (a name nothing imports), so
-// any edit of them rebuilds the binaries on every machine;
-// hack/update-testenv.sh changes their versions.
+// digest of their bytes, module path included (a name nothing imports), and
+// of kube-apiserver's linker flags (the version it reports), so any edit of
+// them rebuilds the binaries on every machine; hack/update-testenv.sh
+// changes their versions.
 //
 //go:embed tools/go.mod.txt tools/go.sum.txt tools/etcd/main.go.txt
 var toolsFS embed.FS
