@@ -145,12 +145,7 @@ func (p *FaultProxy) watchLog(l *eventLog, path string, rv uint64) bool {
 	return p.get(path, query, func(resp *http.Response) error {
 		dec := json.NewDecoder(resp.Body)
 		for {
-			var ev struct {
-				Type   watch.EventType `json:"type"`
-				Object struct {
-					Metadata metav1.ObjectMeta `json:"metadata"`
-				} `json:"object"`
-			}
+			var ev eventHead
 			if err := dec.Decode(&ev); err != nil {
 				return nil
 			}

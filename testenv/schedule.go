@@ -58,10 +58,13 @@ func (s *schedule) next(identity string, r request) (strike, bool) {
 	return got, struck
 }
 
-// readsStale reports whether a StaleView fault of the plan may serve a
-// get or list of r's resource stale, from the log the proxy then keeps of
-// the resource.
+// readsStale reports whether r reads a resource a StaleView fault of the
+// plan may serve a get or list of stale, from the log the proxy then keeps
+// of the resource.
 func (s *schedule) readsStale(r request) bool {
+	if !slices.Contains(readVerbs, r.verb) {
+		return false
+	}
 	for i := range s.plan.Faults {
 		f := &s.plan.Faults[i]
 		reads := len(f.Verbs) == 0 || slices.Contains(f.Verbs, "get") || slices.Contains(f.Verbs, "list")

@@ -113,3 +113,18 @@ func TestDrawIsAFunctionOfItsArguments(t *testing.T) {
 		seen[d] = true
 	}
 }
+
+// The proxy keeps a log of a resource a StaleView may serve a get or list
+// of stale, from its first read: not of a resource no StaleView selects,
+// nor for a StaleView of watches only, which needs none, nor at a write.
+func TestScheduleReadsStale(t *testing.T) {
+	list, _ := parse(http.MethodGet, "/api/v1/namespaces/a/configmaps")
+	create, _ := parse(http.MethodPost, "/api/v1/namespaces/a/configmaps")
+	secrets, _ := parse(http.MethodGet, "/api/v1/namespaces/a/secrets")
+	plan := func(f Fault) *schedule { return newSchedule(FaultPlan{Faults: []Fault{f}}) }
+	assert.True(t, plan(Fault{Class: StaleView, LagEvents: 1, Percent: 1}).readsStale(list))
+	assert.False(t, plan(Fault{Class: StaleView, LagEvents: 1, Percent: 1}).readsStale(create))
+	assert.False(t, plan(Fault{Class: StaleView, Resources: []string{"configmaps"}, LagEvents: 1, Percent: 1}).readsStale(secrets))
+	assert.False(t, plan(Fault{Class: StaleView, Verbs: []string{"watch"}, LagEvents: 1, Percent: 1}).readsStale(list))
+	assert.False(t, plan(Fault{Class: Conflict, Percent: 1}).readsStale(list))
+}

@@ -214,15 +214,19 @@ func (q *eventQueue) head(rel watchRelay) (ev watchEvent, ready bool, wait time.
 	return ev, ready, wait, over
 }
 
+// eventHead is what the proxy reads of a watch event: its type and its
+// object's metadata.
+type eventHead struct {
+	Type   watch.EventType `json:"type"`
+	Object struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	} `json:"object"`
+}
+
 // eventKind returns the type of the watch event raw, and whether it is the
 // bookmark that ends the initial events of a watch list.
 func eventKind(raw json.RawMessage) (kind watch.EventType, endsInitial bool) {
-	var ev struct {
-		Type   watch.EventType `json:"type"`
-		Object struct {
-			Metadata metav1.ObjectMeta `json:"metadata"`
-		} `json:"object"`
-	}
+	var ev eventHead
 	if json.Unmarshal(raw, &ev) != nil {
 		return "", false
 	}
