@@ -50,7 +50,7 @@ import (
 // but the initial events of a watch list (sendInitialEvents) on time. A
 // consistent read (no resource version) or an exact one is never stale.
 // The proxy finds the older versions in its own log of each resource's
-// events, which begins at the first request for the resource through the
+// events, which begins at the first read of the resource through the
 // proxy, so no view lags further back than that; and it takes resource
 // versions for etcd
 // revisions, as kube-apiserver's are. kube-apiserver compacts its history
