@@ -114,11 +114,13 @@ type Fault struct {
 	// Delay is how long Latency holds a request and WatchDelay an event,
 	// and the Retry-After of TooManyRequests.
 	Delay time.Duration
-	// Events bounds the number of events after which WatchClose ends a
+	// Events bounds the number of changes after which WatchClose ends a
 	// watch.
 	Events int
-	// Lag is how far behind a StaleView is in time; LagEvents, in events
-	// (set one of the two).
+	// Lag is how far behind a StaleView is in time; LagEvents, in changes:
+	// those of the request's namespace (of the cluster for a cluster-wide
+	// request) for a get or list, those of its own stream for a watch. Set
+	// one of the two.
 	Lag       time.Duration
 	LagEvents int
 }
