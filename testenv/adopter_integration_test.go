@@ -61,6 +61,7 @@ func TestAdopterModuleRunsTestenvFromTheModuleZip(t *testing.T) {
 	out := goCmd(t, shop, "-mod=readonly", "test", "-count=1", "-timeout=10m", "-v", "./...")
 	assert.Contains(t, out, "--- PASS: TestReconcileAppliesTheSettings")
 	assert.Contains(t, out, "--- PASS: TestTheKubeconfigListsTheNamespaces")
+	assert.Contains(t, out, "--- PASS: TestReconcileUnderFaults")
 	assert.NotContains(t, out, "testenv: building", "the binaries of the working tree serve the copy: the version key is the same")
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // The environment variables testenv reads.
@@ -32,9 +33,10 @@ type Binaries struct {
 // travel in this module's zip to an adopter's module cache (a go.mod in a
 // subdirectory would make it a nested module, which the zip leaves out), and
 // are written to a temporary directory to build from. The version key is a
-// digest of their bytes, module path included (a name nothing imports), so
-// any edit of them rebuilds the binaries on every machine;
-// hack/update-testenv.sh changes their versions.
+// digest of their bytes, module path included (a name nothing imports), and
+// of kube-apiserver's linker flags (the version it reports), so any edit of
+// them rebuilds the binaries on every machine; hack/update-testenv.sh
+// changes their versions.
 //
 //go:embed tools/go.mod.txt tools/go.sum.txt tools/etcd/main.go.txt
 var toolsFS embed.FS
@@ -80,8 +82,9 @@ func CacheDir() (string, error) {
 	return filepath.Join(dir, "converge", "testbin"), nil
 }
 
-// versionKey identifies the pinned versions: a digest of the build module's
-// go.mod, go.sum and etcd main.
+// versionKey identifies the pinned versions and how they are built: a
+// digest of the build module's go.mod, go.sum and etcd main, and of
+// kube-apiserver's linker flags less the build date.
 func versionKey() (string, error) {
 	h := sha256.New()
 	for _, f := range toolsFiles {
@@ -92,6 +95,11 @@ func versionKey() (string, error) {
 		fmt.Fprintf(h, "%s %d\n", f.name, len(b))
 		h.Write(b)
 	}
+	flags, err := apiserverLdflags("")
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(h, "kube-apiserver -ldflags=%s\n", flags)
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
@@ -137,8 +145,12 @@ func EnsureBinaries(ctx context.Context) (Binaries, error) {
 		return Binaries{}, err
 	}
 	defer unlock()
+	apiserverFlags, err := apiserverLdflags(buildDate(time.Now()))
+	if err != nil {
+		return Binaries{}, err
+	}
 	var missing []binary
-	for _, b := range []binary{{bins.Etcd, "./etcd"}, {bins.KubeAPIServer, "k8s.io/kubernetes/cmd/kube-apiserver"}} {
+	for _, b := range []binary{{bins.Etcd, "./etcd", "-s -w"}, {bins.KubeAPIServer, "k8s.io/kubernetes/cmd/kube-apiserver", apiserverFlags}} {
 		if executable(b.out) != nil { // else built by the process that held the lock before us
 			missing = append(missing, b)
 		}
@@ -152,9 +164,9 @@ func EnsureBinaries(ctx context.Context) (Binaries, error) {
 // srcPrefix names the temporary directories the build module is written to.
 const srcPrefix = "src-"
 
-// binary is a program to build: its output path and its package in the
-// build module.
-type binary struct{ out, pkg string }
+// binary is a program to build: its output path, its package in the build
+// module and its linker flags.
+type binary struct{ out, pkg, ldflags string }
 
 // buildAll writes the build module into a temporary directory of dir and
 // builds each binary from it; with none to build it does nothing. The caller
@@ -177,7 +189,7 @@ func buildAll(ctx context.Context, dir string, bins []binary) error {
 		return err
 	}
 	for _, b := range bins {
-		if err := build(ctx, src, b.out, b.pkg); err != nil {
+		if err := build(ctx, src, b); err != nil {
 			return err
 		}
 	}

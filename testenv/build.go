@@ -26,27 +26,29 @@ const supervisor = `trap 'kill -KILL 0' TERM; "$@" & wait $!`
 const buildWaitDelay = 5 * time.Second
 
 // buildCommand returns the command that builds pkg of the build module in
-// dir into out. Tests replace it with a fake build.
+// dir into out with the linker flags ldflags. Tests replace it with a fake
+// build.
 var buildCommand = goBuildCommand
 
 // goBuildCommand builds with the go command on $PATH, in module mode
 // whatever the caller's environment says: no workspace, the build module's
 // go.sum as it is.
-func goBuildCommand(dir, out, pkg string) *exec.Cmd {
+func goBuildCommand(dir, out, pkg, ldflags string) *exec.Cmd {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd := exec.Command(goBin, "build", "-trimpath", "-ldflags="+ldflags, "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-mod=readonly", "GOWORK=off")
 	return cmd
 }
 
-// build builds pkg of the build module in dir into out, atomically: the
-// build writes out.tmp, which is renamed to out once it is complete. The
+// build builds b from the build module in dir, atomically: the build
+// writes b.out.tmp, which is renamed to b.out once it is complete. The
 // caller holds the build lock.
-func build(ctx context.Context, dir, out, pkg string) error {
+func build(ctx context.Context, dir string, b binary) error {
+	out, pkg := b.out, b.pkg
 	tmp := out + ".tmp"
 	// A build killed with its test process may have left a partial file,
 	// which go build refuses to overwrite.
@@ -54,7 +56,7 @@ func build(ctx context.Context, dir, out, pkg string) error {
 		return fmt.Errorf("testenv: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "testenv: building %s into %s (the first build compiles Kubernetes and takes minutes)\n", pkg, out)
-	if outb, err := runInGroup(ctx, buildCommand(dir, tmp, pkg)); err != nil {
+	if outb, err := runInGroup(ctx, buildCommand(dir, tmp, pkg, b.ldflags)); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("testenv: go build %s: %w\n%s", pkg, err, outb)
 	}

@@ -160,9 +160,9 @@ func TestBuild(t *testing.T) {
 			}
 			saved := buildCommand
 			t.Cleanup(func() { buildCommand = saved })
-			buildCommand = func(_, out, pkg string) *exec.Cmd { return shell(tt.script, out, pkg) }
+			buildCommand = func(_, out, pkg, _ string) *exec.Cmd { return shell(tt.script, out, pkg) }
 
-			err := build(context.Background(), t.TempDir(), out, "./etcd")
+			err := build(context.Background(), t.TempDir(), binary{out: out, pkg: "./etcd", ldflags: "-s -w"})
 			assert.NoFileExists(t, out+".tmp")
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)

@@ -30,6 +30,17 @@
 // RBAC and enforces OwnerReferencesPermissionEnforcement, as production
 // clusters do (see Start).
 //
+// # Faults
+//
+// NewFaultProxy puts a reverse proxy between the operator under test and
+// the apiserver that injects the faults of a seeded FaultPlan: conflicts,
+// throttling, internal errors, writes that time out after they committed,
+// latency, closed, delayed and expired (410) watches, stale views, and
+// crash points that cut one instance of the operator off between two
+// writes. Each instance reaches it with a Config of its own identity;
+// checks read a consistent Snapshot. TestReconcileUnderFaults in
+// testdata/adopter is an adopter's test under faults.
+//
 // # The binaries
 //
 // The first Start builds the two binaries with the go command on $PATH from
@@ -45,7 +56,8 @@
 // at once build once: one process builds under a file lock and the others
 // wait for it. A build runs in a process group of its own and dies with the
 // process that started it, also when go test kills that process at its
-// -timeout; so do etcd and kube-apiserver.
+// -timeout; so do etcd and kube-apiserver. kube-apiserver is linked to
+// report the Kubernetes version it is built from, as a release build does.
 //
 // controller-runtime's envtest can run on the same binaries: the
 // contrib/controller-runtime module's crtest package fills an

@@ -17,6 +17,14 @@
 // IgnoreStoppedMetadataWatch to goleak's options: a stopped manager leaves
 // such a watch's goroutine behind, which nothing outside apimachinery stops.
 //
+// Under faults: NewProxyManager builds a manager for one instance of the
+// operator on an identity of a testenv.FaultProxy in front of that API
+// server, so that its client and its informers meet the proxy's faults and
+// a crash point cuts that instance off; the test then stops it and starts
+// a fresh instance under a new identity:
+//
+//	mgr, err := crtest.NewProxyManager(proxy, "instance-1", manager.Options{})
+//
 // On controller-runtime's fake client: NewManager is a manager that builds
 // crconverge's configured controllers (and any other) on the fake client,
 // whose Reconcile a test then calls:
