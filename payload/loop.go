@@ -37,7 +37,7 @@ func (w *Worker) loop(ctx context.Context) error {
 			return err
 		}
 		w.publish(d.Status)
-		if !observed.Release.IsZero() || len(d.Result.Events) > 0 {
+		if !observed.Release.IsZero() || len(d.Events) > 0 {
 			w.report(ctx, d.Result)
 		}
 		observed = Observation{}
@@ -52,8 +52,8 @@ func (w *Worker) loop(ctx context.Context) error {
 		// The wait ends at a time, not after a duration: the clock may have moved while
 		// the host handled the result.
 		var due <-chan time.Time
-		if d.Result.RequeueAfter > 0 {
-			at := in.Now.Add(d.Result.RequeueAfter)
+		if d.RequeueAfter > 0 {
+			at := in.Now.Add(d.RequeueAfter)
 			wait := at.Sub(w.clock.Now())
 			if wait <= 0 {
 				continue
