@@ -856,7 +856,7 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 		return a
 	}
 	configMap := func(name string) *manifest.Manifest {
-		return manifest(&unstructured.Unstructured{Object: map[string]any{
+		return manifestOf(&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": name, "namespace": ns}, "data": map[string]any{"k": "v"},
 		}})
@@ -864,7 +864,7 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 	podSpec := map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{"name": "c", "image": "busybox"}}}
 	deployment := func(name string) *manifest.Manifest {
 		labels := map[string]any{"app": name}
-		return manifest(&unstructured.Unstructured{Object: map[string]any{
+		return manifestOf(&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": name, "namespace": ns},
 			"spec": map[string]any{"selector": map[string]any{"matchLabels": labels}, "template": map[string]any{
 				"metadata": map[string]any{"labels": labels},
@@ -873,7 +873,7 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 		}})
 	}
 	job := func(name string) *manifest.Manifest {
-		return manifest(&unstructured.Unstructured{Object: map[string]any{
+		return manifestOf(&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": name, "namespace": ns},
 			"spec": map[string]any{"template": map[string]any{"spec": podSpec}},
 		}})

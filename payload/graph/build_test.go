@@ -287,4 +287,3 @@ func TestBuildRejectsTasksWithoutAnItem(t *testing.T) {
 	_, err := BuildShuffled([]*Task{pod("a"), nil}, 3)
 	require.ErrorIs(t, err, converge.ErrInvalid)
 }
-
