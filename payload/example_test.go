@@ -225,3 +225,27 @@ func ExamplePreconditions() {
 	// event Normal PayloadApplied: Applied 5 manifests of 1.1.0
 	// 1.1.0 Reconciling: 5/5, next in 3m0s
 }
+
+// An applier's UpdateErrors of one kind and reason that carry a plural form are one
+// failure naming every object; EffectNone makes the update wait without failing.
+func ExampleUpdateError() {
+	manifests, _ := manifest.Load(exampleFS, manifest.Options{})
+	release := payload.Release{Version: "1.0.0"}
+	loader := &fake.PayloadLoader{}
+	loader.Add(&payload.Payload{Release: release, Manifests: manifests})
+	applier := payload.ApplierFunc(func(_ context.Context, m *manifest.Manifest, _ payload.State) error {
+		if m.GVK.Kind != "ConfigMap" {
+			return nil
+		}
+		return &payload.UpdateError{
+			Effect: payload.EffectNone, Reason: "ConfigMapNotSynced", PluralReason: "ConfigMapsNotSynced",
+			Message:             fmt.Sprintf("ConfigMap %s is not synced", m.Name()),
+			PluralMessageFormat: "ConfigMaps %s are not synced", Name: m.Name(),
+		}
+	})
+	runExample(payload.Config{Loader: loader, Applier: applier}, 1, release)
+	// Output:
+	// event Normal InitializingStarted: Initializing 1.0.0
+	// event Warning ConfigMapsNotSynced: ConfigMaps api, web are not synced
+	// 1.0.0 Initializing: 1/5, next in 22.5s
+}
