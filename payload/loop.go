@@ -11,7 +11,8 @@ import (
 // loop decides, acts on the decision and waits, until ctx ends. The decision that
 // follows an apply stopped by ctx is still made and published, so that the status says
 // the apply was interrupted. It returns Decide's error, which a validated Config and
-// the statuses Decide itself made never give.
+// the statuses Decide itself made never give, but for a clock that reads the zero
+// time.
 func (w *Worker) loop(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	var (

@@ -623,6 +623,18 @@ func TestWorkerStartRejectsANilContextAndASecondStart(t *testing.T) {
 	require.Error(t, h.worker.Start(context.Background()), "a second Start while the first runs")
 }
 
+// TestWorkerOnAClockAtTheZeroTimeStopsWithAnError: Decide refuses a zero Now, so a
+// worker whose clock reads the zero time returns that error from Start instead of
+// deciding at a time that every time it persisted lies after.
+func TestWorkerOnAClockAtTheZeroTimeStopsWithAnError(t *testing.T) {
+	w, err := payload.NewWorker(payload.Config{Loader: &fake.PayloadLoader{}, Applier: &fake.PayloadApplier{}, Clock: clocktesting.NewFakeClock(time.Time{})})
+	require.NoError(t, err)
+	w.Update(1, v1)
+	err = w.Start(context.Background())
+	require.ErrorIs(t, err, converge.ErrInvalid)
+	assert.ErrorContains(t, err, "Now is zero")
+}
+
 // TestWorkerRemovesManifestsMarkedForDeletion: deletions run in graph order, an object
 // already gone is success, and the objects removed are reported.
 func TestWorkerRemovesManifestsMarkedForDeletion(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 
 func noop(context.Context, []*Task) error { return nil }
 
-// independentGraph has n nodes of one task and no edges, sealed as BuildGraph seals.
+// independentGraph has n nodes of one task and no edges, sealed as Build seals.
 func independentGraph(n int) *Graph {
 	return sealed(nodesOfOneTask(n))
 }
@@ -39,7 +39,7 @@ func chainGraph(n int) *Graph {
 	return sealed(g)
 }
 
-// sealed seals a graph assembled by hand, as BuildGraph seals what it builds.
+// sealed seals a graph assembled by hand, as Build seals what it builds.
 func sealed(g *Graph) *Graph {
 	if err := g.seal(); err != nil {
 		panic(err)

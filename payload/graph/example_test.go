@@ -55,13 +55,16 @@ func ExampleRun() {
 // Build arranges the manifests of a payload: run levels in order, the components of a
 // level in parallel, a Job as a barrier.
 func ExampleBuild() {
+	shop := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\n"
+	deployment := func(name string) *fstest.MapFile {
+		return &fstest.MapFile{Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name + "\n  namespace: shop\n")}
+	}
 	manifests, err := manifest.Load(fstest.MapFS{
-		"0000_10_config_00_ns.yaml": {Data: []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: config\n")},
-		"0000_20_api_00_cm.yaml":    {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: api\n  namespace: config\n")},
-		"0000_20_web_00_cm.yaml":    {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n  namespace: config\n")},
-		"0000_30_migrate_00_job.yaml": {Data: []byte(
-			"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  namespace: config\n")},
-		"0000_40_web_00_svc.yaml": {Data: []byte("apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: config\n")},
+		"0000_10_shop_00_config.yaml":    {Data: []byte(shop)},
+		"0000_20_db_00_migrate.yaml":     {Data: []byte("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  namespace: shop\n")},
+		"0000_30_api_00_deployment.yaml": deployment("api"),
+		"0000_30_web_00_deployment.yaml": deployment("web"),
 	}, manifest.Options{})
 	if err != nil {
 		fmt.Println(err)
@@ -74,18 +77,16 @@ func ExampleBuild() {
 	}
 	fmt.Print(g)
 	// Output:
-	// node 1: 0 tasks
-	// node 3: 10-config, 1 task, after 1
-	//   0000_10_config_00_ns.yaml namespace "config" (1 of 5)
-	// node 4: 20-api, 1 task, after 3
-	//   0000_20_api_00_cm.yaml configmap "config/api" (2 of 5)
-	// node 5: 20-web, 1 task, after 3
-	//   0000_20_web_00_cm.yaml configmap "config/web" (3 of 5)
-	// node 6: 0 tasks, after 4, 5
-	// node 0: 30-migrate, 1 task, after 6
-	//   0000_30_migrate_00_job.yaml job "config/migrate" (4 of 5)
-	// node 2: 40-web, 1 task, after 0
-	//   0000_40_web_00_svc.yaml service "config/web" (5 of 5)
+	// node 1: 10-shop, 2 tasks
+	//   0000_10_shop_00_config.yaml namespace "shop" (1 of 5)
+	//   0000_10_shop_00_config.yaml configmap "shop/settings" (2 of 5)
+	// node 0: 20-db, 1 task, after 1
+	//   0000_20_db_00_migrate.yaml job "shop/migrate" (3 of 5)
+	// node 2: 0 tasks, after 0
+	// node 3: 30-api, 1 task, after 2
+	//   0000_30_api_00_deployment.yaml deployment "shop/api" (4 of 5)
+	// node 4: 30-web, 1 task, after 2
+	//   0000_30_web_00_deployment.yaml deployment "shop/web" (5 of 5)
 }
 
 // A dependency against the run levels closes a cycle in every order.

@@ -456,7 +456,7 @@ func TestRunGraphWaitsForInFlightNodesAfterCancel(t *testing.T) {
 		}
 		return nil
 	})
-	assert.True(t, blockerDone, "RunGraph returned before an in-flight node finished")
+	assert.True(t, blockerDone, "Run returned before an in-flight node finished")
 	require.Len(t, errs, 3, "errors: %v", errs)
 	assert.ErrorIs(t, errs[0], context.Canceled, "the blocker's own error")
 	assert.EqualError(t, errs[1], `graph: 1 incomplete task node, beginning with pod "never" (1 of 1)`)

@@ -61,7 +61,7 @@ func startOrder(t *testing.T, g *Graph, opts Options, finishing ...string) []str
 	}
 }
 
-// runReleased runs g with RunGraph's goroutines in a bubble where every node blocks
+// runReleased runs g with Run's goroutines in a bubble where every node blocks
 // until the test releases it: of the nodes running once the bubble is idle, the one
 // that comes first in finishing (else the earliest started) returns. It returns the
 // first task of each node in the order the nodes started.
@@ -113,7 +113,7 @@ func runReleased(t *testing.T, g *Graph, opts Options, finishing ...string) []st
 // its channel of Workers slots has room, and the workers take the queued nodes in
 // order. The graphs are the ones of its TestRunGraph, the three nodes and two
 // of several workers whose nodes end in a given order; the pure schedule and
-// RunGraph's goroutines must both start them so.
+// Run's goroutines must both start them so.
 func TestLowestIndexFirstIsTheClusterVersionOperatorsOrder(t *testing.T) {
 	// The graph of the operator's "nodes executed after dependencies" cases.
 	afterDependencies := func() []*taskNode {
@@ -202,7 +202,7 @@ func TestLowestIndexFirstIsTheClusterVersionOperatorsOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := Options{Workers: tt.workers, Priority: LowestIndexFirst}
 			assert.Equal(t, tt.want, startOrder(t, &Graph{nodes: tt.nodes()}, opts, tt.finishing...), "the schedule")
-			assert.Equal(t, tt.want, runReleased(t, &Graph{nodes: tt.nodes()}, opts, tt.finishing...), "RunGraph")
+			assert.Equal(t, tt.want, runReleased(t, &Graph{nodes: tt.nodes()}, opts, tt.finishing...), "Run")
 		})
 	}
 }
