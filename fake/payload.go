@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // PayloadOutcome scripts calls of PayloadApplier.Apply and Delete for one manifest
@@ -24,7 +25,7 @@ type PayloadOutcome struct {
 
 // PayloadApply is one recorded Apply call.
 type PayloadApply struct {
-	// Ref is the manifest's reference (payload.Manifest.Ref).
+	// Ref is the manifest's reference (manifest.Manifest.Ref).
 	Ref string
 	// File is the manifest's file name.
 	File string
@@ -69,12 +70,12 @@ func (a *PayloadApplier) Push(ref string, outcomes ...PayloadOutcome) {
 }
 
 // Apply records the call and plays the scripted outcome.
-func (a *PayloadApplier) Apply(ctx context.Context, m *payload.Manifest, state payload.State) error {
+func (a *PayloadApplier) Apply(ctx context.Context, m *manifest.Manifest, state payload.State) error {
 	return a.play(ctx, PayloadApply{Ref: m.Ref(), File: m.File, State: state})
 }
 
 // Delete records the call and plays the scripted outcome.
-func (a *PayloadApplier) Delete(ctx context.Context, m *payload.Manifest) error {
+func (a *PayloadApplier) Delete(ctx context.Context, m *manifest.Manifest) error {
 	return a.play(ctx, PayloadApply{Ref: m.Ref(), File: m.File, Delete: true})
 }
 
@@ -236,7 +237,7 @@ func (r *PayloadReadiness) NotReadyFor(ref string, n int) {
 }
 
 // Ready records the check and answers it.
-func (r *PayloadReadiness) Ready(_ context.Context, m *payload.Manifest) error {
+func (r *PayloadReadiness) Ready(_ context.Context, m *manifest.Manifest) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ref := m.Ref()

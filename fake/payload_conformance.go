@@ -140,9 +140,9 @@ func largestPayloadStatus(at time.Time) payload.Status {
 		Failure:          &payload.Failure{Reason: "MultipleErrors", Message: long, Effect: payload.EffectFailAfterInterval},
 		LastProgressTime: t(0), NextApplyTime: &next,
 		Conditions: []metav1.Condition{
-			{Type: payload.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: "Done applying conformance-0.9.0", LastTransitionTime: *t(-time.Hour), ObservedGeneration: 1},
-			{Type: payload.ConditionProgressing, Status: metav1.ConditionTrue, Reason: "MultipleErrors", Message: long, LastTransitionTime: *t(0)},
-			{Type: payload.ConditionFailing, Status: metav1.ConditionTrue, Reason: "MultipleErrors", Message: long, LastTransitionTime: *t(0)},
+			{Type: conditions.TypeAvailable, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: "Done applying conformance-0.9.0", LastTransitionTime: *t(-time.Hour), ObservedGeneration: 1},
+			{Type: conditions.TypeProgressing, Status: metav1.ConditionTrue, Reason: "MultipleErrors", Message: long, LastTransitionTime: *t(0)},
+			{Type: conditions.TypeFailing, Status: metav1.ConditionTrue, Reason: "MultipleErrors", Message: long, LastTransitionTime: *t(0)},
 		},
 	}
 	for i := range 10 {
@@ -164,6 +164,6 @@ func smallPayloadStatus(version string, at time.Time) payload.Status {
 		ObservedGeneration: 2, Release: payload.Release{Version: version}, State: payload.StateReconciling,
 		Done: 3, Total: 3, Completed: 1, LastProgressTime: &mt,
 		History:    []payload.UpdateHistory{{State: payload.UpdateCompleted, StartedTime: mt, CompletionTime: &mt, Version: version}},
-		Conditions: []metav1.Condition{{Type: payload.ConditionAvailable, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: "Done applying " + version, LastTransitionTime: mt}},
+		Conditions: []metav1.Condition{{Type: conditions.TypeAvailable, Status: metav1.ConditionTrue, Reason: "AsExpected", Message: "Done applying " + version, LastTransitionTime: mt}},
 	}
 }

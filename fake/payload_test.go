@@ -13,13 +13,14 @@ import (
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
-func configMap(name string) *payload.Manifest {
+func configMap(name string) *manifest.Manifest {
 	obj := &unstructured.Unstructured{}
 	obj.SetName(name)
 	obj.SetNamespace("ns")
-	return &payload.Manifest{File: name + ".yaml", GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Object: obj}
+	return &manifest.Manifest{File: name + ".yaml", GVK: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Object: obj}
 }
 
 func TestPayloadApplierScripts(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // A payload worker adopted with kube installs a payload on the API server
@@ -41,12 +42,12 @@ func TestPayloadWorkerAdoptedOnTheAPIServer(t *testing.T) {
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
 	_, err = client.CoreV1().Namespaces().Create(bg, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kube-payload"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
-	manifests, err := payload.Load(fstest.MapFS{
+	manifests, err := manifest.Load(fstest.MapFS{
 		"0000_10_settings.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: kube-payload}\ndata: {level: '1'}\n")},
 		"0000_20_crd.yaml": {Data: []byte("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\n" +
 			"spec: {group: example.com, scope: Namespaced, names: {plural: gadgets, kind: Gadget}, versions: [{name: v1, served: true, storage: true, " +
 			"schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}]}\n")},
-	}, payload.LoadOptions{})
+	}, manifest.Options{})
 	require.NoError(t, err)
 	loader := payload.LoaderFunc(func(_ context.Context, r payload.Release) (*payload.Payload, error) {
 		return &payload.Payload{Release: r, Manifests: manifests}, nil

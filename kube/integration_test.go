@@ -41,6 +41,7 @@ import (
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 	"github.com/converge-dev/converge/rollout"
 	"github.com/converge-dev/converge/testenv"
 )
@@ -104,7 +105,7 @@ func exampleCRD(t *testing.T, c clients, plural, kind string) {
 	require.NoError(t, err)
 	a, err := NewApplier(ApplierConfig{Client: c.dynamic, Mapper: mapper(t), FieldManager: "kube-test"})
 	require.NoError(t, err)
-	m := &payload.Manifest{File: "crd.yaml", Document: 1, GVK: crd.GroupVersionKind(), Object: crd}
+	m := &manifest.Manifest{File: "crd.yaml", Document: 1, GVK: crd.GroupVersionKind(), Object: crd}
 	require.NoError(t, wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		return a.Ready(ctx, m) == nil, nil
 	}), "the CRD is established")
@@ -245,7 +246,7 @@ func TestApplierOnTheAPIServer(t *testing.T) {
 		"metadata": map[string]any{"name": "settings", "namespace": "kube-apply"},
 		"data":     map[string]any{"level": "1"},
 	}}
-	m := &payload.Manifest{File: "0000_10_settings.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}
+	m := &manifest.Manifest{File: "0000_10_settings.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}
 
 	require.NoError(t, a.Apply(ctx, m, payload.StateUpdating))
 	first, err := c.typed.CoreV1().ConfigMaps("kube-apply").Get(ctx, "settings", metav1.GetOptions{})
@@ -269,7 +270,7 @@ func TestApplierOnTheAPIServer(t *testing.T) {
 			},
 		},
 	}}
-	dm := &payload.Manifest{File: "0000_20_web.yaml", Document: 1, GVK: deploy.GroupVersionKind(), Object: deploy}
+	dm := &manifest.Manifest{File: "0000_20_web.yaml", Document: 1, GVK: deploy.GroupVersionKind(), Object: deploy}
 	require.NoError(t, a.Apply(ctx, dm, payload.StateUpdating))
 	err = a.Ready(ctx, dm)
 	assert.True(t, errors.Is(err, ErrNotReady), "no controller-manager rolls it out here: %v", err)
@@ -461,7 +462,7 @@ func TestRBACIsEnoughOnTheAPIServer(t *testing.T) {
 			"metadata": map[string]any{"name": "rbac-settings", "namespace": "kube-rbac"},
 			"data":     map[string]any{"level": "1"},
 		}}
-		m := &payload.Manifest{File: "0000_10_settings.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}
+		m := &manifest.Manifest{File: "0000_10_settings.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}
 		require.NoError(t, a.Apply(ctx, m, payload.StateUpdating))
 		require.NoError(t, a.Ready(ctx, m))
 		require.NoError(t, a.Delete(ctx, m))
@@ -484,7 +485,7 @@ func TestRBACIsEnoughOnTheAPIServer(t *testing.T) {
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": "never-created", "namespace": "kube-rbac"},
 		}}
-		err = a.Apply(ctx, &payload.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}, payload.StateUpdating)
+		err = a.Apply(ctx, &manifest.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm}, payload.StateUpdating)
 		assert.True(t, apierrors.IsForbidden(err), "%v", err)
 	})
 }
@@ -854,16 +855,16 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 		require.NoError(t, err)
 		return a
 	}
-	configMap := func(name string) *payload.Manifest {
-		return manifest(&unstructured.Unstructured{Object: map[string]any{
+	configMap := func(name string) *manifest.Manifest {
+		return manifestOf(&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "v1", "kind": "ConfigMap",
 			"metadata": map[string]any{"name": name, "namespace": ns}, "data": map[string]any{"k": "v"},
 		}})
 	}
 	podSpec := map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{"name": "c", "image": "busybox"}}}
-	deployment := func(name string) *payload.Manifest {
+	deployment := func(name string) *manifest.Manifest {
 		labels := map[string]any{"app": name}
-		return manifest(&unstructured.Unstructured{Object: map[string]any{
+		return manifestOf(&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": name, "namespace": ns},
 			"spec": map[string]any{"selector": map[string]any{"matchLabels": labels}, "template": map[string]any{
 				"metadata": map[string]any{"labels": labels},
@@ -871,15 +872,15 @@ func TestRBACOfThePayloadRoleOnTheAPIServer(t *testing.T) {
 			}},
 		}})
 	}
-	job := func(name string) *payload.Manifest {
-		return manifest(&unstructured.Unstructured{Object: map[string]any{
+	job := func(name string) *manifest.Manifest {
+		return manifestOf(&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": name, "namespace": ns},
 			"spec": map[string]any{"template": map[string]any{"spec": podSpec}},
 		}})
 	}
 	// byAdmin applies m as the admin first, so that the action meets an
 	// existing object.
-	byAdmin := func(t *testing.T, m *payload.Manifest) *payload.Manifest {
+	byAdmin := func(t *testing.T, m *manifest.Manifest) *manifest.Manifest {
 		require.NoError(t, applierOf(t, admin, "admin").Apply(ctx, m, payload.StateUpdating))
 		return m
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // ApplierConfig says how Applier reaches the cluster.
@@ -105,7 +106,7 @@ func NewApplierFor(client ApplyClient, cfg ApplierConfig) (*Applier, error) {
 }
 
 // Apply applies m with server-side apply.
-func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, _ payload.State) error {
+func (a *Applier) Apply(ctx context.Context, m *manifest.Manifest, _ payload.State) error {
 	if err := a.check("Apply", m); err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, _ payload.Stat
 // is an object already being deleted (a finalizer holds it), which is not
 // deleted again: the worker counts either as done, not as a deletion, so that
 // it reports only what it removed.
-func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
+func (a *Applier) Delete(ctx context.Context, m *manifest.Manifest) error {
 	if err := a.check("Delete", m); err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
 // EffectFail and Reason "<Kind>Failed", which stops payload's wait at once.
 // An object that is not there is the client's NotFound, which payload waits
 // on as it does on any other error.
-func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
+func (a *Applier) Ready(ctx context.Context, m *manifest.Manifest) error {
 	if err := a.check("Ready", m); err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
 
 // check returns an error matching converge.ErrInvalid for an Applier not made by NewApplier or
 // NewApplierFor, and for a nil manifest or one without an object.
-func (a *Applier) check(method string, m *payload.Manifest) error {
+func (a *Applier) check(method string, m *manifest.Manifest) error {
 	switch {
 	case a == nil || a.client == nil:
 		return input.Invalidf("kube", "Applier."+method+" call", "applier not made by NewApplier or NewApplierFor")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 func obj(apiVersion, kind string, generation int64, status map[string]any, spec map[string]any) *unstructured.Unstructured {
@@ -50,18 +51,18 @@ func applierFor(t *testing.T, objs ...runtime.Object) (*Applier, *dynamicfake.Fa
 	return a, client
 }
 
-func manifest(o *unstructured.Unstructured) *payload.Manifest {
-	return &payload.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: o.GroupVersionKind(), Object: o}
+func manifestOf(o *unstructured.Unstructured) *manifest.Manifest {
+	return &manifest.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: o.GroupVersionKind(), Object: o}
 }
 
 // Ready judges the object the cluster holds, not the manifest's.
 func TestApplierReadinessReadsTheObject(t *testing.T) {
 	ctx := context.Background()
 	a, _ := applierFor(t, obj("batch/v1", "Job", 1, conds("Complete", "True"), nil))
-	require.NoError(t, a.Ready(ctx, manifest(obj("batch/v1", "Job", 1, nil, nil))), "the Job in the cluster has completed")
-	err := a.Ready(ctx, manifest(obj("v1", "ConfigMap", 1, nil, nil)))
+	require.NoError(t, a.Ready(ctx, manifestOf(obj("batch/v1", "Job", 1, nil, nil))), "the Job in the cluster has completed")
+	err := a.Ready(ctx, manifestOf(obj("v1", "ConfigMap", 1, nil, nil)))
 	assert.True(t, apierrors.IsNotFound(err), "an object that is not there is the API server's NotFound: %v", err)
-	err = a.Ready(ctx, manifest(obj("apps/v1", "Deployment", 1, nil, nil)))
+	err = a.Ready(ctx, manifestOf(obj("apps/v1", "Deployment", 1, nil, nil)))
 	assert.ErrorContains(t, err, "kube: mapping apps/v1, Kind=Deployment", "a kind the mapper does not know is an error")
 }
 
@@ -74,7 +75,7 @@ func TestApplierDeleteOfAnObjectBeingDeletedIsNotFound(t *testing.T) {
 	cm.SetDeletionTimestamp(&now)
 	cm.SetFinalizers([]string{"example.com/hold"})
 	a, client := applierFor(t, cm)
-	err := a.Delete(context.Background(), manifest(cm))
+	err := a.Delete(context.Background(), manifestOf(cm))
 	assert.True(t, apierrors.IsNotFound(err), "%v", err)
 	assert.ErrorContains(t, err, `ConfigMap "x" is being deleted`)
 	for _, action := range client.Actions() {
@@ -88,10 +89,10 @@ func TestApplierDeleteOfAnObjectAlreadyGoneIsNotFound(t *testing.T) {
 	cm := obj("v1", "ConfigMap", 1, nil, nil)
 	a, client := applierFor(t, cm)
 	ctx := context.Background()
-	require.NoError(t, a.Delete(ctx, manifest(cm)))
+	require.NoError(t, a.Delete(ctx, manifestOf(cm)))
 	_, err := client.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("ns").Get(ctx, "x", metav1.GetOptions{})
 	require.Error(t, err)
-	err = a.Delete(ctx, manifest(cm))
+	err = a.Delete(ctx, manifestOf(cm))
 	assert.True(t, apierrors.IsNotFound(err), "deleting what is gone is NotFound: %v", err)
 }
 
@@ -196,13 +197,13 @@ func TestApplierForKeepsEveryRuleOnAnyApplyClient(t *testing.T) {
 	a, err := NewApplierFor(client, ApplierConfig{FieldManager: "op", Force: true})
 	require.NoError(t, err)
 
-	require.NoError(t, a.Apply(ctx, manifest(obj("v1", "ConfigMap", 1, nil, nil)), payload.StateReconciling))
-	require.NoError(t, a.Apply(ctx, manifest(job), payload.StateReconciling), "an existing Job is left as it is")
+	require.NoError(t, a.Apply(ctx, manifestOf(obj("v1", "ConfigMap", 1, nil, nil)), payload.StateReconciling))
+	require.NoError(t, a.Apply(ctx, manifestOf(job), payload.StateReconciling), "an existing Job is left as it is")
 	assert.Equal(t, []string{"ConfigMap ns/x as op force=true"}, client.applied)
-	assert.True(t, apierrors.IsNotFound(a.Delete(ctx, manifest(job))), "deleting what is gone is the client's NotFound")
+	assert.True(t, apierrors.IsNotFound(a.Delete(ctx, manifestOf(job))), "deleting what is gone is the client's NotFound")
 	assert.Equal(t, []string{"Job ns/x"}, client.deleted)
-	require.NoError(t, a.Ready(ctx, manifest(job)))
-	assert.ErrorIs(t, a.Ready(ctx, manifest(deploy)), ErrNotReady)
+	require.NoError(t, a.Ready(ctx, manifestOf(job)))
+	assert.ErrorIs(t, a.Ready(ctx, manifestOf(deploy)), ErrNotReady)
 }
 
 func TestNewApplierForRejectsBadInput(t *testing.T) {
@@ -233,14 +234,14 @@ func TestApplierRejectsBadInput(t *testing.T) {
 	ctx := context.Background()
 	made, err := NewApplierFor(&recordingApply{}, ApplierConfig{FieldManager: "m"})
 	require.NoError(t, err)
-	good := manifest(obj("v1", "ConfigMap", 1, nil, nil))
+	good := manifestOf(obj("v1", "ConfigMap", 1, nil, nil))
 	tests := []struct {
 		name string
 		a    *Applier
-		m    *payload.Manifest
+		m    *manifest.Manifest
 	}{
 		{name: "nil manifest", a: made},
-		{name: "manifest without an object", a: made, m: &payload.Manifest{GVK: good.GVK}},
+		{name: "manifest without an object", a: made, m: &manifest.Manifest{GVK: good.GVK}},
 		{name: "nil applier", m: good},
 		{name: "zero applier", a: &Applier{}, m: good},
 	}

@@ -475,7 +475,7 @@ func TestObjectReadinessOnTheAPIServer(t *testing.T) {
 					require.NoError(t, err)
 				})
 			}
-			err = a.Ready(ctx, manifest(obj))
+			err = a.Ready(ctx, manifestOf(obj))
 			requireReadiness(t, tt.readinessCase, err)
 		})
 	}
@@ -525,11 +525,11 @@ spec:
 			// The API server's controllers accept the names and establish
 			// the CRD in a moment; until then it is installing.
 			err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				err = a.Ready(ctx, manifest(obj))
+				err = a.Ready(ctx, manifestOf(obj))
 				return err == nil || !isInstalling(err), nil
 			})
-			require.NoError(t, err, "the CRD stays installing: %v", a.Ready(ctx, manifest(obj)))
-			requireReadiness(t, tt, a.Ready(ctx, manifest(obj)))
+			require.NoError(t, err, "the CRD stays installing: %v", a.Ready(ctx, manifestOf(obj)))
+			requireReadiness(t, tt, a.Ready(ctx, manifestOf(obj)))
 		})
 	}
 }

@@ -545,7 +545,7 @@ func TestApplierReadyJudgesEveryKindOnTheFakeClient(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := fromYAML(t, tt.yaml)
 			a := applierOn(t, obj)
-			err := a.Ready(context.Background(), manifest(obj))
+			err := a.Ready(context.Background(), manifestOf(obj))
 			requireReadiness(t, tt, err)
 			var ue *payload.UpdateError
 			if tt.want != failed {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,11 +12,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/payload/graph"
+	"github.com/converge-dev/converge/payload/manifest"
 )
-
-// reconcileStride is the number of reconcile passes that share one permutation of the
-// payload, each rotated further.
-const reconcileStride = 8
 
 // apply applies d.Status.Release once in d.Status.State and says what it did. An apply
 // stopped by ctx or by a new desired release is Interrupted, whatever it met.
@@ -81,14 +78,13 @@ func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 			from = Release{Version: last.Version, Image: last.Image}
 		}
 		if err := guard("checking the preconditions", func() error { return w.cfg.Preconditions.Check(ctx, from, release) }); err != nil {
-			return &UpdateError{Nested: err, Effect: EffectFail, Reason: "UpgradePreconditionCheckFailed",
+			return &UpdateError{Nested: err, Effect: EffectFail, Reason: ReasonUpgradePreconditionCheckFailed,
 				Message: fmt.Sprintf("Preconditions failed for the update to %s: %v", release, err)}
 		}
 	}
-	tasks := NewTasks(manifests)
-	graph, opts, err := w.plan(tasks, state, d.Status.Completed)
+	g, opts, err := plan(manifests, state, d.Status.Completed, w.policy)
 	if err != nil {
-		return &UpdateError{Nested: err, Effect: EffectFail, Reason: "UpdatePayloadIntegrity",
+		return &UpdateError{Nested: err, Effect: EffectFail, Reason: ReasonUpdatePayloadIntegrity,
 			Message: fmt.Sprintf("The payload of %s cannot be ordered: %v", release, err)}
 	}
 
@@ -98,13 +94,13 @@ func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 		reports []error
 		removed []string
 	)
-	errs := RunGraph(ctx, graph, opts, func(ctx context.Context, tasks []*Task) error {
+	errs := graph.Run(ctx, g, opts, func(ctx context.Context, tasks []*graph.Task) error {
 		for _, t := range tasks {
 			err := w.applyTask(ctx, t, state)
 			switch {
 			case errors.Is(err, errDeleted):
 				mu.Lock()
-				removed = append(removed, t.Manifest.resourceID())
+				removed = append(removed, t.Item.String())
 				mu.Unlock()
 			case err != nil && effectOf(err) == EffectReport:
 				mu.Lock()
@@ -121,87 +117,49 @@ func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 	slices.Sort(removed)
 	out.Removed = removed
 	if len(errs) > 0 {
-		if err := Summarize(errs); err != nil {
+		if err := summarize(errs); err != nil {
 			return err
 		}
 		return errors.Join(errs...)
 	}
-	return Summarize(reports)
+	return summarize(reports)
 }
 
-// errDeleted tells run that a task removed its object.
-var errDeleted = errors.New("payload: deleted")
-
-// applyTask applies, or deletes, one manifest and waits for it to be ready. It returns
-// errDeleted when it removed an object.
-func (w *Worker) applyTask(ctx context.Context, t *Task, state State) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	m := t.Manifest
-	if m.Delete {
-		gone := false
-		err := t.retry(ctx, w.clock, w.policy, w.jitter, "delete", func() error {
-			err := w.cfg.Deleter.Delete(ctx, m)
-			if isGone(err) {
-				gone = true
-				return nil
-			}
-			return err
-		})
-		if err == nil && !gone {
-			return errDeleted
-		}
-		return err
-	}
-	err := t.retry(ctx, w.clock, w.policy, w.jitter, "update", func() error { return w.cfg.Applier.Apply(ctx, m, state) })
-	if err != nil && effectOf(err) != EffectReport {
-		return err
-	}
-	// A reported error does not stop the manifest: its object must be ready all the same.
-	if w.cfg.Readiness != nil && state != StateReconciling {
-		if notReady := t.awaitReady(ctx, w.clock, w.policy, func() error { return w.cfg.Readiness.Ready(ctx, m) }); notReady != nil {
-			return notReady
-		}
-	}
-	return err
-}
-
-// plan builds the graph and the run options of state: Initializing runs every
-// component at once, the longest first; Updating run levels in order; Reconciling
-// every component at once in a permutation seeded by the pass and rotated within a
-// stride of passes, so that a manifest that always fails cannot starve the ones behind
-// it. Updating and reconciling start nodes in the cluster-version operator's order.
-func (w *Worker) plan(tasks []*Task, state State, pass int32) (*Graph, RunOptions, error) {
-	opts := RunOptions{Workers: w.policy.workersFor(state), Priority: priorityFor(state)}
+// plan builds the graph of manifests the worker runs in state and its run options:
+// Initializing runs every component at once, the longest first; Updating run levels
+// in order; Reconciling every component at once in an order that changes with the
+// pass (graph.BuildShuffled), so that a manifest that always fails cannot starve the
+// ones behind it. Updating and reconciling start nodes in the cluster-version
+// operator's order.
+func plan(manifests []manifest.Manifest, state State, pass int32, p Policy) (*graph.Graph, graph.Options, error) {
+	opts := graph.Options{Workers: p.workersFor(state), Priority: priorityFor(state)}
+	tasks := manifest.Tasks(manifests)
+	var (
+		g   *graph.Graph
+		err error
+	)
 	switch state {
 	case StateUpdating:
-		g, err := BuildGraph(tasks, OrderRunLevels)
-		return g, opts, err
+		g, err = graph.Build(tasks, graph.OrderRunLevels)
 	case StateReconciling:
-		// Validated as every order is, then permuted.
-		if _, err := BuildGraph(tasks, OrderParallel); err != nil {
-			return nil, opts, err
-		}
-		epoch, iteration := int(pass)/reconcileStride, int(pass)%reconcileStride
-		r := rand.New(rand.NewPCG(uint64(epoch), 0))
-		g, err := buildGraph(tasks, shiftOrder(permuteOrder(flattenByNumberAndComponent, r), iteration, reconcileStride))
-		return g, opts, err
+		g, err = graph.BuildShuffled(tasks, int(pass))
+	default:
+		g, err = graph.Build(tasks, graph.OrderParallel)
 	}
-	g, err := BuildGraph(tasks, OrderParallel)
 	return g, opts, err
 }
 
 // priorityFor is the order of state's pool. Initializing starts the component with
 // the most manifests left first, so that a fresh cluster is done in about max(N/w,
-// critical path) manifest latencies (N manifests, w workers; TestInitializingOrder);
-// the cluster-version operator's order starts its largest component late. Updating
-// and reconciling keep the cluster-version operator's order.
-func priorityFor(state State) Priority {
+// critical path) manifest latencies (N manifests, w workers;
+// graph.TestCriticalPathFirstEndsNearTheLowerBound); the cluster-version operator's
+// order starts its largest component late. Updating and reconciling keep the
+// cluster-version operator's order.
+func priorityFor(state State) graph.Priority {
 	if state == StateInitializing {
-		return CriticalPathFirst
+		return graph.CriticalPathFirst
 	}
-	return LowestIndexFirst
+	return graph.LowestIndexFirst
 }
 
 // load returns the payload of release, loading it when it is not the one loaded last.
@@ -224,14 +182,14 @@ func (w *Worker) load(ctx context.Context, release Release) (*Payload, error) {
 	if err == nil && release.Version != "" && p.Release.Version != "" && p.Release.Version != release.Version {
 		err = fmt.Errorf("the payload carries version %q", p.Release.Version)
 	}
-	if err == nil && slices.ContainsFunc(p.Manifests, func(m Manifest) bool { return m.Delete }) && w.cfg.Deleter == nil {
+	if err == nil && slices.ContainsFunc(p.Manifests, func(m manifest.Manifest) bool { return m.Delete }) && w.cfg.Deleter == nil {
 		err = errors.New("the payload deletes objects and the worker has no Deleter")
 	}
 	if err == nil {
 		err = checkManifests(p.Manifests)
 	}
 	if err != nil {
-		return nil, &UpdateError{Nested: err, Effect: EffectFail, Reason: "UpdatePayloadRetrievalFailed",
+		return nil, &UpdateError{Nested: err, Effect: EffectFail, Reason: ReasonUpdatePayloadRetrievalFailed,
 			Message: fmt.Sprintf("Could not load the payload of %s: %v", release, err)}
 	}
 	w.loaded, w.loadedFor = p, release
@@ -239,7 +197,7 @@ func (w *Worker) load(ctx context.Context, release Release) (*Payload, error) {
 }
 
 // checkManifests refuses manifests a loader built by hand without an object.
-func checkManifests(manifests []Manifest) error {
+func checkManifests(manifests []manifest.Manifest) error {
 	for i := range manifests {
 		if manifests[i].Object == nil {
 			return input.Invalidf("payload", "manifest", "manifest %d has no object", i+1)
@@ -249,11 +207,11 @@ func checkManifests(manifests []Manifest) error {
 }
 
 // include returns the manifests that belong to the cluster.
-func (w *Worker) include(manifests []Manifest) ([]Manifest, error) {
+func (w *Worker) include(manifests []manifest.Manifest) ([]manifest.Manifest, error) {
 	if w.cfg.Include == nil {
 		return manifests, nil
 	}
-	included := make([]Manifest, 0, len(manifests))
+	included := make([]manifest.Manifest, 0, len(manifests))
 	err := guard("deciding which manifests to include", func() error {
 		for i := range manifests {
 			if w.cfg.Include(&manifests[i]) == nil {
@@ -263,7 +221,7 @@ func (w *Worker) include(manifests []Manifest) ([]Manifest, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, &UpdateError{Nested: err, Effect: EffectFail, Reason: "UpdatePayloadIntegrity", Message: err.Error()}
+		return nil, &UpdateError{Nested: err, Effect: EffectFail, Reason: ReasonUpdatePayloadIntegrity, Message: err.Error()}
 	}
 	return included, nil
 }
@@ -277,5 +235,5 @@ func timedOut(out *Observation, timeout time.Duration, summary error) error {
 		msg += ": " + summary.Error()
 		effect = stronger(EffectNone, effectOf(summary))
 	}
-	return &UpdateError{Nested: errors.Join(errApplyTimeout, summary), Effect: effect, Reason: "UpdatePayloadTimedOut", Message: msg}
+	return &UpdateError{Nested: errors.Join(errApplyTimeout, summary), Effect: effect, Reason: ReasonUpdatePayloadTimedOut, Message: msg}
 }

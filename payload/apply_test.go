@@ -25,6 +25,7 @@ import (
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // TestWorkerReportsOnlyDeletionsThatHappened: a delete that finds its object gone
@@ -39,13 +40,13 @@ func TestWorkerReportsOnlyDeletionsThatHappened(t *testing.T) {
 	}{
 		{name: "an object gone from the start", outcomes: []fake.PayloadOutcome{{Err: notFound}}, want: [][]string{nil, nil, nil}},
 		{name: "an object deleted in the first pass", outcomes: []fake.PayloadOutcome{{Times: 1}, {Err: notFound}},
-			want: [][]string{{`Deleted 1 objects of 1.0.0: configmap "a/old"`}, nil, nil}},
+			want: [][]string{{`Deleted 1 object of 1.0.0: configmap "a/old"`}, nil, nil}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, func(c *payload.Config) {
 				p := samplePayload(v1)
-				old := manifest("0000_20_a_03_old.yaml", "ConfigMap", "a", "old")
+				old := newManifest("0000_20_a_03_old.yaml", "ConfigMap", "a", "old")
 				old.Delete = true
 				p.Manifests = slices.Insert(p.Manifests, 4, old)
 				loader := &fake.PayloadLoader{}
@@ -81,7 +82,7 @@ func TestWorkerReportsAKindTheServerDoesNotKnowInTheFirstPass(t *testing.T) {
 		&meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "example.com", Kind: "Widget"}, SearchedVersions: []string{"v1"}})
 	h := newHarness(t, func(c *payload.Config) {
 		p := samplePayload(v1)
-		p.Manifests = append(p.Manifests, manifest("0000_30_c_01_widget.yaml", "Widget", "default", "w"))
+		p.Manifests = append(p.Manifests, newManifest("0000_30_c_01_widget.yaml", "Widget", "default", "w"))
 		loader := &fake.PayloadLoader{}
 		loader.Add(p)
 		c.Loader = loader
@@ -157,12 +158,12 @@ func TestWorkerStartsNoCallOfAReplacedReleaseOnceUpdateReturns(t *testing.T) {
 						<-release // ignores its context
 					}
 				}
-				ref := func(m *payload.Manifest) string { return m.Ref() }
+				ref := func(m *manifest.Manifest) string { return m.Ref() }
 				cfg := payload.Config{
 					Loader: payload.LoaderFunc(func(_ context.Context, r payload.Release) (*payload.Payload, error) {
 						call("load " + r.Version)
 						p := versioned(r)
-						old := manifest("0000_10_a_02_old.yaml", "ConfigMap", "a", "old-"+r.Version)
+						old := newManifest("0000_10_a_02_old.yaml", "ConfigMap", "a", "old-"+r.Version)
 						old.Delete = true
 						p.Manifests = slices.Insert(p.Manifests, 2, old)
 						return p, nil
@@ -171,15 +172,15 @@ func TestWorkerStartsNoCallOfAReplacedReleaseOnceUpdateReturns(t *testing.T) {
 						call("check " + to.Version)
 						return nil
 					}),
-					Applier: payload.ApplierFunc(func(_ context.Context, m *payload.Manifest, _ payload.State) error {
+					Applier: payload.ApplierFunc(func(_ context.Context, m *manifest.Manifest, _ payload.State) error {
 						call("apply " + ref(m))
 						return nil
 					}),
-					Deleter: payload.DeleterFunc(func(_ context.Context, m *payload.Manifest) error {
+					Deleter: payload.DeleterFunc(func(_ context.Context, m *manifest.Manifest) error {
 						call("delete " + ref(m))
 						return nil
 					}),
-					Readiness: payload.ReadinessFunc(func(_ context.Context, m *payload.Manifest) error {
+					Readiness: payload.ReadinessFunc(func(_ context.Context, m *manifest.Manifest) error {
 						call("ready " + ref(m))
 						return nil
 					}),
@@ -281,7 +282,7 @@ func (p *progressWrites) decreases(floor int32) []string {
 func TestWorkerPersistedProgressNeverDecreases(t *testing.T) {
 	p := &payload.Payload{Release: v1}
 	for i := range 400 {
-		p.Manifests = append(p.Manifests, manifest(fmt.Sprintf("0000_10_c%03d_00_cm.yaml", i), "ConfigMap", "ns", fmt.Sprintf("c%03d", i)))
+		p.Manifests = append(p.Manifests, newManifest(fmt.Sprintf("0000_10_c%03d_00_cm.yaml", i), "ConfigMap", "ns", fmt.Sprintf("c%03d", i)))
 	}
 	loader := &fake.PayloadLoader{}
 	loader.Add(p)
@@ -290,7 +291,7 @@ func TestWorkerPersistedProgressNeverDecreases(t *testing.T) {
 		var applied atomic.Int32
 		stopped := make(chan struct{})
 		var once sync.Once
-		applier := payload.ApplierFunc(func(ctx context.Context, _ *payload.Manifest, _ payload.State) error {
+		applier := payload.ApplierFunc(func(ctx context.Context, _ *manifest.Manifest, _ payload.State) error {
 			if stopAt > 0 && applied.Add(1) >= stopAt {
 				once.Do(func() { close(stopped) })
 				<-ctx.Done()

@@ -8,18 +8,6 @@ import (
 	"github.com/converge-dev/converge/conditions"
 )
 
-// Condition types of Status.Conditions, the cluster-version operator's.
-const (
-	// ConditionAvailable is True once a release has completed: "Done applying 4.15.0".
-	ConditionAvailable = "Available"
-	// ConditionProgressing is True while the worker initializes or updates: "Working
-	// towards 4.15.1: 512 of 862 done (59% complete)".
-	ConditionProgressing = "Progressing"
-	// ConditionFailing is True while the last apply failed with an effect that fails
-	// the update (EffectFail, or EffectFailAfterInterval without progress for an interval).
-	ConditionFailing = "Failing"
-)
-
 // failing reports whether s's failure fails the update at now.
 func failing(s *Status, p Policy, now time.Time) bool {
 	if s.Failure == nil {
@@ -34,7 +22,13 @@ func failing(s *Status, p Policy, now time.Time) bool {
 	return true
 }
 
-// setConditions brings s.Conditions up to date with the rest of s.
+// setConditions brings s.Conditions up to date with the rest of s: the
+// cluster-version operator's conditions (conditions.TypeAvailable, TypeProgressing and
+// TypeFailing). Available is True once a release has completed ("Done applying
+// 4.15.0"); Progressing is True while the worker initializes or updates ("Working
+// towards 4.15.1: 512 of 862 done (59% complete)"); Failing is True while the last
+// apply failed with an effect that fails the update (EffectFail, or
+// EffectFailAfterInterval without progress for an interval).
 func setConditions(s *Status, p Policy, now time.Time) {
 	if s.Release.IsZero() {
 		return
@@ -43,35 +37,35 @@ func setConditions(s *Status, p Policy, now time.Time) {
 	var available, progressing, failure metav1.Condition
 	switch last := lastCompleted(s.History); {
 	case last != nil:
-		available = metav1.Condition{Type: ConditionAvailable, Status: metav1.ConditionTrue, Reason: "AsExpected",
+		available = metav1.Condition{Type: conditions.TypeAvailable, Status: metav1.ConditionTrue, Reason: conditions.ReasonAsExpected,
 			Message: "Done applying " + releaseName(last.Version, last.Image)}
 	default:
-		available = metav1.Condition{Type: ConditionAvailable, Status: metav1.ConditionFalse, Reason: "Initializing",
+		available = metav1.Condition{Type: conditions.TypeAvailable, Status: metav1.ConditionFalse, Reason: string(StateInitializing),
 			Message: "Initializing " + s.Release.String()}
 	}
 	if fails {
-		failure = metav1.Condition{Type: ConditionFailing, Status: metav1.ConditionTrue,
+		failure = metav1.Condition{Type: conditions.TypeFailing, Status: metav1.ConditionTrue,
 			Reason: sanitizeReason(s.Failure.Reason), Message: s.Failure.Message}
 	} else {
-		failure = metav1.Condition{Type: ConditionFailing, Status: metav1.ConditionFalse, Reason: "AsExpected"}
+		failure = metav1.Condition{Type: conditions.TypeFailing, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected}
 	}
 	switch {
 	case s.State == StateReconciling && fails:
-		progressing = metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionFalse,
+		progressing = metav1.Condition{Type: conditions.TypeProgressing, Status: metav1.ConditionFalse,
 			Reason:  sanitizeReason(s.Failure.Reason),
 			Message: boundMessage("Error while reconciling " + s.Release.String() + ": " + s.Failure.Message)}
 	case s.State == StateReconciling:
-		progressing = metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: "AsExpected",
+		progressing = metav1.Condition{Type: conditions.TypeProgressing, Status: metav1.ConditionFalse, Reason: conditions.ReasonAsExpected,
 			Message: "Cluster version is " + s.Release.String()}
 	case fails:
-		progressing = metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionTrue,
+		progressing = metav1.Condition{Type: conditions.TypeProgressing, Status: metav1.ConditionTrue,
 			Reason:  sanitizeReason(s.Failure.Reason),
 			Message: boundMessage("Unable to apply " + s.Release.String() + ": " + s.Failure.Message)}
 	case s.Failure != nil && s.Failure.Effect != EffectReport:
-		progressing = metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: string(s.State),
+		progressing = metav1.Condition{Type: conditions.TypeProgressing, Status: metav1.ConditionTrue, Reason: string(s.State),
 			Message: boundMessage(s.progressMessage() + ", waiting on: " + s.Failure.Message)}
 	default:
-		progressing = metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: string(s.State),
+		progressing = metav1.Condition{Type: conditions.TypeProgressing, Status: metav1.ConditionTrue, Reason: string(s.State),
 			Message: s.progressMessage()}
 	}
 	for _, c := range []metav1.Condition{available, progressing, failure} {
@@ -94,10 +88,10 @@ func releaseName(version, image string) string {
 }
 
 // sanitizeReason makes reason a valid condition reason; a reason with nothing left
-// becomes "UpdatePayloadFailed".
+// becomes ReasonUpdatePayloadFailed.
 func sanitizeReason(reason string) string {
 	if r := conditions.SanitizeReason(reason); r != "" {
 		return r
 	}
-	return "UpdatePayloadFailed"
+	return ReasonUpdatePayloadFailed
 }

@@ -12,8 +12,11 @@ import (
 	"github.com/converge-dev/converge/internal/input"
 )
 
-// Decision is what the worker does next.
+// Decision is what the worker does next. Its Result holds the events to emit and,
+// when nothing is applied now, when to decide again (RequeueAfter, 0 while no release
+// is desired).
 type Decision struct {
+	converge.Result
 	// Status is the status to publish.
 	Status Status
 	// Apply is true when Status.Release must be applied now, in Status.State.
@@ -21,9 +24,6 @@ type Decision struct {
 	// CheckPreconditions is true when the apply must first pass the preconditions: an
 	// update that has applied nothing yet and is not forced.
 	CheckPreconditions bool
-	// Result holds the events to emit and, when nothing is applied now, when to
-	// decide again (0 while no release is desired).
-	Result converge.Result
 }
 
 // Decide is the worker's loop as a pure function: it folds what the host reported of
@@ -43,8 +43,8 @@ type Decision struct {
 //     the history. The same release through a mirror starts nothing.
 //   - Done never goes backwards within a release, unless the payload shrinks below it.
 //
-// An invalid Policy, Status or Observation is an error matching ErrInvalid, and no
-// decision.
+// An invalid Policy, Status or Observation, or a zero Now, is an error matching
+// converge.ErrInvalid that names every problem, and no decision.
 func Decide(in Input) (Decision, error) {
 	if err := in.validate(); err != nil {
 		return Decision{}, err
@@ -54,12 +54,12 @@ func Decide(in Input) (Decision, error) {
 	s := *in.Status.DeepCopy()
 	var d Decision
 	if obs := &in.Observation; !obs.Release.IsZero() && !s.Release.IsZero() && obs.Release.Same(s.Release) {
-		d.Result.Events = fold(&s, obs, p, in.Now, in.Jitter)
+		d.Events = fold(&s, obs, p, in.Now, in.Jitter)
 	}
 	if !in.Desired.IsZero() {
 		s.ObservedGeneration = in.Generation
 		if s.State == "" || s.Release.IsZero() || !s.Release.Same(in.Desired) {
-			d.Result.Events = append(d.Result.Events, start(&s, in.Desired, p, at))
+			d.Events = append(d.Events, start(&s, in.Desired, p, at))
 		} else {
 			s.Release = carry(s.Release, in.Desired)
 		}
@@ -67,7 +67,7 @@ func Decide(in Input) (Decision, error) {
 			d.Apply = true
 			d.CheckPreconditions = s.State == StateUpdating && s.Done == 0 && !in.Desired.Force
 		} else {
-			d.Result.RequeueAfter = s.NextApplyTime.Sub(in.Now)
+			d.RequeueAfter = s.NextApplyTime.Sub(in.Now)
 		}
 	}
 	setConditions(&s, p, in.Now)
@@ -75,23 +75,21 @@ func Decide(in Input) (Decision, error) {
 	return d, nil
 }
 
-// validate reports a bad Policy, Status or Observation.
+// validate reports a bad Policy, Status or Observation and a zero Now, all of them.
 func (in *Input) validate() error {
-	if err := in.Policy.validate(); err != nil {
-		return err
-	}
-	if err := in.Status.validate(); err != nil {
-		return err
-	}
+	problems := input.Problems(in.Policy.validate(), "policy: ")
+	problems = append(problems, input.Problems(in.Status.validate(), "status: ")...)
 	o := &in.Observation
-	var problems []string
 	if o.Done < 0 || o.Total < 0 {
-		problems = append(problems, fmt.Sprintf("done %d or total %d is negative", o.Done, o.Total))
+		problems = append(problems, fmt.Sprintf("observation: done %d or total %d is negative", o.Done, o.Total))
 	}
 	if !o.State.known() {
-		problems = append(problems, fmt.Sprintf("state %q is unknown", o.State))
+		problems = append(problems, fmt.Sprintf("observation: state %q is unknown", o.State))
 	}
-	return input.Invalid("payload", "observation", problems...)
+	if in.Now.IsZero() {
+		problems = append(problems, input.ZeroNow)
+	}
+	return input.Invalid("payload", "input", problems...)
 }
 
 // fold records what an apply of s.Release did, and returns the events to emit.
@@ -113,8 +111,8 @@ func fold(s *Status, out *Observation, p Policy, now time.Time, jitter float64) 
 		s.LastProgressTime = &at
 	}
 	if len(out.Removed) > 0 {
-		events = append(events, converge.Event{Type: converge.EventTypeNormal, Reason: "ManifestsDeleted",
-			Message: boundMessage(fmt.Sprintf("Deleted %d objects of %s: %s", len(out.Removed), s.Release, strings.Join(out.Removed, ", ")))})
+		events = append(events, converge.Event{Type: converge.EventTypeNormal, Reason: ReasonManifestsDeleted,
+			Message: boundMessage(fmt.Sprintf("Deleted %s of %s: %s", count(len(out.Removed), "object"), s.Release, strings.Join(out.Removed, ", ")))})
 	}
 	switch {
 	case out.Interrupted:
@@ -131,8 +129,8 @@ func fold(s *Status, out *Observation, p Policy, now time.Time, jitter float64) 
 	default:
 		s.Interrupted = false
 		if s.State != StateReconciling {
-			events = append(events, converge.Event{Type: converge.EventTypeNormal, Reason: "PayloadApplied",
-				Message: fmt.Sprintf("Applied %d manifests of %s", s.Total, s.Release)})
+			events = append(events, converge.Event{Type: converge.EventTypeNormal, Reason: ReasonPayloadApplied,
+				Message: fmt.Sprintf("Applied %s of %s", count(int(s.Total), "manifest"), s.Release)})
 			if len(s.History) > 0 && s.History[0].State == UpdatePartial {
 				s.History[0].State, s.History[0].CompletionTime = UpdateCompleted, &at
 			}
@@ -187,9 +185,9 @@ func start(s *Status, desired Release, p Policy, at metav1.Time) converge.Event 
 		Conditions:         s.Conditions,
 	}
 	if state == StateInitializing {
-		return converge.Event{Type: converge.EventTypeNormal, Reason: "InitializingStarted", Message: "Initializing " + desired.String()}
+		return converge.Event{Type: converge.EventTypeNormal, Reason: ReasonInitializingStarted, Message: "Initializing " + desired.String()}
 	}
-	return converge.Event{Type: converge.EventTypeNormal, Reason: "UpdateStarted", Message: fmt.Sprintf("Updating from %s to %s", from, desired)}
+	return converge.Event{Type: converge.EventTypeNormal, Reason: ReasonUpdateStarted, Message: fmt.Sprintf("Updating from %s to %s", from, desired)}
 }
 
 // carry takes what may change of a release that stays the same: where it is pulled
@@ -201,4 +199,12 @@ func carry(current, desired Release) Release {
 	current.Image = desired.Image
 	current.Force = desired.Force
 	return current
+}
+
+// count is n and noun, plural unless n is 1: "1 object", "3 objects".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

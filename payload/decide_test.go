@@ -2,6 +2,7 @@ package payload_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -197,28 +198,33 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestDecideRejectsBadInput: a policy, status or observation no worker makes is an error
-// matching ErrInvalid that names the problem, and no decision.
+// TestDecideRejectsBadInput: a policy, status or observation no worker makes, and a
+// zero Now, are an error matching ErrInvalid that names every problem, and no decision.
 func TestDecideRejectsBadInput(t *testing.T) {
 	tests := []struct {
 		name string
 		in   payload.Input
 		want string
 	}{
-		{"a bad policy", payload.Input{Desired: v1, Policy: payload.Policy{Workers: -1}}, "payload: invalid policy: workers -1 is negative"},
-		{"an unknown state", payload.Input{Desired: v1, Status: payload.Status{Release: v1, State: "Paused"}}, `payload: invalid status: state "Paused" is unknown`},
+		{"a bad policy", payload.Input{Desired: v1, Policy: payload.Policy{Workers: -1}}, "payload: invalid input: policy: workers -1 is negative"},
+		{"an unknown state", payload.Input{Desired: v1, Status: payload.Status{Release: v1, State: "Paused"}}, `payload: invalid input: status: state "Paused" is unknown`},
 		{"more done than there is", payload.Input{Desired: v1, Status: payload.Status{Release: v1, State: payload.StateUpdating, Done: 7, Total: 6}},
-			"payload: invalid status: done 7 is above total 6"},
+			"payload: invalid input: status: done 7 is above total 6"},
 		{"negative counts", payload.Input{Desired: v1, Status: payload.Status{Release: v1, State: payload.StateUpdating, Failures: -1, Completed: -2}},
-			"payload: invalid status: completed -2 is negative; failures -1 is negative"},
+			"payload: invalid input: status: completed -2 is negative; status: failures -1 is negative"},
 		{"a negative observation", payload.Input{Desired: v1, Observation: payload.Observation{Release: v1, Done: -1}},
-			"payload: invalid observation: done -1 or total 0 is negative"},
+			"payload: invalid input: observation: done -1 or total 0 is negative"},
 		{"an observation in an unknown state", payload.Input{Desired: v1, Observation: payload.Observation{Release: v1, State: "Paused"}},
-			`payload: invalid observation: state "Paused" is unknown`},
+			`payload: invalid input: observation: state "Paused" is unknown`},
+		{"a zero Now", payload.Input{Desired: v1, Now: time.Time{}}, "payload: invalid input: Now is zero"},
+		{"every problem at once", payload.Input{Desired: v1, Policy: payload.Policy{Workers: -1}, Status: payload.Status{Release: v1, State: "Paused"}, Now: time.Time{}},
+			`payload: invalid input: policy: workers -1 is negative; status: state "Paused" is unknown; Now is zero`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.in.Now = t0
+			if !strings.Contains(tt.want, "Now is zero") {
+				tt.in.Now = t0
+			}
 			d, err := payload.Decide(tt.in)
 			require.ErrorIs(t, err, converge.ErrInvalid)
 			assert.EqualError(t, err, tt.want)

@@ -1,65 +1,76 @@
-// Package payload applies a payload of manifests as a dependency graph of tasks, inside a
-// sync worker that initializes, updates and reconciles, as OpenShift's cluster-version
-// operator does.
+// Package payload keeps a cluster at a release of many manifests: a sync worker that
+// initializes, updates and then reconciles, applying the manifests as a task graph, as
+// OpenShift's cluster-version operator does.
+//
+// A host implements a Loader, which reads the manifests of a release (manifest.Load),
+// and an Applier (kube.Applier is one, and its Deleter and Readiness too), makes a
+// Worker with NewWorker, runs Start and names the release with Update; it persists the
+// Status through a StatusWriter and emits the events of the converge.Result it gets in
+// Config.OnResult (ExampleWorker). The task graph is package payload/graph's, the
+// loader package payload/manifest's.
 //
 // # The worker
 //
-// A Worker keeps a cluster at the release Update names; Start runs its loop, whose every
-// decision is the pure Decide(Input) (Decision, error): it folds the Observation of the
-// apply that just ended (what the host's loader, appliers, deleter and readiness checks
-// returned) into the Status, and says what to apply next, in which State, after which
-// delay and with which events. The shell only waits and acts.
+// Every decision of the worker's loop is the pure Decide(Input) (Decision, error)
+// (ExampleDecide): it folds the Observation of the apply that just ended (what the
+// host's loader, appliers, deleter and readiness checks returned) into the Status,
+// and says what to apply next, in which State, after which delay and with which
+// events. The shell only waits and acts.
 //
-//   - The first release is Initializing: every component at once, the component with the
-//     most manifests left first (CriticalPathFirst), so that a fresh cluster is done in
-//     about max(N/w, critical path) manifest latencies. A release after a completed one
-//     is Updating: run levels in order, waiting for each manifest to be ready, in the
-//     cluster-version operator's order (LowestIndexFirst). Then the worker is Reconciling
-//     every Policy.Interval, in a seeded permutation and the operator's order. Every
-//     state runs a bounded pool.
+//   - The first release is Initializing: every component at once, the component with
+//     the most manifests left first (graph.CriticalPathFirst), so that a fresh cluster
+//     is done in about max(N/w, critical path) manifest latencies. A release after a
+//     completed one is Updating: run levels in order, waiting for each manifest to be
+//     ready (Config.Readiness) before the next run level, in the cluster-version
+//     operator's order (graph.LowestIndexFirst). Then the worker is Reconciling every
+//     Policy.Interval, without readiness waits, in an order that changes with every
+//     pass (graph.BuildShuffled), so that a manifest that always fails cannot starve
+//     the others. Every state runs a bounded pool (Policy.InitializingWorkers 16,
+//     Workers 8, ReconcileWorkers 2): a payload of 10,000 manifests never starts
+//     10,000 goroutines.
 //   - No pass starts before its interval or its backoff has elapsed, whatever their
-//     precision: Status.NextApplyTime keeps the due time to the microsecond, rounded up,
-//     and the loop waits exactly until then.
-//   - A worker given a persisted Status resumes its release at once: an interrupted apply
-//     in its state, a reconcile when it is due; a later Update may replace the release.
-//   - Update to another release cancels the apply in flight before it returns, and no
-//     host call of the replaced release starts once Update has returned: the worker
-//     checks, right before each call, that its apply still runs (its context, which
-//     Update cancels). Only a goroutine preempted between that check and its call can
-//     still start one; closing that instant would make Update wait behind hung calls.
-//     A call in flight that ignores its context keeps its pool slot until it returns.
+//     precision: Status.NextApplyTime keeps the due time to the microsecond, rounded
+//     up, and the loop waits exactly until then. A failed apply is retried after
+//     Policy.Backoff (by default Interval/8, /4, /2, then Interval, plus up to 20 %
+//     jitter), each manifest attempt after Policy.ManifestBackoff (by default 10 s ·
+//     1.3ⁿ up to 30 s, no jitter), as the cluster-version operator waits.
+//   - A worker given a persisted Status resumes its release at once, without waiting
+//     for Update: an interrupted apply in its state, a reconcile when it is due; a
+//     later Update may replace the release. A restart neither extends nor shortens a
+//     wait.
+//   - A stop (the end of Start's context) is no failure and no warning: the status
+//     says Interrupted and the next start resumes the apply at once, in its state.
+//     Update to another release (Release.Same: two images of one digest are one
+//     release, whatever registry serves them) cancels the apply in flight before it
+//     returns, and no host call of the replaced release starts once Update has
+//     returned: the worker checks, right before each call (load, preconditions,
+//     apply, delete, every readiness check), that its apply still runs. Only a
+//     goroutine preempted between that check and its call can still start one;
+//     closing that instant would make Update wait behind hung calls. A call in
+//     flight that ignores its context keeps its pool slot until it returns.
 //   - A delete that finds its object gone (the API server's NotFound) is done, not a
-//     deletion: ManifestsDeleted names only the objects a pass removed.
+//     deletion: ReasonManifestsDeleted names only the objects a pass removed.
 //   - A failed manifest says why in the operator's words, then the error: `Could not
 //     update deployment "ns/web" (3 of 7): resource may have been deleted: deployments.apps
-//     "web" not found`. A kind the server does not know fails its pass at once, naming the
-//     kind, and the next pass tries it again (a CRD of the payload may register it).
-//   - Persisted progress never goes back within a release: the notifier writes the
-//     status as it is when it writes, never a copy handed over earlier.
-//
-// # The graph
-//
-// BuildGraph arranges tasks by run level and component (OrderRunLevels, OrderParallel,
-// OrderSerial), with Jobs as barriers and the depends-on annotation as edges; RunGraph
-// runs any graph with exactly RunOptions.Workers goroutines. LowestIndexFirst is the
-// cluster-version operator's order to the node: a dispatcher keeps Workers nodes queued
-// ahead of the workers, the lowest ready index first, started in the order queued.
-// CriticalPathFirst starts the ready node with the most tasks left on its longest path.
-// On the recorded OpenShift 4.15 install graph (862 manifests, 74 components, a
-// 74-manifest critical path), scheduled in simulated time, the initializing order ends
-// within 1.01× of the lower bound max(N·L/w, critical path·L) at every pool of 1 to 16
-// workers, where the operator's order reaches 1.43× at 12 and 1.30× at 16
-// (BenchmarkInstallSchedule).
-//
-// # Loading
-//
-// Load reads multi-document YAML and JSON files in CompareFiles order. A document in the
-// block style manifests use is read once, into one buffer and maps made at their size;
-// anything else (non-empty flow collections, anchors, floats, …) goes through
-// sigs.k8s.io/yaml, with the same result (FuzzDecodeBlock). A 50 MB manifest, the limit
-// raised to 64 MiB, allocates 2.0× its size for one large value and 4.0× for many keys
-// (BenchmarkLoadLargeManifest); the default limit of 3 MiB refuses it once 3 MiB are
-// read.
+//     "web" not found`, with the operator's reason. A kind the server does not know
+//     fails its pass at once, naming the kind, and the next pass tries it again (a CRD
+//     of the payload may register it). Errors are summarized as the operator does:
+//     UpdateErrors of one kind and reason with a plural form are condensed into one,
+//     several unrelated errors are sorted bullets (ReasonMultipleErrors), errors of
+//     one text are one error, the one with the strongest Effect. An Effect is acted
+//     on: EffectReport completes the apply, EffectNone retries without failing
+//     (Progressing says what the update waits on), EffectFailAfterInterval fails once
+//     no progress was made for an interval, EffectFail fails at once.
+//   - Progress never goes back within a release (Status.Done is the most any apply
+//     of the release reached), in memory nor in what is persisted: the notifier
+//     writes the status as it is when it writes, never a copy handed over earlier.
+//   - Nothing crashes the host: a panic or runtime.Goexit in any host hook fails what
+//     it was doing. A bad Config, a Worker not made by NewWorker, and an Input with a
+//     bad Policy, Status or Observation or a zero Now are errors matching
+//     converge.ErrInvalid, in the wording every engine uses.
+//   - The worker writes the reasons Reasons lists, and the reasons of the UpdateErrors
+//     a host's appliers return; its conditions are the cluster-version operator's
+//     (conditions.TypeAvailable, TypeProgressing and TypeFailing).
 //
 // # Tested under faults
 //

@@ -100,7 +100,7 @@ func TestSummarize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Summarize(tt.errs)
+			err := summarize(tt.errs)
 			switch {
 			case tt.wantNil:
 				require.NoError(t, err)

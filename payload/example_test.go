@@ -10,13 +10,13 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 var exampleFS = fstest.MapFS{
@@ -26,72 +26,6 @@ var exampleFS = fstest.MapFS{
 	"0000_30_migrate_00_job.yaml": {Data: []byte(
 		"apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: migrate\n  namespace: config\n")},
 	"0000_40_web_00_svc.yaml": {Data: []byte("apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: config\n")},
-}
-
-func ExampleBuildGraph() {
-	manifests, err := payload.Load(exampleFS, payload.LoadOptions{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	graph, err := payload.BuildGraph(payload.NewTasks(manifests), payload.OrderRunLevels)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Print(graph)
-	// Output:
-	// node 1: 0 manifests
-	// node 3: 10-config, 1 manifests, after 1
-	//   0000_10_config_00_ns.yaml namespace "config" (1 of 5)
-	// node 4: 20-api, 1 manifests, after 3
-	//   0000_20_api_00_cm.yaml configmap "config/api" (2 of 5)
-	// node 5: 20-web, 1 manifests, after 3
-	//   0000_20_web_00_cm.yaml configmap "config/web" (3 of 5)
-	// node 6: 0 manifests, after 4, 5
-	// node 0: 30-migrate, 1 manifests, after 6
-	//   0000_30_migrate_00_job.yaml job "config/migrate" (4 of 5)
-	// node 2: 40-web, 1 manifests, after 0
-	//   0000_40_web_00_svc.yaml service "config/web" (5 of 5)
-}
-
-func ExampleRunGraph() {
-	manifests, _ := payload.Load(exampleFS, payload.LoadOptions{})
-	graph, _ := payload.BuildGraph(payload.NewTasks(manifests), payload.OrderRunLevels)
-	errs := payload.RunGraph(context.Background(), graph, payload.RunOptions{Workers: 1}, func(ctx context.Context, tasks []*payload.Task) error {
-		for _, t := range tasks {
-			if t.Manifest.Name() == "api" {
-				return errors.New("api is broken")
-			}
-			fmt.Println("applied", t.Manifest.Ref())
-		}
-		return nil
-	})
-	fmt.Println(errs)
-	// Output:
-	// applied Namespace/config
-	// applied ConfigMap/config/web
-	// [api is broken]
-}
-
-func ExampleSummarize() {
-	operator := func(name string) error {
-		return &payload.UpdateError{
-			Reason:              "ClusterOperatorUpdating",
-			PluralReason:        "ClusterOperatorsUpdating",
-			Message:             fmt.Sprintf("Cluster operator %s is updating versions", name),
-			PluralMessageFormat: "Cluster operators %s are updating versions",
-			Name:                name,
-			Effect:              payload.EffectNone,
-			Task:                &payload.Task{Manifest: &payload.Manifest{GVK: schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterOperator"}}},
-		}
-	}
-	err := payload.Summarize([]error{operator("network"), context.Canceled, operator("dns"), errors.New(`Could not update service "a/b" (7 of 9): boom`)})
-	fmt.Println(err)
-	// Output:
-	// Multiple errors are preventing progress:
-	// * Cluster operators dns, network are updating versions
-	// * Could not update service "a/b" (7 of 9): boom
 }
 
 // Decide is the worker's loop as a pure function: here an update that has applied 512
@@ -109,7 +43,7 @@ func ExampleDecide() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println(d.Apply, d.Status.State, d.CheckPreconditions, d.Result.Events)
+	fmt.Println(d.Apply, d.Status.State, d.CheckPreconditions, d.Events)
 
 	d, err = payload.Decide(payload.Input{
 		Desired: to, Generation: 2, Now: now.Add(time.Minute), Status: d.Status,
@@ -145,37 +79,6 @@ func ExampleRelease_Same() {
 	tag := payload.Release{Image: "quay.io/openshift-release-dev/ocp-release:4.15.1-x86_64"}
 	fmt.Println(upstream.Same(mirror), upstream.Same(tag))
 	// Output: true false
-}
-
-// Inclusion ships the cluster-version operator's annotations; plug its Include into
-// Config.Include.
-func ExampleInclusion_Include() {
-	manifests, _ := payload.Load(fstest.MapFS{"0000_50_console_00_cm.yaml": {Data: []byte(`apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: console
-  namespace: openshift-console
-  annotations:
-    include.release.openshift.io/self-managed-high-availability: "true"
-    capability.openshift.io/name: Console
-    release.openshift.io/feature-set: Default,TechPreviewNoUpgrade
-`)}}, payload.LoadOptions{})
-	console := &manifests[0]
-	rules := payload.Inclusion{
-		Profile:             "self-managed-high-availability",
-		CheckFeatureSet:     true,
-		KnownCapabilities:   []string{"Console", "Insights"},
-		EnabledCapabilities: []string{"Console"},
-	}
-	fmt.Println(rules.Include(console))
-	rules.EnabledCapabilities = nil
-	fmt.Println(rules.Include(console))
-	rules = payload.Inclusion{Profile: "single-node-developer"}
-	fmt.Println(rules.Include(console))
-	// Output:
-	// <nil>
-	// disabled capabilities: Console
-	// include.release.openshift.io/single-node-developer unset
 }
 
 // runExample starts a worker on a fake clock, sets release, and prints every decision
@@ -221,7 +124,7 @@ func runExample(cfg payload.Config, n int, releases ...payload.Release) {
 }
 
 func ExampleWorker() {
-	manifests, _ := payload.Load(exampleFS, payload.LoadOptions{})
+	manifests, _ := manifest.Load(exampleFS, manifest.Options{})
 	release := payload.Release{Version: "1.0.0", Image: "example.com/payload:1"}
 	loader := &fake.PayloadLoader{}
 	loader.Add(&payload.Payload{Release: release, Manifests: manifests})
@@ -240,15 +143,15 @@ func ExampleWorker() {
 // A manifest annotated release.openshift.io/delete: "true" is removed in graph order;
 // an object already gone is success.
 func ExampleDeleter() {
-	manifests, _ := payload.Load(fstest.MapFS{
+	manifests, _ := manifest.Load(fstest.MapFS{
 		"0000_10_a_00_cm.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: a\n")},
 		"0000_10_a_01_cm.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: a\n  annotations:\n    release.openshift.io/delete: \"true\"\n")},
-	}, payload.LoadOptions{})
+	}, manifest.Options{})
 	release := payload.Release{Version: "1.0.0"}
 	loader := &fake.PayloadLoader{}
 	loader.Add(&payload.Payload{Release: release, Manifests: manifests})
 	cluster := &fake.PayloadApplier{}
-	deleter := payload.DeleterFunc(func(ctx context.Context, m *payload.Manifest) error {
+	deleter := payload.DeleterFunc(func(ctx context.Context, m *manifest.Manifest) error {
 		fmt.Println("delete", m.Ref())
 		return cluster.Delete(ctx, m)
 	})
@@ -256,7 +159,7 @@ func ExampleDeleter() {
 	// Output:
 	// event Normal InitializingStarted: Initializing 1.0.0
 	// delete ConfigMap/a/old
-	// event Normal ManifestsDeleted: Deleted 1 objects of 1.0.0: configmap "a/old"
+	// event Normal ManifestsDeleted: Deleted 1 object of 1.0.0: configmap "a/old"
 	// event Normal PayloadApplied: Applied 2 manifests of 1.0.0
 	// 1.0.0 Reconciling: 2/2, next in 3m0s
 }
@@ -264,16 +167,16 @@ func ExampleDeleter() {
 // An update waits for every manifest to be ready before the next run level; a
 // reconcile does not wait.
 func ExampleReadiness() {
-	manifests, _ := payload.Load(exampleFS, payload.LoadOptions{})
+	manifests, _ := manifest.Load(exampleFS, manifest.Options{})
 	from := payload.Release{Version: "1.0.0"}
 	to := payload.Release{Version: "1.1.0"}
 	loader := &fake.PayloadLoader{}
 	loader.Add(&payload.Payload{Release: to, Manifests: manifests})
-	applier := payload.ApplierFunc(func(_ context.Context, m *payload.Manifest, s payload.State) error {
+	applier := payload.ApplierFunc(func(_ context.Context, m *manifest.Manifest, s payload.State) error {
 		fmt.Println(s, "apply", m.Ref())
 		return nil
 	})
-	ready := payload.ReadinessFunc(func(_ context.Context, m *payload.Manifest) error {
+	ready := payload.ReadinessFunc(func(_ context.Context, m *manifest.Manifest) error {
 		fmt.Println("  ready?", m.Ref())
 		return nil
 	})
@@ -301,7 +204,7 @@ func ExampleReadiness() {
 // Preconditions block an update, as Upgradeable=False does, until the desired release
 // is forced.
 func ExamplePreconditions() {
-	manifests, _ := payload.Load(exampleFS, payload.LoadOptions{})
+	manifests, _ := manifest.Load(exampleFS, manifest.Options{})
 	from := payload.Release{Version: "1.0.0"}
 	to := payload.Release{Version: "1.1.0"}
 	loader := &fake.PayloadLoader{}
@@ -321,4 +224,28 @@ func ExamplePreconditions() {
 	// 1.1.0 Updating: 0/5, next in 22.5s
 	// event Normal PayloadApplied: Applied 5 manifests of 1.1.0
 	// 1.1.0 Reconciling: 5/5, next in 3m0s
+}
+
+// An applier's UpdateErrors of one kind and reason that carry a plural form are one
+// failure naming every object; EffectNone makes the update wait without failing.
+func ExampleUpdateError() {
+	manifests, _ := manifest.Load(exampleFS, manifest.Options{})
+	release := payload.Release{Version: "1.0.0"}
+	loader := &fake.PayloadLoader{}
+	loader.Add(&payload.Payload{Release: release, Manifests: manifests})
+	applier := payload.ApplierFunc(func(_ context.Context, m *manifest.Manifest, _ payload.State) error {
+		if m.GVK.Kind != "ConfigMap" {
+			return nil
+		}
+		return &payload.UpdateError{
+			Effect: payload.EffectNone, Reason: "ConfigMapNotSynced", PluralReason: "ConfigMapsNotSynced",
+			Message:             fmt.Sprintf("ConfigMap %s is not synced", m.Name()),
+			PluralMessageFormat: "ConfigMaps %s are not synced", Name: m.Name(),
+		}
+	})
+	runExample(payload.Config{Loader: loader, Applier: applier}, 1, release)
+	// Output:
+	// event Normal InitializingStarted: Initializing 1.0.0
+	// event Warning ConfigMapsNotSynced: ConfigMaps api, web are not synced
+	// 1.0.0 Initializing: 1/5, next in 22.5s
 }

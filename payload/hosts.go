@@ -1,14 +1,19 @@
 package payload
 
-import "context"
+import (
+	"context"
+
+	"github.com/converge-dev/converge/payload/manifest"
+)
 
 // Payload is a loaded payload: its release and its manifests in apply order.
 type Payload struct {
 	// Release is the release the payload carries; an empty Version is taken from the
 	// desired release.
 	Release Release
-	// Manifests are applied in this order (Load returns them in CompareFiles order).
-	Manifests []Manifest
+	// Manifests are applied in this order (manifest.Load returns them in
+	// manifest.CompareFiles order).
+	Manifests []manifest.Manifest
 }
 
 // Loader retrieves and loads the payload of a desired release.
@@ -29,44 +34,44 @@ func (f LoaderFunc) Load(ctx context.Context, desired Release) (*Payload, error)
 // applier must not act once ctx has ended: that is how a replaced release stops at
 // once.
 type Applier interface {
-	Apply(ctx context.Context, m *Manifest, state State) error
+	Apply(ctx context.Context, m *manifest.Manifest, state State) error
 }
 
 // ApplierFunc adapts a function to Applier.
-type ApplierFunc func(ctx context.Context, m *Manifest, state State) error
+type ApplierFunc func(ctx context.Context, m *manifest.Manifest, state State) error
 
 // Apply calls f.
-func (f ApplierFunc) Apply(ctx context.Context, m *Manifest, state State) error {
+func (f ApplierFunc) Apply(ctx context.Context, m *manifest.Manifest, state State) error {
 	return f(ctx, m, state)
 }
 
-// Deleter removes the object of a manifest marked for deletion (Manifest.Delete). It
+// Deleter removes the object of a manifest marked for deletion (manifest.Manifest.Delete). It
 // returns nil when it deleted the object, and the apiserver's NotFound
 // (apierrors.IsNotFound) when the object was already gone: the worker counts that as
 // done but not as a deletion, so that its events name only the objects it removed.
 type Deleter interface {
-	Delete(ctx context.Context, m *Manifest) error
+	Delete(ctx context.Context, m *manifest.Manifest) error
 }
 
 // DeleterFunc adapts a function to Deleter.
-type DeleterFunc func(ctx context.Context, m *Manifest) error
+type DeleterFunc func(ctx context.Context, m *manifest.Manifest) error
 
 // Delete calls f.
-func (f DeleterFunc) Delete(ctx context.Context, m *Manifest) error { return f(ctx, m) }
+func (f DeleterFunc) Delete(ctx context.Context, m *manifest.Manifest) error { return f(ctx, m) }
 
 // Readiness tells whether the object of an applied manifest is ready: a Job has
 // completed, a Deployment has rolled out, an operator reports the new version. It
 // returns nil when ready and an error saying what it waits on otherwise; an
 // *UpdateError stops the wait at once with that error.
 type Readiness interface {
-	Ready(ctx context.Context, m *Manifest) error
+	Ready(ctx context.Context, m *manifest.Manifest) error
 }
 
 // ReadinessFunc adapts a function to Readiness.
-type ReadinessFunc func(ctx context.Context, m *Manifest) error
+type ReadinessFunc func(ctx context.Context, m *manifest.Manifest) error
 
 // Ready calls f.
-func (f ReadinessFunc) Ready(ctx context.Context, m *Manifest) error { return f(ctx, m) }
+func (f ReadinessFunc) Ready(ctx context.Context, m *manifest.Manifest) error { return f(ctx, m) }
 
 // Preconditions can block an update from one release to another, as the
 // cluster-version operator's Upgradeable=False does: a non-nil error blocks it until

@@ -11,7 +11,8 @@ import (
 // loop decides, acts on the decision and waits, until ctx ends. The decision that
 // follows an apply stopped by ctx is still made and published, so that the status says
 // the apply was interrupted. It returns Decide's error, which a validated Config and
-// the statuses Decide itself made never give.
+// the statuses Decide itself made never give, but for a clock that reads the zero
+// time.
 func (w *Worker) loop(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	var (
@@ -37,7 +38,7 @@ func (w *Worker) loop(ctx context.Context) error {
 			return err
 		}
 		w.publish(d.Status)
-		if !observed.Release.IsZero() || len(d.Result.Events) > 0 {
+		if !observed.Release.IsZero() || len(d.Events) > 0 {
 			w.report(ctx, d.Result)
 		}
 		observed = Observation{}
@@ -52,8 +53,8 @@ func (w *Worker) loop(ctx context.Context) error {
 		// The wait ends at a time, not after a duration: the clock may have moved while
 		// the host handled the result.
 		var due <-chan time.Time
-		if d.Result.RequeueAfter > 0 {
-			at := in.Now.Add(d.Result.RequeueAfter)
+		if d.RequeueAfter > 0 {
+			at := in.Now.Add(d.RequeueAfter)
 			wait := at.Sub(w.clock.Now())
 			if wait <= 0 {
 				continue

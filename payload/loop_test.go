@@ -18,11 +18,12 @@ import (
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // onePayload is a payload of one manifest.
 func onePayload(r payload.Release) *payload.Payload {
-	return &payload.Payload{Release: r, Manifests: []payload.Manifest{manifest("0000_10_a_00_cm.yaml", "ConfigMap", "a", "one")}}
+	return &payload.Payload{Release: r, Manifests: []manifest.Manifest{newManifest("0000_10_a_00_cm.yaml", "ConfigMap", "a", "one")}}
 }
 
 // TestWorkerPassesNoSoonerThanItsInterval: whatever the interval's precision, and
@@ -51,7 +52,7 @@ func TestWorkerPassesNoSoonerThanItsInterval(t *testing.T) {
 			loader.Add(onePayload(v1))
 			var mu sync.Mutex
 			var passes []time.Time
-			applier := payload.ApplierFunc(func(context.Context, *payload.Manifest, payload.State) error {
+			applier := payload.ApplierFunc(func(context.Context, *manifest.Manifest, payload.State) error {
 				mu.Lock()
 				passes = append(passes, clk.Now())
 				mu.Unlock()
@@ -151,7 +152,7 @@ func BenchmarkWorkerPasses(b *testing.B) {
 			loader := &fake.PayloadLoader{}
 			loader.Add(onePayload(v1))
 			var passes atomic.Int64
-			applier := payload.ApplierFunc(func(context.Context, *payload.Manifest, payload.State) error {
+			applier := payload.ApplierFunc(func(context.Context, *manifest.Manifest, payload.State) error {
 				passes.Add(1)
 				return nil
 			})

@@ -37,6 +37,6 @@ type Observation struct {
 	// Interrupted is true when the apply was stopped before it ended: the worker was
 	// stopped or the release replaced. It is not a failure.
 	Interrupted bool
-	// Removed names the objects the apply deleted (Manifest.Delete), sorted.
+	// Removed names the objects the apply deleted (manifest.Manifest.Delete), sorted.
 	Removed []string
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 var (
@@ -46,12 +47,12 @@ const simVersionAnnotation = "sim.converge.dev/version"
 // a dependency across components and a Job, which nothing passes.
 func simPayload(r payload.Release) *payload.Payload {
 	v := r.Version
-	m := func(file, kind, namespace, name string, deps ...string) payload.Manifest {
-		mf := manifest(file, kind, namespace, name+"-"+v, deps...)
+	m := func(file, kind, namespace, name string, deps ...string) manifest.Manifest {
+		mf := newManifest(file, kind, namespace, name+"-"+v, deps...)
 		mf.Object.SetAnnotations(map[string]string{simVersionAnnotation: v})
 		return mf
 	}
-	p := &payload.Payload{Release: r, Manifests: []payload.Manifest{
+	p := &payload.Payload{Release: r, Manifests: []manifest.Manifest{
 		m("0000_10_a_00_ns.yaml", "Namespace", "", "a"),
 		m("0000_10_b_00_ns.yaml", "Namespace", "", "b"),
 		m("0000_10_c_00_ns.yaml", "Namespace", "", "c"),
@@ -75,11 +76,11 @@ func simPayload(r payload.Release) *payload.Payload {
 // a Job and the Job before every manifest after it, and its depends-on references.
 func simDeps(p *payload.Payload, state payload.State) map[string][]string {
 	deps := map[string][]string{}
-	isJob := func(m payload.Manifest) bool { return m.GVK.Kind == "Job" }
+	isJob := func(m manifest.Manifest) bool { return m.GVK.Kind == "Job" }
 	for i, m := range p.Manifests {
-		level, component, _ := payload.ParseRunLevel(m.File)
+		level, component, _ := manifest.ParseRunLevel(m.File)
 		for _, o := range p.Manifests[:i] {
-			l, c, _ := payload.ParseRunLevel(o.File)
+			l, c, _ := manifest.ParseRunLevel(o.File)
 			if (l == level && c == component) || (state == payload.StateUpdating && l < level) || isJob(m) || isJob(o) {
 				deps[m.Ref()] = append(deps[m.Ref()], o.Ref())
 			}
@@ -280,10 +281,10 @@ func act(ctx context.Context, v simVerdict, what string) error {
 	return nil
 }
 
-func versionOf(m *payload.Manifest) string { return m.Object.GetAnnotations()[simVersionAnnotation] }
+func versionOf(m *manifest.Manifest) string { return m.Object.GetAnnotations()[simVersionAnnotation] }
 
 // idOf names m's object as the worker's events do.
-func idOf(m *payload.Manifest) string {
+func idOf(m *manifest.Manifest) string {
 	return fmt.Sprintf("%s %q", strings.ToLower(m.GVK.Kind), m.Namespace()+"/"+m.Name())
 }
 
@@ -303,13 +304,13 @@ func (s *sim) config(epoch int, w **payload.Worker) payload.Config {
 			}
 			return nil
 		}),
-		Applier: payload.ApplierFunc(func(ctx context.Context, m *payload.Manifest, st payload.State) error {
+		Applier: payload.ApplierFunc(func(ctx context.Context, m *manifest.Manifest, st payload.State) error {
 			return act(ctx, s.call(&simCall{kind: "apply", version: versionOf(m), ref: m.Ref(), id: idOf(m), state: st, ctx: ctx, epoch: epoch}), m.Ref())
 		}),
-		Deleter: payload.DeleterFunc(func(ctx context.Context, m *payload.Manifest) error {
+		Deleter: payload.DeleterFunc(func(ctx context.Context, m *manifest.Manifest) error {
 			return act(ctx, s.call(&simCall{kind: "delete", version: versionOf(m), ref: m.Ref(), id: idOf(m), state: state(), ctx: ctx, epoch: epoch}), m.Ref())
 		}),
-		Readiness: payload.ReadinessFunc(func(ctx context.Context, m *payload.Manifest) error {
+		Readiness: payload.ReadinessFunc(func(ctx context.Context, m *manifest.Manifest) error {
 			switch v := s.call(&simCall{kind: "ready", version: versionOf(m), ref: m.Ref(), id: idOf(m), state: state(), ctx: ctx, epoch: epoch}); v {
 			case verdictNotReady:
 				return errors.New(m.Ref() + " is not ready")

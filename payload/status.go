@@ -10,6 +10,28 @@ import (
 	"github.com/converge-dev/converge/internal/input"
 )
 
+// State is what the worker is doing with a payload; appliers receive it with every manifest.
+type State string
+
+const (
+	// StateInitializing creates a payload on a fresh cluster: every component at once.
+	StateInitializing State = "Initializing"
+	// StateUpdating moves the cluster to a new payload, in run-level order, waiting for
+	// every manifest to be ready before the next run level.
+	StateUpdating State = "Updating"
+	// StateReconciling re-applies the payload the cluster already runs, to undo drift.
+	StateReconciling State = "Reconciling"
+)
+
+// known reports whether s is one of the states, or empty.
+func (s State) known() bool {
+	switch s {
+	case "", StateInitializing, StateUpdating, StateReconciling:
+		return true
+	}
+	return false
+}
+
 // Release identifies a payload: the version it carries and where it comes from.
 // +kubebuilder:object:generate=true
 type Release struct {
@@ -74,12 +96,12 @@ type Failure struct {
 }
 
 // failureOf describes err, nil for a nil err. An *UpdateError gives its reason and
-// effect; any other error has reason "UpdatePayloadFailed" and effect Fail.
+// effect; any other error has reason ReasonUpdatePayloadFailed and effect Fail.
 func failureOf(err error) *Failure {
 	if err == nil {
 		return nil
 	}
-	f := &Failure{Reason: "UpdatePayloadFailed", Message: boundMessage(err.Error()), Effect: EffectFail}
+	f := &Failure{Reason: ReasonUpdatePayloadFailed, Message: boundMessage(err.Error()), Effect: EffectFail}
 	if uErr := asUpdateError(err); uErr != nil {
 		if uErr.Reason != "" {
 			f.Reason = uErr.Reason

@@ -2,6 +2,7 @@ package payload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,72 +10,70 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/converge-dev/converge/payload/graph"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
-// State is what the worker is doing with a payload; appliers receive it with every manifest.
-type State string
+// errDeleted tells run that a task removed its object.
+var errDeleted = errors.New("payload: deleted")
 
-const (
-	// StateInitializing creates a payload on a fresh cluster: every component at once.
-	StateInitializing State = "Initializing"
-	// StateUpdating moves the cluster to a new payload, in run-level order, waiting for
-	// every manifest to be ready before the next run level.
-	StateUpdating State = "Updating"
-	// StateReconciling re-applies the payload the cluster already runs, to undo drift.
-	StateReconciling State = "Reconciling"
-)
-
-// known reports whether s is one of the states, or empty.
-func (s State) known() bool {
-	switch s {
-	case "", StateInitializing, StateUpdating, StateReconciling:
-		return true
+// applyTask applies, or deletes, one manifest and waits for it to be ready. It returns
+// errDeleted when it removed an object.
+func (w *Worker) applyTask(ctx context.Context, t *graph.Task, state State) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
 	}
-	return false
-}
-
-// Task is one manifest to apply, with its place in the payload.
-type Task struct {
-	// Index is the 1-based position of the manifest in the payload.
-	Index int
-	// Total is the number of manifests in the payload.
-	Total int
-	// Manifest is what to apply.
-	Manifest *Manifest
-}
-
-// NewTasks makes one task per manifest, numbered 1..len(manifests).
-func NewTasks(manifests []Manifest) []*Task {
-	tasks := make([]*Task, len(manifests))
-	all := make([]Task, len(manifests))
-	for i := range manifests {
-		all[i] = Task{Index: i + 1, Total: len(manifests), Manifest: &manifests[i]}
-		tasks[i] = &all[i]
+	m := manifestOf(t)
+	pace := pacing{clock: w.clock, policy: w.policy, jitter: w.jitter}
+	if m.Delete {
+		gone := false
+		err := pace.retry(ctx, t, "delete", func() error {
+			err := w.cfg.Deleter.Delete(ctx, m)
+			if isGone(err) {
+				gone = true
+				return nil
+			}
+			return err
+		})
+		if err == nil && !gone {
+			return errDeleted
+		}
+		return err
 	}
-	return tasks
+	err := pace.retry(ctx, t, "update", func() error { return w.cfg.Applier.Apply(ctx, m, state) })
+	if err != nil && effectOf(err) != EffectReport {
+		return err
+	}
+	// A reported error does not stop the manifest: its object must be ready all the same.
+	if w.cfg.Readiness != nil && state != StateReconciling {
+		if notReady := pace.awaitReady(ctx, t, func() error { return w.cfg.Readiness.Ready(ctx, m) }); notReady != nil {
+			return notReady
+		}
+	}
+	return err
 }
 
-// String names the task in messages: `deployment "ns/name" (3 of 10)`.
-func (t *Task) String() string {
+// manifestOf is the manifest of a task of the worker's graphs, which hold manifests
+// only; nil for a task of another graph.
+func manifestOf(t *graph.Task) *manifest.Manifest {
 	if t == nil {
-		return "task (0 of 0)"
+		return nil
 	}
-	if t.Manifest == nil {
-		return fmt.Sprintf("task (%d of %d)", t.Index, t.Total)
-	}
-	return fmt.Sprintf("%s (%d of %d)", t.Manifest.resourceID(), t.Index, t.Total)
+	m, _ := t.Item.(*manifest.Manifest)
+	return m
 }
 
-// file returns the task's file name, "" when it has none.
-func (t *Task) file() string {
-	if t == nil || t.Manifest == nil {
-		return ""
-	}
-	return t.Manifest.File
+// pacing is what the attempts of a task and its readiness checks follow: the worker's
+// clock, policy and jitter.
+type pacing struct {
+	clock  clock.WithDelayedExecution
+	policy Policy
+	jitter func() float64
 }
 
-// retry calls attempt up to p.ManifestAttempts times, spaced by p.ManifestBackoff on
-// clk with jitter's draws, until it succeeds. It stops at once when attempt returns an *UpdateError (its
+// retry calls attempt up to Policy.ManifestAttempts times, spaced by
+// Policy.ManifestBackoff, until it succeeds. It stops at once when attempt returns an *UpdateError (its
 // Task is filled in when empty), when ctx ends, or when the kind has no resource on the
 // server (meta.IsNoMatchError): a CRD of the payload may register it, which takes more
 // than an attempt's backoff, so the apply fails at once and says which kind, and a
@@ -82,11 +81,11 @@ func (t *Task) file() string {
 // attempt, the last error is returned as an *UpdateError "Could not <verb> <kind>
 // "ns/name" (i of n): <the cluster-version operator's words>: <error>" whose Reason
 // classifies it, as the operator does; when ctx ended before any attempt, ctx's error.
-func (t *Task) retry(ctx context.Context, clk clock.WithDelayedExecution, p Policy, jitter func() float64, verb string, attempt func() error) error {
+func (p pacing) retry(ctx context.Context, t *graph.Task, verb string, attempt func() error) error {
 	var lastErr error
 	for n := int32(1); ; n++ {
 		if err := ctx.Err(); err != nil {
-			return t.failure(verb, lastErr, err)
+			return failure(t, verb, lastErr, err)
 		}
 		err := attempt()
 		if err == nil {
@@ -100,11 +99,11 @@ func (t *Task) retry(ctx context.Context, clk clock.WithDelayedExecution, p Poli
 			}
 			return err
 		}
-		if n >= p.ManifestAttempts || meta.IsNoMatchError(err) {
-			return t.failure(verb, lastErr, nil)
+		if n >= p.policy.ManifestAttempts || meta.IsNoMatchError(err) {
+			return failure(t, verb, lastErr, nil)
 		}
-		if !sleep(ctx, clk, p.ManifestBackoff.Delay(n, jitter())) {
-			return t.failure(verb, lastErr, ctx.Err())
+		if !sleep(ctx, p.clock, p.policy.ManifestBackoff.Delay(n, p.jitter())) {
+			return failure(t, verb, lastErr, ctx.Err())
 		}
 	}
 }
@@ -124,8 +123,8 @@ func sleep(ctx context.Context, clk clock.WithDelayedExecution, d time.Duration)
 	}
 }
 
-// failure wraps the last error, or returns ctxErr when nothing was attempted.
-func (t *Task) failure(verb string, lastErr, ctxErr error) error {
+// failure wraps the last error of t, or returns ctxErr when nothing was attempted.
+func failure(t *graph.Task, verb string, lastErr, ctxErr error) error {
 	if lastErr == nil {
 		return ctxErr
 	}
@@ -137,12 +136,13 @@ func (t *Task) failure(verb string, lastErr, ctxErr error) error {
 	return &UpdateError{Nested: lastErr, Effect: EffectFail, Reason: reason, Message: msg, Task: t}
 }
 
-// awaitReady polls ready until the task's object is ready, ready returns an
-// *UpdateError, ctx ends or p.ReadinessTimeout passes: then the error has
-// p.ReadinessEffect and says what the object waited on. No check starts once ctx has
-// ended, so that a replaced release stops before its next host call.
-func (t *Task) awaitReady(ctx context.Context, clk clock.WithDelayedExecution, p Policy, ready func() error) error {
-	deadline := clk.Now().Add(p.ReadinessTimeout.Duration)
+// awaitReady polls ready until the object of t is ready, ready returns an
+// *UpdateError, ctx ends or Policy.ReadinessTimeout passes: then the error has
+// Policy.ReadinessEffect and says what the object waited on. No check starts once ctx
+// has ended, so that a replaced release stops before its next host call.
+func (p pacing) awaitReady(ctx context.Context, t *graph.Task, ready func() error) error {
+	clk := p.clock
+	deadline := clk.Now().Add(p.policy.ReadinessTimeout.Duration)
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -162,11 +162,11 @@ func (t *Task) awaitReady(ctx context.Context, clk clock.WithDelayedExecution, p
 		}
 		if !clk.Now().Before(deadline) {
 			return &UpdateError{
-				Nested: err, Effect: p.ReadinessEffect, Reason: "ManifestNotReady", Task: t,
-				Message: fmt.Sprintf("Timed out after %s waiting for %s to be ready: %v", p.ReadinessTimeout.Duration, t, err),
+				Nested: err, Effect: p.policy.ReadinessEffect, Reason: ReasonManifestNotReady, Task: t,
+				Message: fmt.Sprintf("Timed out after %s waiting for %s to be ready: %v", p.policy.ReadinessTimeout.Duration, t, err),
 			}
 		}
-		if !sleep(ctx, clk, min(p.ReadinessPoll.Duration, deadline.Sub(clk.Now()))) {
+		if !sleep(ctx, clk, min(p.policy.ReadinessPoll.Duration, deadline.Sub(clk.Now()))) {
 			return ctx.Err()
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/payload/graph"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -31,9 +32,9 @@ func attempts(n int32) Policy {
 	}}.withDefaults()
 }
 
-// runWithClock runs task.retry, stepping clk whenever it waits, and returns its error
+// runWithClock runs retry, stepping clk whenever it waits, and returns its error
 // and the fake times of the attempts.
-func runWithClock(t *testing.T, ctx context.Context, task *Task, p Policy, results []error) (error, []time.Duration) {
+func runWithClock(t *testing.T, ctx context.Context, task *graph.Task, p Policy, results []error) (error, []time.Duration) {
 	t.Helper()
 	clk := clocktesting.NewFakeClock(t0)
 	var calls []time.Duration
@@ -45,7 +46,7 @@ func runWithClock(t *testing.T, ctx context.Context, task *Task, p Policy, resul
 		return results[len(calls)-1]
 	}
 	done := make(chan error, 1)
-	go func() { done <- task.retry(ctx, clk, p, draw, "update", attempt) }()
+	go func() { done <- (pacing{clock: clk, policy: p, jitter: draw}).retry(ctx, task, "update", attempt) }()
 	for {
 		select {
 		case err := <-done:
@@ -60,10 +61,10 @@ func runWithClock(t *testing.T, ctx context.Context, task *Task, p Policy, resul
 	}
 }
 
-func deployment(index, total int) *Task {
+func deployment(index, total int) *graph.Task {
 	task := newTask("0000_50_app_deployment.yaml", schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
-	task.Manifest.Object.SetNamespace("ns")
-	task.Manifest.Object.SetName("web")
+	manifestOf(task).Object.SetNamespace("ns")
+	manifestOf(task).Object.SetName("web")
 	task.Index, task.Total = index, total
 	return task
 }
@@ -176,7 +177,9 @@ func TestTaskRunCancelled(t *testing.T) {
 		clk := clocktesting.NewFakeClock(t0)
 		task := deployment(1, 1)
 		done := make(chan error, 1)
-		go func() { done <- task.retry(ctx, clk, attempts(3), draw, "update", func() error { return boom }) }()
+		go func() {
+			done <- (pacing{clock: clk, policy: attempts(3), jitter: draw}).retry(ctx, task, "update", func() error { return boom })
+		}()
 		for !clk.HasWaiters() {
 			runtime.Gosched()
 		}
@@ -187,14 +190,4 @@ func TestTaskRunCancelled(t *testing.T) {
 		assert.ErrorIs(t, err, boom)
 		assert.False(t, isContextError(err))
 	})
-}
-
-func TestNewTasks(t *testing.T) {
-	manifests := []Manifest{{File: "a"}, {File: "b"}}
-	tasks := NewTasks(manifests)
-	require.Len(t, tasks, 2)
-	assert.Equal(t, 2, tasks[1].Index)
-	assert.Equal(t, 2, tasks[1].Total)
-	assert.Same(t, &manifests[1], tasks[1].Manifest)
-	assert.Equal(t, "task (0 of 0)", (*Task)(nil).String())
 }

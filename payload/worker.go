@@ -14,6 +14,7 @@ import (
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/internal/input"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // defaultNotifyInterval is the least time between two status writes that are not edges
@@ -38,9 +39,9 @@ type Config struct {
 	// release is forced.
 	Preconditions Preconditions
 	// Include decides which manifests of a payload belong to the cluster: a non-nil
-	// error excludes the manifest (Inclusion.Include ships the cluster-version
-	// operator's rules). Nil includes every manifest.
-	Include func(m *Manifest) error
+	// error excludes the manifest (manifest.Inclusion.Include ships the
+	// cluster-version operator's rules). Nil includes every manifest.
+	Include func(m *manifest.Manifest) error
 	// Policy paces the worker; the zero value is every default.
 	Policy Policy
 	// Status is the last status the host persisted; the worker carries on from it at
@@ -104,7 +105,8 @@ type Worker struct {
 
 // NewWorker validates cfg and returns a worker. A nil or typed-nil Loader or Applier,
 // a typed-nil optional interface, a bad Policy or Status, or a negative NotifyInterval
-// is an error matching ErrInvalid that names every problem.
+// is an error matching converge.ErrInvalid that names every problem ("payload: invalid
+// config: Loader is required").
 func NewWorker(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -178,26 +180,19 @@ func (w *Worker) Update(generation int64, desired Release) Status {
 
 // validate reports every problem of cfg.
 func (cfg *Config) validate() error {
-	var problems []string
-	if input.IsNil(cfg.Loader) {
-		problems = append(problems, "no Loader")
-	}
-	if input.IsNil(cfg.Applier) {
-		problems = append(problems, "no Applier")
-	}
-	for _, hook := range []struct {
-		name string
-		v    any
-	}{{"Deleter", cfg.Deleter}, {"Readiness", cfg.Readiness}, {"Preconditions", cfg.Preconditions}, {"StatusWriter", cfg.StatusWriter}} {
-		if hook.v != nil && input.IsNil(hook.v) {
-			problems = append(problems, "the "+hook.name+" is a typed nil")
-		}
-	}
+	problems := input.Fields(
+		input.FieldValue{Name: "Loader", Value: cfg.Loader, Required: true},
+		input.FieldValue{Name: "Applier", Value: cfg.Applier, Required: true},
+		input.FieldValue{Name: "Deleter", Value: cfg.Deleter},
+		input.FieldValue{Name: "Readiness", Value: cfg.Readiness},
+		input.FieldValue{Name: "Preconditions", Value: cfg.Preconditions},
+		input.FieldValue{Name: "StatusWriter", Value: cfg.StatusWriter},
+	)
 	if cfg.NotifyInterval < 0 {
-		problems = append(problems, fmt.Sprintf("notifyInterval %s is negative", cfg.NotifyInterval))
+		problems = append(problems, fmt.Sprintf("NotifyInterval %s is negative", cfg.NotifyInterval))
 	}
-	problems = append(problems, input.Problems(cfg.Policy.validate(), "policy: ")...)
-	problems = append(problems, input.Problems(cfg.Status.validate(), "status: ")...)
+	problems = append(problems, input.Problems(cfg.Policy.validate(), "Policy: ")...)
+	problems = append(problems, input.Problems(cfg.Status.validate(), "Status: ")...)
 	return input.Invalid("payload", "config", problems...)
 }
 
@@ -219,10 +214,10 @@ var errApplyTimeout = errors.New("payload: apply timed out")
 // it runs, with a nil context, or on a Worker not made by NewWorker is an error.
 func (w *Worker) Start(ctx context.Context) error {
 	if w == nil || w.wake == nil {
-		return input.Invalidf("payload", "worker", "not made by NewWorker")
+		return input.NotMade("payload", "Worker")
 	}
 	if ctx == nil {
-		return input.Invalidf("payload", "context", "nil")
+		return input.Invalidf("payload", "Start arguments", "nil context")
 	}
 	w.mu.Lock()
 	if w.running {

@@ -22,8 +22,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 var (
@@ -32,24 +34,24 @@ var (
 	t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
-func manifest(file, kind, namespace, name string, deps ...string) payload.Manifest {
+func newManifest(file, kind, namespace, name string, deps ...string) manifest.Manifest {
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("v1")
 	obj.SetKind(kind)
 	obj.SetNamespace(namespace)
 	obj.SetName(name)
-	return payload.Manifest{File: file, Document: 1, GVK: schema.GroupVersionKind{Version: "v1", Kind: kind}, Object: obj, DependsOn: deps}
+	return manifest.Manifest{File: file, Document: 1, GVK: schema.GroupVersionKind{Version: "v1", Kind: kind}, Object: obj, DependsOn: deps}
 }
 
 // samplePayload has six manifests over three run levels and three components.
 func samplePayload(release payload.Release) *payload.Payload {
-	return &payload.Payload{Release: release, Manifests: []payload.Manifest{
-		manifest("0000_10_a_00_ns.yaml", "Namespace", "", "a"),
-		manifest("0000_10_a_01_cm.yaml", "ConfigMap", "a", "one"),
-		manifest("0000_10_b_00_ns.yaml", "Namespace", "", "b"),
-		manifest("0000_20_a_02_cm.yaml", "ConfigMap", "a", "two"),
-		manifest("0000_20_b_01_cm.yaml", "ConfigMap", "b", "two"),
-		manifest("0000_30_c_00_cm.yaml", "ConfigMap", "default", "three"),
+	return &payload.Payload{Release: release, Manifests: []manifest.Manifest{
+		newManifest("0000_10_a_00_ns.yaml", "Namespace", "", "a"),
+		newManifest("0000_10_a_01_cm.yaml", "ConfigMap", "a", "one"),
+		newManifest("0000_10_b_00_ns.yaml", "Namespace", "", "b"),
+		newManifest("0000_20_a_02_cm.yaml", "ConfigMap", "a", "two"),
+		newManifest("0000_20_b_01_cm.yaml", "ConfigMap", "b", "two"),
+		newManifest("0000_30_c_00_cm.yaml", "ConfigMap", "default", "three"),
 	}}
 }
 
@@ -237,7 +239,7 @@ func TestWorkerInitializesThenReconciles(t *testing.T) {
 func TestWorkerUpdateCancelsTheApplyInFlight(t *testing.T) {
 	h := newHarness(t, nil)
 	blocked := samplePayload(v1)
-	blocked.Manifests = append(blocked.Manifests, manifest("0000_40_d_00_cm.yaml", "ConfigMap", "d", "stuck"))
+	blocked.Manifests = append(blocked.Manifests, newManifest("0000_40_d_00_cm.yaml", "ConfigMap", "d", "stuck"))
 	h.loader.Add(blocked)
 	h.applier.Push("ConfigMap/d/stuck", fake.PayloadOutcome{Block: true})
 	started := make(chan struct{})
@@ -472,7 +474,7 @@ func TestWorkerValidIsValidInEveryState(t *testing.T) {
 func TestWorkerInitializingIsBounded(t *testing.T) {
 	big := &payload.Payload{Release: v1}
 	for i := range 10000 {
-		big.Manifests = append(big.Manifests, manifest(fmt.Sprintf("cm-%05d.yaml", i), "ConfigMap", "ns", fmt.Sprintf("cm-%05d", i)))
+		big.Manifests = append(big.Manifests, newManifest(fmt.Sprintf("cm-%05d.yaml", i), "ConfigMap", "ns", fmt.Sprintf("cm-%05d", i)))
 	}
 	var peak atomic.Int64
 	h := newHarness(t, nil)
@@ -495,13 +497,13 @@ func TestWorkerInitializingIsBounded(t *testing.T) {
 // apply names the manifest and carries the cause.
 func TestWorkerFailureSaysWhy(t *testing.T) {
 	h := newHarness(t, nil)
-	h.loader.Add(&payload.Payload{Release: v1, Manifests: []payload.Manifest{manifest("a.yaml", "ConfigMap", "ns", "a")}})
+	h.loader.Add(&payload.Payload{Release: v1, Manifests: []manifest.Manifest{newManifest("a.yaml", "ConfigMap", "ns", "a")}})
 	h.applier.Push("ConfigMap/ns/a", fake.PayloadOutcome{Err: errors.New("admission webhook denied the request")})
 	h.worker.Update(1, v1)
 	d := h.next()
 	require.NotNil(t, d.Status.Failure)
 	assert.Equal(t, `Could not update configmap "ns/a" (1 of 1): admission webhook denied the request`, d.Status.Failure.Message)
-	failing, ok := conditionOf(d.Status, payload.ConditionFailing)
+	failing, ok := conditionOf(d.Status, conditions.TypeFailing)
 	require.True(t, ok)
 	assert.Equal(t, metav1.ConditionTrue, failing.Status)
 	assert.Equal(t, d.Status.Failure.Message, failing.Message)
@@ -526,8 +528,8 @@ func TestWorkerSurvivesCrashingHostCode(t *testing.T) {
 		want      string
 	}{
 		{name: "applier panics", configure: func(c *payload.Config, crash func()) {
-			c.Applier = payload.ApplierFunc(func(context.Context, *payload.Manifest, payload.State) error { crash(); return nil })
-		}, want: `payload: applying namespace "a" (1 of 6)`},
+			c.Applier = payload.ApplierFunc(func(context.Context, *manifest.Manifest, payload.State) error { crash(); return nil })
+		}, want: `graph: running namespace "a" (1 of 6)`},
 		{name: "loader", configure: func(c *payload.Config, crash func()) {
 			loader := c.Loader
 			c.Loader = payload.LoaderFunc(func(ctx context.Context, r payload.Release) (*payload.Payload, error) {
@@ -536,11 +538,11 @@ func TestWorkerSurvivesCrashingHostCode(t *testing.T) {
 			})
 		}, want: "payload: loading the payload"},
 		{name: "include", configure: func(c *payload.Config, crash func()) {
-			c.Include = func(*payload.Manifest) error { crash(); return nil }
+			c.Include = func(*manifest.Manifest) error { crash(); return nil }
 		}, want: "payload: deciding which manifests to include"},
 		{name: "readiness", configure: func(c *payload.Config, crash func()) {
-			c.Readiness = payload.ReadinessFunc(func(context.Context, *payload.Manifest) error { crash(); return nil })
-		}, want: "payload: applying"},
+			c.Readiness = payload.ReadinessFunc(func(context.Context, *manifest.Manifest) error { crash(); return nil })
+		}, want: "graph: running"},
 		{name: "preconditions", configure: func(c *payload.Config, crash func()) {
 			c.Status = payload.Status{Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour)}
 			c.Preconditions = payload.PreconditionsFunc(func(context.Context, payload.Release, payload.Release) error { crash(); return nil })
@@ -605,10 +607,10 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 			assert.Regexp(t, "^payload: invalid config: ", err.Error())
 		})
 	}
-	t.Run("every problem is named", func(t *testing.T) {
-		_, err := payload.NewWorker(payload.Config{Deleter: nilDeleter, Policy: payload.Policy{Workers: -1}, Status: payload.Status{Done: 1}})
-		assert.EqualError(t, err, "payload: invalid config: no Loader; no Applier; the Deleter is a typed nil; "+
-			"policy: workers -1 is negative; status: done 1 is above total 0")
+	t.Run("every problem is named, in the one wording of every engine", func(t *testing.T) {
+		_, err := payload.NewWorker(payload.Config{Deleter: nilDeleter, Policy: payload.Policy{Workers: -1}, Status: payload.Status{Done: 1}, NotifyInterval: -time.Second})
+		assert.EqualError(t, err, "payload: invalid config: Loader is required; Applier is required; Deleter holds a nil *fake.PayloadApplier; "+
+			"NotifyInterval -1s is negative; Policy: workers -1 is negative; Status: done 1 is above total 0")
 	})
 }
 
@@ -621,6 +623,18 @@ func TestWorkerStartRejectsANilContextAndASecondStart(t *testing.T) {
 	require.Error(t, h.worker.Start(context.Background()), "a second Start while the first runs")
 }
 
+// TestWorkerOnAClockAtTheZeroTimeStopsWithAnError: Decide refuses a zero Now, so a
+// worker whose clock reads the zero time returns that error from Start instead of
+// deciding at a time that every time it persisted lies after.
+func TestWorkerOnAClockAtTheZeroTimeStopsWithAnError(t *testing.T) {
+	w, err := payload.NewWorker(payload.Config{Loader: &fake.PayloadLoader{}, Applier: &fake.PayloadApplier{}, Clock: clocktesting.NewFakeClock(time.Time{})})
+	require.NoError(t, err)
+	w.Update(1, v1)
+	err = w.Start(context.Background())
+	require.ErrorIs(t, err, converge.ErrInvalid)
+	assert.ErrorContains(t, err, "Now is zero")
+}
+
 // TestWorkerRemovesManifestsMarkedForDeletion: deletions run in graph order, an object
 // already gone is success, and the objects removed are reported.
 func TestWorkerRemovesManifestsMarkedForDeletion(t *testing.T) {
@@ -629,9 +643,9 @@ func TestWorkerRemovesManifestsMarkedForDeletion(t *testing.T) {
 		c.Status = payload.Status{Release: v1, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour)}
 	})
 	p := samplePayload(v2)
-	old := manifest("0000_20_a_03_old.yaml", "ConfigMap", "a", "old")
+	old := newManifest("0000_20_a_03_old.yaml", "ConfigMap", "a", "old")
 	old.Delete = true
-	gone := manifest("0000_20_b_02_gone.yaml", "ConfigMap", "b", "gone")
+	gone := newManifest("0000_20_b_02_gone.yaml", "ConfigMap", "b", "gone")
 	gone.Delete = true
 	p.Manifests = slices.Insert(p.Manifests, 4, old)
 	p.Manifests = slices.Insert(p.Manifests, 6, gone)
@@ -648,7 +662,7 @@ func TestWorkerRemovesManifestsMarkedForDeletion(t *testing.T) {
 	}, filesOf(calls), "deletions run in graph order")
 	assert.True(t, calls[4].Delete)
 	assert.True(t, calls[6].Delete)
-	assert.Contains(t, d.Events, converge.Event{Type: converge.EventTypeNormal, Reason: "ManifestsDeleted", Message: `Deleted 1 objects of 2.0.0: configmap "a/old"`},
+	assert.Contains(t, d.Events, converge.Event{Type: converge.EventTypeNormal, Reason: "ManifestsDeleted", Message: `Deleted 1 object of 2.0.0: configmap "a/old"`},
 		"the object already gone is success and not reported as deleted")
 	assert.Equal(t, int32(8), d.Status.Done)
 }
@@ -705,9 +719,9 @@ func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
 		assert.Equal(t, "ManifestNotReady", d.Status.Failure.Reason)
 		assert.Equal(t, payload.EffectFailAfterInterval, d.Status.Failure.Effect)
 		assert.Equal(t, `Timed out after 1m0s waiting for configmap "a/one" (2 of 6) to be ready: fake: ConfigMap/a/one is not ready yet`, d.Status.Failure.Message)
-		progressing, _ := conditionOf(d.Status, payload.ConditionProgressing)
+		progressing, _ := conditionOf(d.Status, conditions.TypeProgressing)
 		assert.Contains(t, progressing.Message, "waiting on: Timed out", "FailAfterInterval only waits at first")
-		failing, _ := conditionOf(d.Status, payload.ConditionFailing)
+		failing, _ := conditionOf(d.Status, conditions.TypeFailing)
 		assert.Equal(t, metav1.ConditionFalse, failing.Status)
 	})
 }
@@ -777,18 +791,18 @@ func TestWorkerHistoryAndConditions(t *testing.T) {
 	h.applier.Push("ConfigMap/default/three", fake.PayloadOutcome{Err: errors.New("boom"), Times: 1})
 	h.worker.Update(1, v1)
 	d := h.next()
-	progressing, _ := conditionOf(d.Status, payload.ConditionProgressing)
+	progressing, _ := conditionOf(d.Status, conditions.TypeProgressing)
 	assert.Equal(t, metav1.ConditionTrue, progressing.Status)
 	assert.Equal(t, `Unable to apply 1.0.0: Could not update configmap "default/three" (6 of 6): boom`, progressing.Message)
-	available, _ := conditionOf(d.Status, payload.ConditionAvailable)
+	available, _ := conditionOf(d.Status, conditions.TypeAvailable)
 	assert.Equal(t, metav1.ConditionFalse, available.Status)
 
 	h.clk.Step(d.RequeueAfter)
 	d = h.next()
 	for _, want := range []metav1.Condition{
-		{Type: payload.ConditionAvailable, Status: metav1.ConditionTrue, Message: "Done applying 1.0.0"},
-		{Type: payload.ConditionProgressing, Status: metav1.ConditionFalse, Message: "Cluster version is 1.0.0"},
-		{Type: payload.ConditionFailing, Status: metav1.ConditionFalse},
+		{Type: conditions.TypeAvailable, Status: metav1.ConditionTrue, Message: "Done applying 1.0.0"},
+		{Type: conditions.TypeProgressing, Status: metav1.ConditionFalse, Message: "Cluster version is 1.0.0"},
+		{Type: conditions.TypeFailing, Status: metav1.ConditionFalse},
 	} {
 		got, ok := conditionOf(d.Status, want.Type)
 		require.True(t, ok, want.Type)
@@ -897,4 +911,5 @@ func TestAWorkerNotMadeByNewWorkerIsAnErrorNotAPanic(t *testing.T) {
 	assert.Zero(t, nilWorker.Update(1, v1))
 	assert.Zero(t, nilWorker.Status())
 	require.ErrorIs(t, new(payload.Worker).Start(context.Background()), converge.ErrInvalid)
+	assert.EqualError(t, new(payload.Worker).Start(context.Background()), "payload: invalid Worker: not made by NewWorker")
 }

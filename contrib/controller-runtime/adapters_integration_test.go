@@ -24,6 +24,7 @@ import (
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -129,11 +130,11 @@ func TestApplierOnTheAPIServer(t *testing.T) {
 	c, ns := apiClient(t)
 	a, err := NewApplier(c, "crconverge-test", true)
 	require.NoError(t, err)
-	manifest := func(obj map[string]any) *payload.Manifest {
+	manifestOf := func(obj map[string]any) *manifest.Manifest {
 		u := &unstructured.Unstructured{Object: obj}
-		return &payload.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: u.GroupVersionKind(), Object: u}
+		return &manifest.Manifest{File: "0000_10_x.yaml", Document: 1, GVK: u.GroupVersionKind(), Object: u}
 	}
-	deploy := manifest(map[string]any{
+	deploy := manifestOf(map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": ns},
 		"spec": map[string]any{
@@ -159,7 +160,7 @@ func TestApplierOnTheAPIServer(t *testing.T) {
 	assert.True(t, errors.Is(err, kube.ErrNotReady), "no controller-manager rolls it out here: %v", err)
 
 	plural := strings.ReplaceAll(ns, "-", "") + "s"
-	crd := manifest(map[string]any{
+	crd := manifestOf(map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		// A cluster-scoped kind: the manifest's namespace is dropped.
 		"metadata": map[string]any{"name": plural + ".apply.converge.dev", "namespace": ns},
@@ -176,7 +177,7 @@ func TestApplierOnTheAPIServer(t *testing.T) {
 		return err == nil, client.IgnoreNotFound(ignoreNotReady(err))
 	}), "the API server establishes the CRD")
 
-	for _, m := range []*payload.Manifest{deploy, crd} {
+	for _, m := range []*manifest.Manifest{deploy, crd} {
 		require.NoError(t, a.Delete(ctx, m))
 		err := a.Delete(ctx, m)
 		assert.True(t, apierrors.IsNotFound(err), "an object gone or being deleted is NotFound, no second deletion: %v", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // newApplyClient returns controller-runtime's fake client, whose REST
@@ -37,10 +38,10 @@ func newApplyClient(t *testing.T, objs ...client.Object) client.Client {
 	return fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).WithObjects(objs...).Build()
 }
 
-func manifestOf(t *testing.T, obj map[string]any) *payload.Manifest {
+func manifestOf(t *testing.T, obj map[string]any) *manifest.Manifest {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: obj}
-	return &payload.Manifest{File: "0000_10_x.yaml", GVK: u.GroupVersionKind(), Object: u}
+	return &manifest.Manifest{File: "0000_10_x.yaml", GVK: u.GroupVersionKind(), Object: u}
 }
 
 func TestApplierOnAControllerRuntimeClient(t *testing.T) {

@@ -33,6 +33,7 @@ import (
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // typedClient returns a client of the test apiserver that knows testapi's
@@ -279,7 +280,7 @@ func TestPayloadControllerOnTheAPIServer(t *testing.T) {
 			"metadata": map[string]any{"namespace": ns, "name": "settings"},
 			"data":     map[string]any{"version": v},
 		}}
-		loader.Add(&payload.Payload{Release: payload.Release{Version: v}, Manifests: []payload.Manifest{
+		loader.Add(&payload.Payload{Release: payload.Release{Version: v}, Manifests: []manifest.Manifest{
 			{File: "0000_10_settings.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm},
 		}})
 	}

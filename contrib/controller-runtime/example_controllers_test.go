@@ -24,6 +24,7 @@ import (
 	cvfake "github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -129,7 +130,7 @@ func ExampleNewPayloadController() {
 		"data":     map[string]any{"mode": "fast"},
 	}}
 	loader := &cvfake.PayloadLoader{}
-	loader.Add(&payload.Payload{Release: payload.Release{Version: "4.15.0"}, Manifests: []payload.Manifest{
+	loader.Add(&payload.Payload{Release: payload.Release{Version: "4.15.0"}, Manifests: []manifest.Manifest{
 		{File: "0000_10_settings.yaml", Document: 1, GVK: settings.GroupVersionKind(), Object: settings},
 	}})
 	cluster := &testapi.Payload{ObjectMeta: metav1.ObjectMeta{Namespace: "ops", Name: "cluster"}, Spec: testapi.PayloadSpec{Release: "4.15.0"}}

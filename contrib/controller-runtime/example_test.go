@@ -20,6 +20,7 @@ import (
 	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 	"github.com/converge-dev/converge/rollout"
 )
 
@@ -164,7 +165,7 @@ func ExampleNewApplier() {
 		"metadata": map[string]any{"namespace": "ops", "name": "settings"},
 		"data":     map[string]any{"mode": "fast"},
 	}}
-	m := &payload.Manifest{File: "0000_10_settings.yaml", GVK: cm.GroupVersionKind(), Object: cm}
+	m := &manifest.Manifest{File: "0000_10_settings.yaml", GVK: cm.GroupVersionKind(), Object: cm}
 	ctx := context.Background()
 	fmt.Println("apply:", applier.Apply(ctx, m, payload.StateReconciling))
 	fmt.Println("ready:", applier.Ready(ctx, m))

@@ -24,6 +24,7 @@ import (
 	"github.com/converge-dev/converge/contrib/controller-runtime/internal/testapi"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 var clusterKey = client.ObjectKey{Namespace: "ns", Name: "cluster"}
@@ -45,7 +46,7 @@ func releases() *fake.PayloadLoader {
 			"metadata": map[string]any{"namespace": "ns", "name": "settings"},
 			"data":     map[string]any{"version": v},
 		}}
-		l.Add(&payload.Payload{Release: payload.Release{Version: v}, Manifests: []payload.Manifest{
+		l.Add(&payload.Payload{Release: payload.Release{Version: v}, Manifests: []manifest.Manifest{
 			{File: "0000_10_settings.yaml", Document: 1, GVK: cm.GroupVersionKind(), Object: cm},
 		}})
 	}

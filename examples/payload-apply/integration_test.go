@@ -25,7 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	e2e "github.com/converge-dev/converge/examples/internal/e2e/payloadapply"
-	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 	"github.com/converge-dev/converge/testenv"
 	"github.com/converge-dev/converge/testenv/standin"
 )
@@ -60,7 +60,7 @@ func connect(t *testing.T) *testCluster {
 }
 
 // loadExample loads the example's manifests.
-func loadExample(t *testing.T) []payload.Manifest {
+func loadExample(t *testing.T) []manifest.Manifest {
 	t.Helper()
 	manifests, _, err := e2e.Load(os.DirFS("."))
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func runExample(t *testing.T, binary string, args ...string) (string, error) {
 // reset removes what an earlier test left: every object of the payload but its
 // Namespace (no namespace controller runs to finish deleting one), the status ConfigMap
 // and the Lease. Nothing else needs a controller to go away.
-func (c *testCluster) reset(t *testing.T, manifests []payload.Manifest) {
+func (c *testCluster) reset(t *testing.T, manifests []manifest.Manifest) {
 	t.Helper()
 	ctx := context.Background()
 	background := metav1.DeletePropagationBackground
@@ -107,7 +107,7 @@ func (c *testCluster) reset(t *testing.T, manifests []payload.Manifest) {
 }
 
 // live returns the objects of manifests by reference; missing ones are absent.
-func (c *testCluster) live(t *testing.T, manifests []payload.Manifest) map[string]*unstructured.Unstructured {
+func (c *testCluster) live(t *testing.T, manifests []manifest.Manifest) map[string]*unstructured.Unstructured {
 	t.Helper()
 	objects := map[string]*unstructured.Unstructured{}
 	for _, m := range manifests {

@@ -22,7 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	e2e "github.com/converge-dev/converge/examples/internal/e2e/payloadapply"
-	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // instance is one running process of the example.
@@ -140,9 +140,9 @@ func TestLeaderElection(t *testing.T) {
 	}
 
 	// The leader applies everything before the Job and waits for it.
-	var beforeJob []payload.Manifest
+	var beforeJob []manifest.Manifest
 	for _, m := range manifests {
-		if level, _, _ := payload.ParseRunLevel(m.File); level <= 30 {
+		if level, _, _ := manifest.ParseRunLevel(m.File); level <= 30 {
 			beforeJob = append(beforeJob, m)
 		}
 	}

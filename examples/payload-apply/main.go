@@ -28,6 +28,7 @@ import (
 	"github.com/converge-dev/converge/internal/cli"
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 //go:embed manifests/*.yaml removed/*.yaml
@@ -95,7 +96,7 @@ func apply(ctx context.Context, o options, out io.Writer) error {
 }
 
 // runWorker runs the sync worker until the payload has been applied and reconciled once.
-func runWorker(ctx context.Context, c *e2e.Cluster, o options, manifests, removals []payload.Manifest, progress *e2e.Progress) error {
+func runWorker(ctx context.Context, c *e2e.Cluster, o options, manifests, removals []manifest.Manifest, progress *e2e.Progress) error {
 	policy, deadline := c.Policy(o.interval)
 	ctx, cancel := context.WithTimeout(klog.NewContext(ctx, logr.Discard()), deadline)
 	defer cancel()

@@ -24,19 +24,21 @@ func TestRunInMemory(t *testing.T) {
 	assert.Contains(t, text, "applying 31 manifests of release 1.0.0 (30 objects to apply, 1 to delete) to an in-memory cluster")
 	assert.Contains(t, text, "event: Normal PayloadApplied: Applied 31 manifests of 1.0.0")
 	assert.Equal(t, 2, strings.Count(text, "attempt failed: ConfigMap/converge-payload-demo/web-settings"), text)
-	assert.Contains(t, text, "apply (Initializing) done: 31/31 manifests, completed 1 time(s), next in 3m0s")
-	assert.Contains(t, text, "apply (Reconciling) done: 31/31 manifests, completed 2 time(s)")
+	assert.Contains(t, text, "apply (Initializing) done: 31/31 manifests, completed 1 time, next in 3m0s")
+	assert.Contains(t, text, "apply (Reconciling) done: 31/31 manifests, completed 2 times")
 	assert.Contains(t, text, `waiting for Job/converge-payload-demo/schema-migrate to be ready: kube: Job converge-payload-demo/schema-migrate is not ready: JobNotComplete: has not completed: 0 active, 0 succeeded, 0 failed`,
 		"the worker waits for the Job before the next run level")
 	for _, dep := range []string{"api", "web"} {
 		assert.Contains(t, text, "waiting for Deployment/converge-payload-demo/"+dep+" to be ready: kube: Deployment converge-payload-demo/"+dep+" is not ready: LatestGenerationNotObserved: Deployment status.observedGeneration not written yet",
 			"the worker waits for the Deployment until the simulated controller rolled it out")
 	}
-	assert.Equal(t, 1, strings.Count(text, `event: Normal ManifestsDeleted: Deleted 1 objects of 1.0.0: configmap "converge-payload-demo/legacy-settings"`),
+	assert.Equal(t, 1, strings.Count(text, `event: Normal ManifestsDeleted: Deleted 1 object of 1.0.0: configmap "converge-payload-demo/legacy-settings"`),
 		"the object is deleted once, and a reconcile that finds it gone says nothing: %s", text)
 	assert.Contains(t, text, "30 of 30 objects are in the cluster")
 	assert.Contains(t, text, "ConfigMap web-settings was accepted on attempt 3")
 	assert.Contains(t, text, "progress: ")
+	assert.NotContains(t, text, "0/0 manifests", "a status that counts no manifest yet says its release is loading")
+	assert.NotContains(t, text, "run level", "initializing and reconciling apply every run level at once")
 	assert.Empty(t, stderr.String())
 }
 

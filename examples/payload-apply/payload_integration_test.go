@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	e2e "github.com/converge-dev/converge/examples/internal/e2e/payloadapply"
-	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // TestPayloadAgainstAPIServer installs the payload with server-side apply on a real
@@ -32,8 +32,8 @@ func TestPayloadAgainstAPIServer(t *testing.T) {
 		require.NoError(t, err, out)
 		return out
 	}
-	levelOf := func(m payload.Manifest) int {
-		level, _, ok := payload.ParseRunLevel(m.File)
+	levelOf := func(m manifest.Manifest) int {
+		level, _, ok := manifest.ParseRunLevel(m.File)
 		require.True(t, ok, m.File)
 		return level
 	}

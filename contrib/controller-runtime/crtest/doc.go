@@ -34,11 +34,15 @@
 //	res, err := ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: key})
 //
 // WithGenerations keeps
-// metadata.generation moving as the apiserver does. The add-on engine acts on
-// generations (it upgrades, and leaves Failed for a new spec, only under a
-// new one), and the fake client never changes a generation, so without it a
-// test that changes an add-on's version sees the change ignored without a
-// word:
+// metadata.generation moving as the apiserver does, on every write: Create,
+// Update, Patch and server-side apply (client.Apply, and an apply Patch that
+// creates the object). The add-on engine acts on generations (it upgrades,
+// and leaves Failed for a new spec, only under a new one), the payload
+// worker's readiness checks compare a workload's observed generation with the
+// generation its applier's server-side apply gave it, and the fake client
+// never changes a generation, so without it a test that changes an add-on's
+// version sees the change ignored without a word, and a payload worker waits
+// for its Deployments for ever:
 //
 //	c := crtest.WithGenerations(fake.NewClientBuilder().WithScheme(scheme).
 //		WithStatusSubresource(&v1alpha1.Addon{}).Build(), &v1alpha1.Addon{})

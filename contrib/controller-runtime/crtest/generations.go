@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +18,8 @@ import (
 
 // WithGenerations returns c with metadata.generation kept as the API server
 // keeps it for custom resources, for the kinds of objs (every kind when objs
-// is empty): a Create sets it to 1, and an Update or Patch that changes
+// is empty): a Create, and an Apply or a server-side apply Patch that creates
+// the object, sets it to 1, and an Update, Patch or Apply that changes
 // anything but metadata and status adds one to it; status writes and changes
 // of metadata alone leave it as it is. controller-runtime's fake client never
 // moves a generation, and the engines act on generations: an add-on whose
@@ -24,8 +27,9 @@ import (
 // so. Objects given to the fake client's builder (WithObjects) keep the
 // generation they carry: give them one.
 //
-// A Patch that changes the spec is two writes on the fake client, the patch
-// and then the generation, so the resource version moves twice. A kind of
+// A Patch or Apply that changes the spec, or creates the object, is two
+// writes on the fake client, the write and then the generation, so the
+// resource version moves twice. A kind of
 // objs that c's scheme does not know makes every write fail with an error
 // matching converge.ErrInvalid.
 func WithGenerations(c client.WithWatch, objs ...client.Object) client.WithWatch {
@@ -38,7 +42,7 @@ func WithGenerations(c client.WithWatch, objs ...client.Object) client.WithWatch
 		}
 		g.kinds[gvk.GroupKind()] = true
 	}
-	return interceptor.NewClient(c, interceptor.Funcs{Create: g.create, Update: g.update, Patch: g.patch})
+	return interceptor.NewClient(c, interceptor.Funcs{Create: g.create, Update: g.update, Patch: g.patch, Apply: g.apply})
 }
 
 // generations is WithGenerations' interceptor.
@@ -99,22 +103,103 @@ func (g *generations) patch(ctx context.Context, c client.WithWatch, obj client.
 	if !kept {
 		return c.Patch(ctx, obj, patch, opts...)
 	}
-	stored := obj.DeepCopyObject().(client.Object)
-	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), stored); err != nil {
+	stored, err := storedCopy(ctx, c, obj)
+	if err != nil {
 		return c.Patch(ctx, obj, patch, opts...)
 	}
 	if err := c.Patch(ctx, obj, patch, opts...); err != nil {
 		return err
 	}
-	next, err := nextGeneration(stored, obj)
-	if err != nil || next == obj.GetGeneration() {
+	return setGeneration(ctx, c, stored, obj, (&client.PatchOptions{}).ApplyOptions(opts).DryRun != nil)
+}
+
+func (g *generations) apply(ctx context.Context, c client.WithWatch, config runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	obj, err := objectOf(config)
+	if err != nil {
+		return c.Apply(ctx, config, opts...) // the write itself reports what is wrong with config
+	}
+	kept, err := g.kept(c, obj)
+	if err != nil {
 		return err
 	}
-	obj.SetGeneration(next)
-	if (&client.PatchOptions{}).ApplyOptions(opts).DryRun != nil {
+	if !kept {
+		return c.Apply(ctx, config, opts...)
+	}
+	stored, err := storedCopy(ctx, c, obj)
+	if err != nil {
+		return c.Apply(ctx, config, opts...)
+	}
+	if err := c.Apply(ctx, config, opts...); err != nil {
+		return err
+	}
+	if (&client.ApplyOptions{}).ApplyOptions(opts).DryRun != nil {
+		return nil // the fake client answers a dry run with the configuration it was given
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return err
+	}
+	if err := setGeneration(ctx, c, stored, obj, false); err != nil {
+		return err
+	}
+	return copyInto(config, obj)
+}
+
+// storedCopy returns obj as c stores it, nil when c holds no such object.
+func storedCopy(ctx context.Context, c client.WithWatch, obj client.Object) (client.Object, error) {
+	stored := obj.DeepCopyObject().(client.Object)
+	err := c.Get(ctx, client.ObjectKeyFromObject(obj), stored)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return stored, err
+}
+
+// setGeneration gives written, the object a write made of stored (nil when
+// the write created it), its generation: 1 for a new object, else
+// nextGeneration's. It writes it unless written has it already or the write
+// was a dry run, which answers with the generation it would write.
+func setGeneration(ctx context.Context, c client.WithWatch, stored, written client.Object, dryRun bool) error {
+	next := int64(1)
+	if stored != nil {
+		var err error
+		if next, err = nextGeneration(stored, written); err != nil {
+			return err
+		}
+	}
+	if next == written.GetGeneration() {
 		return nil
 	}
-	return c.Update(ctx, obj)
+	written.SetGeneration(next)
+	if dryRun {
+		return nil
+	}
+	return c.Update(ctx, written)
+}
+
+// objectOf is the object an apply configuration names, as unstructured.
+func objectOf(config runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(config)
+	if err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// copyInto writes obj into config, as an Apply answers with the object it
+// wrote.
+func copyInto(config runtime.ApplyConfiguration, obj client.Object) error {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("crtest: WithGenerations: %T: %w", obj, err)
+	}
+	if err := json.Unmarshal(data, config); err != nil {
+		return fmt.Errorf("crtest: WithGenerations: %T: %w", config, err)
+	}
+	return nil
 }
 
 // nextGeneration is the generation the API server gives after, written over

@@ -107,6 +107,73 @@ func TestWithGenerationsMovesGenerationsAsTheAPIServerDoes(t *testing.T) {
 	}
 }
 
+// TestWithGenerationsMovesGenerationsOnServerSideApply writes a ConfigMap
+// with server-side apply, as a payload's applier does, each step after the
+// one before: an Apply and an apply Patch that create the object start its
+// generation at 1, and an Apply moves it as an Update does.
+func TestWithGenerationsMovesGenerationsOnServerSideApply(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	c := WithGenerations(fake.NewClientBuilder().WithScheme(scheme).Build())
+	settings := func(data string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"namespace": "shop", "name": "settings"},
+			"data":     map[string]any{"level": data},
+		}}
+	}
+	apply := func(u *unstructured.Unstructured, opts ...client.ApplyOption) (int64, error) {
+		config := client.ApplyConfigurationFromUnstructured(u)
+		err := c.Apply(ctx, config, append(opts, client.FieldOwner("test"), client.ForceOwnership)...)
+		return u.GetGeneration(), err
+	}
+	get := func(t *testing.T, name string) int64 {
+		t.Helper()
+		cm := &corev1.ConfigMap{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "shop", Name: name}, cm))
+		return cm.Generation
+	}
+	steps := []struct {
+		name           string
+		write          func() (int64, error)
+		object         string
+		wantGeneration int64
+	}{
+		{name: "an Apply that creates starts at 1", object: "settings", wantGeneration: 1,
+			write: func() (int64, error) { return apply(settings("1")) }},
+		{name: "an Apply of the content adds one", object: "settings", wantGeneration: 2,
+			write: func() (int64, error) { return apply(settings("2")) }},
+		{name: "an Apply that changes nothing keeps it", object: "settings", wantGeneration: 2,
+			write: func() (int64, error) { return apply(settings("2")) }},
+		{name: "an Apply of labels alone keeps it", object: "settings", wantGeneration: 2, write: func() (int64, error) {
+			u := settings("2")
+			u.SetLabels(map[string]string{"tier": "web"})
+			return apply(u)
+		}},
+		{name: "a dry-run Apply writes nothing", object: "settings", wantGeneration: 2, write: func() (int64, error) {
+			_, err := apply(settings("3"), client.DryRunAll)
+			return 2, err
+		}},
+		{name: "an apply Patch that creates starts at 1", object: "routes", wantGeneration: 1, write: func() (int64, error) {
+			u := settings("1")
+			u.SetName("routes")
+			u.SetManagedFields(nil)
+			//nolint:staticcheck // the Patch the fake client creates objects with, as older clients apply
+			err := c.Patch(ctx, u, client.Apply, client.FieldOwner("test"), client.ForceOwnership)
+			return u.GetGeneration(), err
+		}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			answered, err := s.write()
+			require.NoError(t, err)
+			assert.Equal(t, s.wantGeneration, answered, "the write answers with the generation it wrote")
+			assert.Equal(t, s.wantGeneration, get(t, s.object))
+		})
+	}
+}
+
 func TestWithGenerationsKeepsOnlyTheKindsNamed(t *testing.T) {
 	ctx := context.Background()
 	scheme := runtime.NewScheme()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // Reconcile applies the ConfigMap shop-settings in namespace with the given
@@ -40,7 +41,7 @@ func Reconcile(ctx context.Context, cfg *rest.Config, namespace, level string) e
 		"metadata": map[string]any{"name": "shop-settings", "namespace": namespace},
 		"data":     map[string]any{"level": level},
 	}}
-	m := &payload.Manifest{File: "shop-settings.yaml", Document: 1, GVK: settings.GroupVersionKind(), Object: settings}
+	m := &manifest.Manifest{File: "shop-settings.yaml", Document: 1, GVK: settings.GroupVersionKind(), Object: settings}
 	if err := applier.Apply(ctx, m, payload.StateReconciling); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 	"github.com/converge-dev/converge/testenv/standin"
 )
 
@@ -32,7 +33,7 @@ type Applier struct {
 	FieldManager string
 	Simulate     bool
 	// OnError and OnWait, when set, are told about failed attempts and waits.
-	OnError, OnWait func(m *payload.Manifest, err error)
+	OnError, OnWait func(m *manifest.Manifest, err error)
 	level           atomic.Int64
 }
 
@@ -41,8 +42,10 @@ type Applier struct {
 // controllers whatever simulate says.
 func NewApplier(ka *kube.Applier, c *Cluster, fieldManager string, simulate bool, progress *Progress) *Applier {
 	return &Applier{Kube: ka, Cluster: c, FieldManager: fieldManager, Simulate: simulate || c.Fake != nil,
-		OnError: func(m *payload.Manifest, err error) { progress.Println("attempt failed: %s: %v", m.Ref(), err) },
-		OnWait:  func(m *payload.Manifest, err error) { progress.Println("waiting for %s to be ready: %v", m.Ref(), err) },
+		OnError: func(m *manifest.Manifest, err error) { progress.Println("attempt failed: %s: %v", m.Ref(), err) },
+		OnWait: func(m *manifest.Manifest, err error) {
+			progress.Println("waiting for %s to be ready: %v", m.Ref(), err)
+		},
 	}
 }
 
@@ -56,8 +59,8 @@ var (
 func (a *Applier) Level() int64 { return a.level.Load() }
 
 // Apply applies m and reports a failed attempt to OnError.
-func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, s payload.State) error {
-	if level, _, ok := payload.ParseRunLevel(m.File); ok {
+func (a *Applier) Apply(ctx context.Context, m *manifest.Manifest, s payload.State) error {
+	if level, _, ok := manifest.ParseRunLevel(m.File); ok {
 		a.level.Store(int64(level))
 	}
 	err := a.Kube.Apply(ctx, m, s)
@@ -68,14 +71,14 @@ func (a *Applier) Apply(ctx context.Context, m *payload.Manifest, s payload.Stat
 }
 
 // Delete deletes the object of m.
-func (a *Applier) Delete(ctx context.Context, m *payload.Manifest) error {
+func (a *Applier) Delete(ctx context.Context, m *manifest.Manifest) error {
 	return a.Kube.Delete(ctx, m)
 }
 
 // Ready checks m with kube.Applier and reports a wait to OnWait. With Simulate, a Job
 // or a Deployment that must be waited for is made ready by its simulated controller, so
 // the next check finds it ready. A failed Job stays failed.
-func (a *Applier) Ready(ctx context.Context, m *payload.Manifest) error {
+func (a *Applier) Ready(ctx context.Context, m *manifest.Manifest) error {
 	err := a.Kube.Ready(ctx, m)
 	if !errors.Is(err, kube.ErrNotReady) {
 		return err

@@ -17,14 +17,15 @@ import (
 
 	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
-func manifestOf(obj map[string]any) *payload.Manifest {
+func manifestOf(obj map[string]any) *manifest.Manifest {
 	u := &unstructured.Unstructured{Object: obj}
-	return &payload.Manifest{File: "0000_20_test_00_object.yaml", Document: 1, GVK: u.GroupVersionKind(), Object: u}
+	return &manifest.Manifest{File: "0000_20_test_00_object.yaml", Document: 1, GVK: u.GroupVersionKind(), Object: u}
 }
 
-func configMapManifest(value string) *payload.Manifest {
+func configMapManifest(value string) *manifest.Manifest {
 	return manifestOf(map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "settings", "namespace": "demo"},
@@ -32,7 +33,7 @@ func configMapManifest(value string) *payload.Manifest {
 	})
 }
 
-func jobManifest() *payload.Manifest {
+func jobManifest() *manifest.Manifest {
 	return manifestOf(map[string]any{
 		"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{"name": "migrate", "namespace": "demo"},
@@ -113,8 +114,8 @@ func TestApplierWaitsForJobs(t *testing.T) {
 			var reported, waited []error
 			applier := newApplier(t, c, "test")
 			applier.Simulate = tt.simulate
-			applier.OnError = func(_ *payload.Manifest, err error) { reported = append(reported, err) }
-			applier.OnWait = func(_ *payload.Manifest, err error) { waited = append(waited, err) }
+			applier.OnError = func(_ *manifest.Manifest, err error) { reported = append(reported, err) }
+			applier.OnWait = func(_ *manifest.Manifest, err error) { waited = append(waited, err) }
 			require.NoError(t, applier.Apply(context.Background(), m, payload.StateInitializing), "a Job is applied once, then waited for")
 			err = applier.Ready(context.Background(), m)
 			if tt.simulate && err != nil && !tt.wantFatal {
@@ -143,7 +144,7 @@ func TestApplierWaitsForJobs(t *testing.T) {
 }
 
 func TestApplierWaitsForADeployment(t *testing.T) {
-	web := func() *payload.Manifest {
+	web := func() *manifest.Manifest {
 		return manifestOf(map[string]any{
 			"apiVersion": "apps/v1", "kind": "Deployment",
 			"metadata": map[string]any{"name": "web", "namespace": "demo"},
@@ -164,7 +165,7 @@ func TestApplierWaitsForADeployment(t *testing.T) {
 			applier := newApplier(t, c, "test")
 			applier.Simulate = tt.simulate
 			var waited []error
-			applier.OnWait = func(_ *payload.Manifest, err error) { waited = append(waited, err) }
+			applier.OnWait = func(_ *manifest.Manifest, err error) { waited = append(waited, err) }
 			m := web()
 			require.NoError(t, applier.Apply(context.Background(), m, payload.StateInitializing))
 			assert.ErrorIs(t, applier.Ready(context.Background(), m), kube.ErrNotReady, "nothing rolled it out yet")
@@ -196,7 +197,7 @@ func TestApplierUnknownKind(t *testing.T) {
 	require.NoError(t, err)
 	var reported []error
 	applier := newApplier(t, c, "test")
-	applier.OnError = func(_ *payload.Manifest, err error) { reported = append(reported, err) }
+	applier.OnError = func(_ *manifest.Manifest, err error) { reported = append(reported, err) }
 	m := manifestOf(map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}})
 	assert.Error(t, applier.Apply(context.Background(), m, payload.StateUpdating))
 	assert.Len(t, reported, 1, "the failed attempt is reported")

@@ -22,7 +22,7 @@ type Decided struct {
 func AwaitReconcile(ctx context.Context, c *Cluster, persisted payload.Status, progress *Progress, results <-chan Decided) error {
 	const maxFailures = 5
 	if !persisted.Release.IsZero() {
-		progress.Println("persisted status: release %s, %s, completed %d time(s)", persisted.Release.Version, persisted.State, persisted.Completed)
+		progress.Println("persisted status: release %s, %s, completed %s", persisted.Release.Version, persisted.State, count(int(persisted.Completed), "time"))
 	}
 	failures := 0
 	last := persisted
@@ -45,7 +45,7 @@ func AwaitReconcile(ctx context.Context, c *Cluster, persisted payload.Status, p
 				return errors.New("too many failed applies")
 			}
 		default:
-			progress.Println("apply (%s) done: %d/%d manifests, completed %d time(s), next in %s", ran, s.Done, s.Total, s.Completed, d.RequeueAfter)
+			progress.Println("apply (%s) done: %d/%d manifests, completed %s, next in %s", ran, s.Done, s.Total, count(int(s.Completed), "time"), d.RequeueAfter)
 			if ran == payload.StateReconciling {
 				return nil
 			}

@@ -34,6 +34,7 @@ import (
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // FlakyConfigMap is the manifest the in-memory API server refuses twice.
@@ -217,7 +218,7 @@ func (c *Cluster) RunClock(ctx context.Context) (stop func()) {
 }
 
 // Present counts the manifests whose objects exist in the cluster.
-func (c *Cluster) Present(ctx context.Context, manifests []payload.Manifest) (int, error) {
+func (c *Cluster) Present(ctx context.Context, manifests []manifest.Manifest) (int, error) {
 	n := 0
 	for _, m := range manifests {
 		client, err := c.ResourceFor(&m)
@@ -263,7 +264,7 @@ func (c *Cluster) Policy(interval time.Duration) (payload.Policy, time.Duration)
 
 // Verify reports how many objects of manifests are in the cluster, and in memory checks
 // that FlakyConfigMap was accepted on the attempt after its two refusals.
-func (c *Cluster) Verify(ctx context.Context, manifests []payload.Manifest, progress *Progress) error {
+func (c *Cluster) Verify(ctx context.Context, manifests []manifest.Manifest, progress *Progress) error {
 	n, err := c.Present(ctx, manifests)
 	if err != nil {
 		return err
@@ -281,7 +282,7 @@ func (c *Cluster) Verify(ctx context.Context, manifests []payload.Manifest, prog
 }
 
 // ResourceFor returns the client of m's resource, namespaced when the resource is.
-func (c *Cluster) ResourceFor(m *payload.Manifest) (dynamic.ResourceInterface, error) {
+func (c *Cluster) ResourceFor(m *manifest.Manifest) (dynamic.ResourceInterface, error) {
 	mapping, err := c.Mapper.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 func TestMain(m *testing.M) {
@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 }
 
 // loadExample loads the example's manifests and removals.
-func loadExample(t *testing.T) (manifests, removals []payload.Manifest) {
+func loadExample(t *testing.T) (manifests, removals []manifest.Manifest) {
 	t.Helper()
 	manifests, removals, err := Load(os.DirFS("../../../payload-apply"))
 	require.NoError(t, err)

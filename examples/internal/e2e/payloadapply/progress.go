@@ -30,9 +30,17 @@ func NewProgress(out io.Writer) *Progress {
 	return &Progress{out: out, live: live}
 }
 
-// Show prints s, with level the run level being applied.
+// Show prints s, with level the run level being applied. A status that counts no
+// manifest yet says its release is loading; the run level shows only while updating,
+// the one state that applies the run levels in order.
 func (p *Progress) Show(s payload.Status, level int64) {
-	line := fmt.Sprintf("progress: %2d/%d manifests, run level %02d, %s", s.Done, s.Total, level, s.State)
+	line := fmt.Sprintf("progress: %2d/%d manifests, %s", s.Done, s.Total, s.State)
+	switch {
+	case s.Total == 0:
+		line = fmt.Sprintf("progress: loading release %s, %s", s.Release, s.State)
+	case s.State == payload.StateUpdating:
+		line += fmt.Sprintf(", run level %02d", level)
+	}
 	if s.Failure != nil {
 		line += ", failing: " + s.Failure.Reason
 	}
@@ -65,4 +73,12 @@ func (p *Progress) Events(events []converge.Event) {
 	for _, e := range events {
 		p.Println("event: %s %s: %s", e.Type, e.Reason, e.Message)
 	}
+}
+
+// count is n and noun, plural unless n is 1: "1 time", "2 times".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/graph"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // ReleaseAnnotation carries the release version on every object, so that a new release
@@ -15,7 +17,7 @@ const ReleaseAnnotation = "payload-apply.converge.dev/release"
 
 // Load loads the manifests the payload applies (directory manifests of fsys) and the
 // ones it removes (directory removed, marked release.openshift.io/delete).
-func Load(fsys fs.FS) (manifests, removals []payload.Manifest, err error) {
+func Load(fsys fs.FS) (manifests, removals []manifest.Manifest, err error) {
 	if manifests, err = loadDir(fsys, "manifests"); err != nil {
 		return nil, nil, err
 	}
@@ -25,25 +27,25 @@ func Load(fsys fs.FS) (manifests, removals []payload.Manifest, err error) {
 	return manifests, removals, nil
 }
 
-func loadDir(fsys fs.FS, dir string) ([]payload.Manifest, error) {
+func loadDir(fsys fs.FS, dir string) ([]manifest.Manifest, error) {
 	sub, err := fs.Sub(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
-	return payload.Load(sub, payload.LoadOptions{})
+	return manifest.Load(sub, manifest.Options{})
 }
 
 // ReleasePayload is the payload of a release: the manifests stamped with its version,
 // and the removals, in file order.
-func ReleasePayload(manifests, removals []payload.Manifest, release payload.Release) *payload.Payload {
+func ReleasePayload(manifests, removals []manifest.Manifest, release payload.Release) *payload.Payload {
 	all := append(StampRelease(manifests, release.Version), removals...)
-	slices.SortStableFunc(all, func(a, b payload.Manifest) int { return payload.CompareFiles(a.File, b.File) })
+	slices.SortStableFunc(all, func(a, b manifest.Manifest) int { return manifest.CompareFiles(a.File, b.File) })
 	return &payload.Payload{Release: release, Manifests: all}
 }
 
 // StampRelease returns copies of manifests annotated with the release version.
-func StampRelease(manifests []payload.Manifest, version string) []payload.Manifest {
-	stamped := make([]payload.Manifest, len(manifests))
+func StampRelease(manifests []manifest.Manifest, version string) []manifest.Manifest {
+	stamped := make([]manifest.Manifest, len(manifests))
 	for i, m := range manifests {
 		m.Object = m.Object.DeepCopy()
 		annotations := m.Object.GetAnnotations()
@@ -58,18 +60,18 @@ func StampRelease(manifests []payload.Manifest, version string) []payload.Manife
 }
 
 // PrintPlan prints the graph the worker runs while updating manifests.
-func PrintPlan(out io.Writer, manifests []payload.Manifest, format string) error {
-	graph, err := payload.BuildGraph(payload.NewTasks(manifests), payload.OrderRunLevels)
+func PrintPlan(out io.Writer, manifests []manifest.Manifest, format string) error {
+	plan, err := graph.Build(manifest.Tasks(manifests), graph.OrderRunLevels)
 	if err != nil {
 		return err
 	}
 	switch format {
 	case "text":
-		fmt.Fprint(out, graph)
+		fmt.Fprint(out, plan)
 	case "mermaid":
-		fmt.Fprint(out, graph.Mermaid())
+		fmt.Fprint(out, plan.Mermaid())
 	case "dot":
-		fmt.Fprint(out, graph.DOT())
+		fmt.Fprint(out, plan.DOT())
 	default:
 		return fmt.Errorf("unknown plan format %q (want text, mermaid or dot)", format)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/graph"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 func TestPrintPlan(t *testing.T) {
@@ -20,12 +22,12 @@ func TestPrintPlan(t *testing.T) {
 		want   []string
 	}{
 		{"text", []string{
-			"node 1: 0 manifests\n",
+			"node 1: 0 tasks\n",
 			`0000_30_config_00_migrate-job.yaml job "converge-payload-demo/schema-migrate" (13 of 30)`,
-			"node 10: 40-web, 2 manifests, after 2, 8\n", // the web Deployment depends on the api Service
+			"node 10: 40-web, 2 tasks, after 2, 8\n", // the web Deployment depends on the api Service
 		}},
-		{"mermaid", []string{"flowchart TD\n", "30-config, 1 manifests"}},
-		{"dot", []string{"digraph tasks {\n", `[ label="10-config, 4 manifests" shape="box" ];`}},
+		{"mermaid", []string{"flowchart TD\n", "30-config, 1 task"}},
+		{"dot", []string{"digraph tasks {\n", `[ label="10-config, 4 tasks" shape="box" ];`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.format, func(t *testing.T) {
@@ -48,15 +50,15 @@ func TestStampRelease(t *testing.T) {
 		assert.NotContains(t, manifests[i].Object.GetAnnotations(), ReleaseAnnotation, "the loaded manifest was changed")
 		assert.Equal(t, manifests[i].DependsOn, m.DependsOn)
 	}
-	web := stamped[slices.IndexFunc(stamped, func(m payload.Manifest) bool { return m.Ref() == "Deployment/converge-payload-demo/web" })]
-	assert.Equal(t, "Service/converge-payload-demo/api", web.Object.GetAnnotations()[payload.DependsOnAnnotation], "other annotations are kept")
+	web := stamped[slices.IndexFunc(stamped, func(m manifest.Manifest) bool { return m.Ref() == "Deployment/converge-payload-demo/web" })]
+	assert.Equal(t, "Service/converge-payload-demo/api", web.Object.GetAnnotations()[manifest.DependsOnAnnotation], "other annotations are kept")
 }
 
 func TestReleasePayloadKeepsFileOrder(t *testing.T) {
 	manifests, removals := loadExample(t)
 	p := ReleasePayload(manifests, removals, payload.Release{Version: "1.0.0"})
 	require.Len(t, p.Manifests, 31)
-	assert.True(t, slices.IsSortedFunc(p.Manifests, func(a, b payload.Manifest) int { return payload.CompareFiles(a.File, b.File) }))
-	_, err := payload.BuildGraph(payload.NewTasks(p.Manifests), payload.OrderRunLevels)
+	assert.True(t, slices.IsSortedFunc(p.Manifests, func(a, b manifest.Manifest) int { return manifest.CompareFiles(a.File, b.File) }))
+	_, err := graph.Build(manifest.Tasks(p.Manifests), graph.OrderRunLevels)
 	require.NoError(t, err)
 }

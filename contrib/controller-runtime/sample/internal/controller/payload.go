@@ -10,6 +10,7 @@ import (
 	crconverge "github.com/converge-dev/converge/contrib/controller-runtime"
 	"github.com/converge-dev/converge/contrib/controller-runtime/sample/api/v1alpha1"
 	"github.com/converge-dev/converge/payload"
+	"github.com/converge-dev/converge/payload/manifest"
 )
 
 // +kubebuilder:rbac:groups=sample.converge.dev,resources=payloads,verbs=get;list;watch
@@ -31,7 +32,7 @@ func PayloadOptions(key types.NamespacedName, releases fs.FS) crconverge.Payload
 			if err != nil {
 				return nil, err
 			}
-			manifests, err := payload.Load(dir, payload.LoadOptions{})
+			manifests, err := manifest.Load(dir, manifest.Options{})
 			if err != nil {
 				return nil, err
 			}

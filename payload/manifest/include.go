@@ -1,4 +1,4 @@
-package payload
+package manifest
 
 import (
 	"errors"
@@ -31,7 +31,7 @@ var knownFeatureSets = []string{"CustomNoUpgrade", "Default", "DevPreviewNoUpgra
 // include.release.openshift.io/<profile>, exclude.release.openshift.io/<identifier>,
 // release.openshift.io/feature-set and capability.openshift.io/name. Every rule
 // is optional; a manifest excluded by one is never applied nor counted. Plug it into
-// the worker with Config.Include: payload.Inclusion{Profile: "…"}.Include.
+// the payload worker with payload.Config.Include: manifest.Inclusion{Profile: "…"}.Include.
 type Inclusion struct {
 	// ExcludeIdentifier, when set, excludes manifests annotated
 	// exclude.release.openshift.io/<ExcludeIdentifier>: "true".
@@ -59,7 +59,7 @@ type Inclusion struct {
 // a rule is set.
 func (in Inclusion) Include(m *Manifest) error {
 	if m == nil || m.Object == nil {
-		return input.Invalidf("payload", "manifest", "nil, or without an object")
+		return input.Invalidf("manifest", "manifest", "nil, or without an object")
 	}
 	if in.ExcludeIdentifier == "" && in.Profile == "" && !in.CheckFeatureSet && in.KnownCapabilities == nil {
 		return nil

@@ -1,4 +1,4 @@
-package payload
+package graph
 
 import "math/rand/v2"
 
@@ -7,6 +7,7 @@ import "math/rand/v2"
 // means the tasks cannot be broken up.
 type breakFunc func(tasks []*Task) [][]*taskNode
 
+// runKey is the run level and component of a task; ok is false when it has none.
 type runKey struct {
 	level     int
 	component string
@@ -14,8 +15,11 @@ type runKey struct {
 }
 
 func runKeyOf(t *Task) runKey {
-	level, component, ok := ParseRunLevel(t.file())
-	return runKey{level: level, component: component, ok: ok}
+	p := t.place()
+	if p.Component == "" {
+		return runKey{}
+	}
+	return runKey{level: p.RunLevel, component: p.Component, ok: true}
 }
 
 func newNode(tasks []*Task, key runKey) *taskNode {

@@ -1,4 +1,4 @@
-package payload
+package manifest
 
 import (
 	"bytes"
@@ -123,7 +123,7 @@ func FuzzDecodeBlock(f *testing.F) {
 	for _, tt := range blockDocuments {
 		f.Add([]byte(tt.doc))
 	}
-	files, err := filepath.Glob(filepath.Join("..", "examples", "payload-apply", "*", "*.yaml"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "payload-apply", "*", "*.yaml"))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func BenchmarkLoadLargeManifest(b *testing.B) {
 			b.ReportAllocs()
 			bytes := allocated(func() {
 				for b.Loop() {
-					if manifests, err := Load(fsys, LoadOptions{MaxManifestBytes: 64 << 20}); err != nil || len(manifests) != 1 {
+					if manifests, err := Load(fsys, Options{MaxManifestBytes: 64 << 20}); err != nil || len(manifests) != 1 {
 						b.Fatal(err)
 					}
 				}
@@ -210,7 +210,7 @@ func TestLoadAllocatesAtMostSixTimesTheDocument(t *testing.T) {
 			var manifests []Manifest
 			bytes := allocated(func() {
 				var err error
-				manifests, err = Load(fsys, LoadOptions{MaxManifestBytes: 64 << 20})
+				manifests, err = Load(fsys, Options{MaxManifestBytes: 64 << 20})
 				require.NoError(t, err)
 			})
 			require.Len(t, manifests, 1)
@@ -227,7 +227,7 @@ func TestLoadRefusesALargeManifestEarlyByDefault(t *testing.T) {
 		t.Run(shape, func(t *testing.T) {
 			var read int64
 			fsys := countingFS{FS: fstest.MapFS{"0000_10_a_large.yaml": {Data: largeManifest(shape, 16<<20)}}, read: &read}
-			_, err := Load(fsys, LoadOptions{})
+			_, err := Load(fsys, Options{})
 			assert.ErrorContains(t, err, fmt.Sprintf("larger than the limit of %d bytes", defaultMaxManifestBytes))
 			assert.LessOrEqual(t, read, int64(defaultMaxManifestBytes+8192), "read no more than the limit and a buffer")
 		})

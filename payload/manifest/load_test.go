@@ -1,4 +1,4 @@
-package payload
+package manifest
 
 import (
 	"errors"
@@ -71,7 +71,7 @@ metadata:
 		"README.md":            {Data: []byte("not a manifest")},
 		"sub/0000_01_x_y.yaml": {Data: []byte("ignored: true")},
 	}
-	manifests, err := Load(fsys, LoadOptions{})
+	manifests, err := Load(fsys, Options{})
 	require.NoError(t, err)
 	require.Len(t, manifests, 3)
 
@@ -105,24 +105,24 @@ func TestLoadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load(fstest.MapFS{"0000_10_a_x.yaml": {Data: []byte(tt.data)}}, LoadOptions{})
+			_, err := Load(fstest.MapFS{"0000_10_a_x.yaml": {Data: []byte(tt.data)}}, Options{})
 			require.ErrorIs(t, err, converge.ErrInvalid)
-			var mErr *ManifestError
+			var mErr *LoadError
 			require.ErrorAs(t, err, &mErr)
 			assert.Equal(t, "0000_10_a_x.yaml", mErr.File)
 			assert.Equal(t, tt.document, mErr.Document)
-			assert.Contains(t, err.Error(), `payload: file "0000_10_a_x.yaml" document`)
+			assert.Contains(t, err.Error(), `manifest: file "0000_10_a_x.yaml" document`)
 			assert.Contains(t, err.Error(), tt.contains)
 		})
 	}
-	_, err := Load(nil, LoadOptions{})
+	_, err := Load(nil, Options{})
 	require.ErrorIs(t, err, converge.ErrInvalid)
-	_, err = Load(fstest.MapFS{}, LoadOptions{MaxManifestBytes: -1})
+	_, err = Load(fstest.MapFS{}, Options{MaxManifestBytes: -1})
 	require.ErrorIs(t, err, converge.ErrInvalid)
 }
 
 func TestLoadMarksManifestsForDeletion(t *testing.T) {
-	manifests, err := Load(fstest.MapFS{"0000_10_a_x.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: a\n  annotations:\n    release.openshift.io/delete: \"true\"\n")}}, LoadOptions{})
+	manifests, err := Load(fstest.MapFS{"0000_10_a_x.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: a\n  annotations:\n    release.openshift.io/delete: \"true\"\n")}}, Options{})
 	require.NoError(t, err)
 	require.Len(t, manifests, 1)
 	assert.True(t, manifests[0].Delete)
@@ -167,8 +167,8 @@ func TestLoadRefusesAManifestOverTheLimitWithoutReadingItAll(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var read int64
-			_, err := Load(endlessFS{read: &read}, LoadOptions{MaxManifestBytes: tt.limit})
-			var mErr *ManifestError
+			_, err := Load(endlessFS{read: &read}, Options{MaxManifestBytes: tt.limit})
+			var mErr *LoadError
 			require.ErrorAs(t, err, &mErr)
 			assert.Equal(t, "0000_10_a_big.yaml", mErr.File)
 			assert.Equal(t, 1, mErr.Document)

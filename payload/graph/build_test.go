@@ -1,4 +1,4 @@
-package payload
+package graph
 
 import (
 	"testing"
@@ -60,9 +60,10 @@ func TestSplit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := &Graph{nodes: tt.nodes}
-			require.NoError(t, g.split(splitOnJobs))
+			require.NoError(t, g.split(isBarrier))
 			assert.Equal(t, tt.want, view(g.nodes))
 			require.NoError(t, g.check())
+			require.NoError(t, matchEdges(g))
 		})
 	}
 }
@@ -147,7 +148,7 @@ func TestSplitAndParallelize(t *testing.T) {
 }
 
 func TestAddDependencies(t *testing.T) {
-	ns := newTask("0000_10_a_ns", nsGVKForTest)
+	ns := newTask("0000_10_a_ns", "Namespace")
 	var cycle *CycleError
 	var unknown *UnknownDependencyError
 	tests := []struct {
@@ -159,7 +160,7 @@ func TestAddDependencies(t *testing.T) {
 	}{
 		{
 			name:    "a dependency across parallel nodes adds an edge",
-			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Pod/0000_10_b_0"), pod("0000_10_b_0")},
+			tasks:   []*Task{newTask("0000_10_a_0", "Pod", "Pod/0000_10_b_0"), pod("0000_10_b_0")},
 			breakFn: byNumberAndComponent,
 			want: []nodeView{
 				{out: []int{1, 2}},
@@ -169,7 +170,7 @@ func TestAddDependencies(t *testing.T) {
 		},
 		{
 			name:    "a dependency the run levels honour adds nothing",
-			tasks:   []*Task{ns, pod("0000_20_b_0"), newTask("0000_20_c_0", podGVK, "Namespace/0000_10_a_ns")},
+			tasks:   []*Task{ns, pod("0000_20_b_0"), newTask("0000_20_c_0", "Pod", "Namespace/0000_10_a_ns")},
 			breakFn: byNumberAndComponent,
 			want: []nodeView{
 				{out: []int{1}},
@@ -180,25 +181,25 @@ func TestAddDependencies(t *testing.T) {
 		},
 		{
 			name:    "unknown dependency",
-			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Pod/missing"), pod("0000_10_b_0")},
+			tasks:   []*Task{newTask("0000_10_a_0", "Pod", "Pod/missing"), pod("0000_10_b_0")},
 			breakFn: byNumberAndComponent,
 			wantErr: &unknown,
 		},
 		{
 			name:    "a dependency on a later task of the same node is a cycle",
-			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Pod/0000_10_a_1"), pod("0000_10_a_1")},
+			tasks:   []*Task{newTask("0000_10_a_0", "Pod", "Pod/0000_10_a_1"), pod("0000_10_a_1")},
 			breakFn: byNumberAndComponent,
 			wantErr: &cycle,
 		},
 		{
 			name:    "a dependency against the run-level order is a cycle",
-			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Namespace/0000_20_b_ns"), pod("0000_10_c_0"), newTask("0000_20_b_ns", nsGVKForTest)},
+			tasks:   []*Task{newTask("0000_10_a_0", "Pod", "Namespace/0000_20_b_ns"), pod("0000_10_c_0"), newTask("0000_20_b_ns", "Namespace")},
 			breakFn: byNumberAndComponent,
 			wantErr: &cycle,
 		},
 		{
 			name:    "the same dependency is an edge when flattened",
-			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Namespace/0000_20_b_ns"), pod("0000_10_c_0"), newTask("0000_20_b_ns", nsGVKForTest)},
+			tasks:   []*Task{newTask("0000_10_a_0", "Pod", "Namespace/0000_20_b_ns"), pod("0000_10_c_0"), newTask("0000_20_b_ns", "Namespace")},
 			breakFn: flattenByNumberAndComponent,
 			want: []nodeView{
 				{out: []int{1, 2, 3}},
@@ -209,7 +210,7 @@ func TestAddDependencies(t *testing.T) {
 		},
 		{
 			name:    "two tasks depending on each other",
-			tasks:   []*Task{newTask("0000_10_a_0", podGVK, "Pod/0000_10_b_0"), newTask("0000_10_b_0", podGVK, "Pod/0000_10_a_0")},
+			tasks:   []*Task{newTask("0000_10_a_0", "Pod", "Pod/0000_10_b_0"), newTask("0000_10_b_0", "Pod", "Pod/0000_10_a_0")},
 			breakFn: flattenByNumberAndComponent,
 			wantErr: &cycle,
 		},
@@ -227,63 +228,7 @@ func TestAddDependencies(t *testing.T) {
 				assert.Equal(t, tt.want, view(g.nodes))
 			}
 			require.NoError(t, g.check())
-		})
-	}
-}
-
-var nsGVKForTest = schemaGVK("", "v1", "Namespace")
-
-func TestValidate(t *testing.T) {
-	tests := []struct {
-		name  string
-		nodes []*taskNode
-	}{
-		{name: "nil node", nodes: []*taskNode{nil}},
-		{name: "edge to a missing node", nodes: []*taskNode{{out: []int{3}}}},
-		{name: "edge from a missing node", nodes: []*taskNode{{in: []int{-1}}}},
-		{name: "In without Out", nodes: []*taskNode{{}, {in: []int{0}}}},
-		{name: "In and Out disagree", nodes: []*taskNode{{out: []int{2}}, {}, {in: []int{1}}}},
-		{name: "cycle", nodes: []*taskNode{{in: []int{1}, out: []int{1}}, {in: []int{0}, out: []int{0}}}},
-		{
-			name:  "In names other predecessors with the same count and index sum",
-			nodes: []*taskNode{{out: []int{2}}, {}, {in: []int{1, 3}}, {}, {out: []int{2}}},
-		},
-		{
-			name:  "In repeats a predecessor another Out edge stands for",
-			nodes: []*taskNode{{out: []int{3, 3}}, {}, {out: []int{3}}, {in: []int{1, 1, 0}}},
-		},
-		{name: "In misses a repeated Out edge", nodes: []*taskNode{{out: []int{1, 1}}, {in: []int{0}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.ErrorIs(t, (&Graph{nodes: tt.nodes}).check(), converge.ErrInvalid)
-		})
-	}
-	var cycle *CycleError
-	require.ErrorAs(t, (&Graph{nodes: []*taskNode{{out: []int{1}}, {in: []int{0, 2}, out: []int{2}}, {in: []int{1}, out: []int{1}}}}).check(), &cycle)
-	assert.Len(t, cycle.Tasks, 2, "the cycle names its two nodes")
-	require.ErrorIs(t, (*Graph)(nil).check(), converge.ErrInvalid)
-}
-
-func TestValidateMismatchNamesTheRealPredecessors(t *testing.T) {
-	err := (&Graph{nodes: []*taskNode{{out: []int{2}}, {}, {in: []int{1, 3}}, {}, {out: []int{2}}}}).check()
-	require.ErrorIs(t, err, converge.ErrInvalid)
-	assert.EqualError(t, err, "payload: invalid graph: node 2: In [1 3] does not match the nodes whose Out point at it [0 4]")
-}
-
-func TestValidateAcceptsMatchingEdges(t *testing.T) {
-	tests := []struct {
-		name  string
-		nodes []*taskNode
-	}{
-		{name: "empty", nodes: nil},
-		{name: "In in another order than the Out edges", nodes: []*taskNode{{out: []int{3}}, {out: []int{3}}, {out: []int{3}}, {in: []int{2, 0, 1}}}},
-		{name: "a repeated edge on both sides", nodes: []*taskNode{{out: []int{2, 2}}, {out: []int{2}}, {in: []int{0, 1, 0}}}},
-		{name: "diamond", nodes: []*taskNode{{out: []int{2, 1}}, {in: []int{0}, out: []int{3}}, {in: []int{0}, out: []int{3}}, {in: []int{2, 1}}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			require.NoError(t, (&Graph{nodes: tt.nodes}).check())
+			require.NoError(t, matchEdges(g))
 		})
 	}
 }
@@ -295,17 +240,17 @@ func TestSplitAndParallelizeRejectBadGraphs(t *testing.T) {
 	}{
 		{name: "nil node", nodes: []*taskNode{{tasks: pods("0000_10_a_0")}, nil}},
 		{name: "nil task", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), nil, job("j"), pod("0000_10_b_0")}}}},
-		{name: "task without manifest", nodes: []*taskNode{{tasks: []*Task{job("j"), {}}}}},
+		{name: "task without an item", nodes: []*taskNode{{tasks: []*Task{job("j"), {}}}}},
+		{name: "task with a typed nil item", nodes: []*taskNode{{tasks: []*Task{job("j"), {Item: (*item)(nil)}}}}},
 		{name: "edge to a missing node", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), job("j"), pod("0000_10_b_0")}, out: []int{5}}}},
 		{name: "edge from a missing node", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), job("j"), pod("0000_10_b_0")}, in: []int{-2}}}},
-		{name: "In and Out disagree", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), job("j")}, out: []int{1}}, {tasks: pods("0000_10_b_0", "0000_10_c_0")}}},
 		{name: "cycle", nodes: []*taskNode{{tasks: []*Task{pod("0000_10_a_0"), job("j")}, in: []int{1}, out: []int{1}}, {tasks: pods("0000_10_b_0", "0000_10_c_0"), in: []int{0}, out: []int{0}}}},
 	}
 	ops := []struct {
 		name string
 		run  func(*Graph) error
 	}{
-		{name: "Split", run: func(g *Graph) error { return g.split(splitOnJobs) }},
+		{name: "Split", run: func(g *Graph) error { return g.split(isBarrier) }},
 		{name: "Parallelize by number", run: func(g *Graph) error { return g.parallelize(byNumberAndComponent) }},
 		{name: "Parallelize flattened", run: func(g *Graph) error { return g.parallelize(flattenByNumberAndComponent) }},
 	}
@@ -332,51 +277,13 @@ func TestSplitAndParallelizeRejectBadFunctions(t *testing.T) {
 	assert.Equal(t, []nodeView{{Files: []string{"0000_10_a_0", "0000_10_b_0"}}}, view(g.nodes), "the graph is left as it was")
 }
 
-func TestBuildGraphRejectsTasksWithoutManifest(t *testing.T) {
-	_, err := buildGraph([]*Task{pod("a"), {}}, byNumberAndComponent)
-	require.ErrorIs(t, err, converge.ErrInvalid)
-}
-
-func TestPrinting(t *testing.T) {
-	tasks := pods("0000_10_a_0", "0000_10_b_0", "0000_20_a_0")
-	for i, task := range tasks {
-		task.Index, task.Total = i+1, len(tasks)
+func TestBuildRejectsTasksWithoutAnItem(t *testing.T) {
+	for _, order := range []Order{OrderRunLevels, OrderParallel, OrderSerial} {
+		for _, tasks := range [][]*Task{{pod("a"), {}}, {pod("a"), nil}, {pod("a"), {Item: (*item)(nil)}}} {
+			_, err := Build(tasks, order)
+			require.ErrorIs(t, err, converge.ErrInvalid)
+		}
 	}
-	g, err := buildGraph(tasks, byNumberAndComponent)
-	require.NoError(t, err)
-
-	assert.Equal(t, `node 0: 0 manifests
-node 1: 10-a, 1 manifests, after 0
-  0000_10_a_0 pod "0000_10_a_0" (1 of 3)
-node 2: 10-b, 1 manifests, after 0
-  0000_10_b_0 pod "0000_10_b_0" (2 of 3)
-node 3: 20-a, 1 manifests, after 1, 2
-  0000_20_a_0 pod "0000_20_a_0" (3 of 3)
-`, g.String())
-
-	assert.Equal(t, `flowchart TD
-  n0["0 manifests"]
-  n1["10-a, 1 manifests"]
-  n2["10-b, 1 manifests"]
-  n3["20-a, 1 manifests"]
-  n0 --> n1
-  n0 --> n2
-  n1 --> n3
-  n2 --> n3
-`, g.Mermaid())
-
-	assert.Equal(t, `digraph tasks {
-  labelloc=t;
-  rankdir=TB;
-  0 [ label="0 manifests" shape="box" ];
-  1 [ label="10-a, 1 manifests" shape="box" ];
-  2 [ label="10-b, 1 manifests" shape="box" ];
-  3 [ label="20-a, 1 manifests" shape="box" ];
-  0 -> 1;
-  0 -> 2;
-  1 -> 3;
-  2 -> 3;
-}
-`, g.DOT())
-	assert.Len(t, g.nodes, 4)
+	_, err := BuildShuffled([]*Task{pod("a"), nil}, 3)
+	require.ErrorIs(t, err, converge.ErrInvalid)
 }

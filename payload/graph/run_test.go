@@ -1,4 +1,4 @@
-package payload
+package graph
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func (r *recorder) run(ctx context.Context, tasks []*Task, behave func(ctx conte
 		r.mu.Unlock()
 	}
 	for _, t := range tasks {
-		name := t.Manifest.File
+		name := fileOf(t)
 		r.mu.Lock()
 		r.started = append(r.started, name)
 		r.mu.Unlock()
@@ -61,16 +61,16 @@ func (r *recorder) checkOrder(t *testing.T, g *Graph) {
 		if len(n.tasks) == 0 {
 			continue
 		}
-		first := n.tasks[0].Manifest.File
+		first := fileOf(n.tasks[0])
 		startSeq, ok := r.ended[first]
 		if !ok {
 			continue
 		}
 		for _, ancestor := range ancestors(g, n) {
 			for _, pt := range ancestor.tasks {
-				endSeq, ran := r.ended[pt.Manifest.File]
-				require.True(t, ran, "%s ran before its dependency %s", first, pt.Manifest.File)
-				require.Less(t, endSeq, startSeq, "%s ended after %s", pt.Manifest.File, first)
+				endSeq, ran := r.ended[fileOf(pt)]
+				require.True(t, ran, "%s ran before its dependency %s", first, fileOf(pt))
+				require.Less(t, endSeq, startSeq, "%s ended after %s", fileOf(pt), first)
 			}
 		}
 	}
@@ -262,7 +262,7 @@ func TestRunGraph(t *testing.T) {
 				cancel()
 			}
 			rec := &recorder{}
-			errs := RunGraph(ctx, g, RunOptions{Workers: tt.workers}, func(ctx context.Context, tasks []*Task) error {
+			errs := Run(ctx, g, Options{Workers: tt.workers}, func(ctx context.Context, tasks []*Task) error {
 				return rec.run(ctx, tasks, func(ctx context.Context, name string) error {
 					if tt.behave == nil {
 						return nil
@@ -284,7 +284,8 @@ func TestRunGraph(t *testing.T) {
 					require.ErrorAs(t, errs[i], &got)
 					assert.Equal(t, incomplete.Count, got.Count)
 					require.NotNil(t, got.First)
-					assert.Contains(t, got.Error(), "incomplete task nodes, beginning with pod")
+					assert.Contains(t, got.Error(), "incomplete task node")
+					assert.Contains(t, got.Error(), ", beginning with pod")
 					continue
 				}
 				assert.ErrorIs(t, errs[i], want)
@@ -298,9 +299,9 @@ func TestRunGraphIncompleteNamesFirstNodeWithTasks(t *testing.T) {
 	cancel()
 	g := &Graph{nodes: []*taskNode{{out: []int{1}}, {tasks: pods("first", "second"), in: []int{0}}}}
 	g.nodes[1].tasks[0].Index, g.nodes[1].tasks[0].Total = 4, 9
-	errs := RunGraph(ctx, g, RunOptions{Workers: 1}, func(context.Context, []*Task) error { return nil })
+	errs := Run(ctx, g, Options{Workers: 1}, func(context.Context, []*Task) error { return nil })
 	require.Len(t, errs, 2)
-	assert.EqualError(t, errs[0], `payload: 2 incomplete task nodes, beginning with pod "first" (4 of 9)`)
+	assert.EqualError(t, errs[0], `graph: 2 incomplete task nodes, beginning with pod "first" (4 of 9)`)
 	assert.ErrorIs(t, errs[1], context.Canceled)
 }
 
@@ -309,13 +310,13 @@ func TestRunGraphCancelAfterAFailureNamesTheIncompleteNodes(t *testing.T) {
 	defer cancel()
 	g := &Graph{nodes: []*taskNode{{tasks: pods("first"), out: []int{1}}, {out: []int{2}, in: []int{0}}, {tasks: pods("second"), in: []int{1}}}}
 	g.nodes[2].tasks[0].Index, g.nodes[2].tasks[0].Total = 2, 2
-	errs := RunGraph(ctx, g, RunOptions{Workers: 1}, func(ctx context.Context, _ []*Task) error {
+	errs := Run(ctx, g, Options{Workers: 1}, func(ctx context.Context, _ []*Task) error {
 		cancel()
 		return fmt.Errorf("apply interrupted: %w", ctx.Err())
 	})
 	require.Len(t, errs, 3, "errors: %v", errs)
 	assert.EqualError(t, errs[0], "apply interrupted: context canceled")
-	assert.EqualError(t, errs[1], `payload: 2 incomplete task nodes, beginning with pod "second" (2 of 2)`)
+	assert.EqualError(t, errs[1], `graph: 2 incomplete task nodes, beginning with pod "second" (2 of 2)`)
 	assert.Equal(t, context.Canceled, errs[2])
 }
 
@@ -326,7 +327,7 @@ func TestRunGraphPanicBecomesNodeError(t *testing.T) {
 		{tasks: pods("after"), in: []int{0}},
 	}}
 	rec := &recorder{}
-	errs := RunGraph(context.Background(), g, RunOptions{Workers: 2}, func(ctx context.Context, tasks []*Task) error {
+	errs := Run(context.Background(), g, Options{Workers: 2}, func(ctx context.Context, tasks []*Task) error {
 		return rec.run(ctx, tasks, func(_ context.Context, name string) error {
 			if name == "boom" {
 				panic("kaboom")
@@ -337,10 +338,10 @@ func TestRunGraphPanicBecomesNodeError(t *testing.T) {
 	require.Len(t, errs, 1)
 	var p *PanicError
 	require.ErrorAs(t, errs[0], &p)
-	assert.Equal(t, "boom", p.Task.Manifest.File)
+	assert.Equal(t, "boom", fileOf(p.Task))
 	assert.Equal(t, "kaboom", p.Value)
 	assert.NotEmpty(t, p.Stack)
-	assert.EqualError(t, p, `payload: applying pod "boom" (1 of 1) panicked: kaboom`)
+	assert.EqualError(t, p, `graph: running pod "boom" (1 of 1) panicked: kaboom`)
 	assert.ElementsMatch(t, []string{"boom", "fine"}, rec.started)
 }
 
@@ -358,7 +359,7 @@ func TestRunGraphSurvivesGoexit(t *testing.T) {
 				{tasks: pods("last")},
 			}}
 			rec := &recorder{}
-			errs := RunGraph(context.Background(), g, RunOptions{Workers: workers}, func(ctx context.Context, tasks []*Task) error {
+			errs := Run(context.Background(), g, Options{Workers: workers}, func(ctx context.Context, tasks []*Task) error {
 				return rec.run(ctx, tasks, func(_ context.Context, name string) error {
 					if strings.HasPrefix(name, "exits") {
 						runtime.Goexit()
@@ -370,8 +371,8 @@ func TestRunGraphSurvivesGoexit(t *testing.T) {
 			for i, name := range []string{"exits", "exits-too"} {
 				var p *PanicError
 				require.ErrorAs(t, errs[i], &p)
-				assert.Equal(t, name, p.Task.Manifest.File)
-				assert.EqualError(t, p, fmt.Sprintf(`payload: applying pod %q (1 of 1) called runtime.Goexit`, name))
+				assert.Equal(t, name, fileOf(p.Task))
+				assert.EqualError(t, p, fmt.Sprintf(`graph: running pod %q (1 of 1) called runtime.Goexit`, name))
 			}
 			assert.ElementsMatch(t, []string{"exits", "fine", "exits-too", "last"}, rec.started, "the dependent of a failed node never runs")
 		})
@@ -395,13 +396,13 @@ func TestRunGraphRejectsBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			errs := RunGraph(tt.ctx, tt.graph, RunOptions{Workers: 2}, tt.fn)
+			errs := Run(tt.ctx, tt.graph, Options{Workers: 2}, tt.fn)
 			require.Len(t, errs, 1)
 			assert.ErrorIs(t, errs[0], converge.ErrInvalid)
 			assert.False(t, called)
 		})
 	}
-	assert.Nil(t, RunGraph(context.Background(), &Graph{}, RunOptions{Workers: 2}, fn), "an empty graph has nothing to do")
+	assert.Nil(t, Run(context.Background(), &Graph{}, Options{Workers: 2}, fn), "an empty graph has nothing to do")
 }
 
 func TestRunGraphUsesExactlyWorkers(t *testing.T) {
@@ -413,7 +414,7 @@ func TestRunGraphUsesExactlyWorkers(t *testing.T) {
 		var mu sync.Mutex
 		running, peak := 0, 0
 		full := make(chan struct{})
-		errs := RunGraph(context.Background(), &Graph{nodes: nodes}, RunOptions{Workers: workers}, func(context.Context, []*Task) error {
+		errs := Run(context.Background(), &Graph{nodes: nodes}, Options{Workers: workers}, func(context.Context, []*Task) error {
 			mu.Lock()
 			running++
 			if running > peak {
@@ -444,8 +445,8 @@ func TestRunGraphWaitsForInFlightNodesAfterCancel(t *testing.T) {
 	finished.Add(1)
 	blockerDone := false
 	g := &Graph{nodes: []*taskNode{{tasks: pods("blocker")}, {tasks: pods("canceller"), out: []int{2}}, {tasks: pods("never"), in: []int{1}}}}
-	errs := RunGraph(ctx, g, RunOptions{Workers: 2}, func(ctx context.Context, tasks []*Task) error {
-		switch tasks[0].Manifest.File {
+	errs := Run(ctx, g, Options{Workers: 2}, func(ctx context.Context, tasks []*Task) error {
+		switch fileOf(tasks[0]) {
 		case "blocker":
 			<-ctx.Done()
 			blockerDone = true
@@ -455,10 +456,10 @@ func TestRunGraphWaitsForInFlightNodesAfterCancel(t *testing.T) {
 		}
 		return nil
 	})
-	assert.True(t, blockerDone, "RunGraph returned before an in-flight node finished")
+	assert.True(t, blockerDone, "Run returned before an in-flight node finished")
 	require.Len(t, errs, 3, "errors: %v", errs)
 	assert.ErrorIs(t, errs[0], context.Canceled, "the blocker's own error")
-	assert.EqualError(t, errs[1], `payload: 1 incomplete task nodes, beginning with pod "never" (1 of 1)`)
+	assert.EqualError(t, errs[1], `graph: 1 incomplete task node, beginning with pod "never" (1 of 1)`)
 	assert.ErrorIs(t, errs[2], context.Canceled)
 }
 
@@ -480,7 +481,7 @@ func TestRunGraphCriticalPathFirst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		rec := &recorder{}
-		errs := RunGraph(context.Background(), g, RunOptions{Workers: 1, Priority: tt.priority}, func(ctx context.Context, tasks []*Task) error {
+		errs := Run(context.Background(), g, Options{Workers: 1, Priority: tt.priority}, func(ctx context.Context, tasks []*Task) error {
 			return rec.run(ctx, tasks, nil)
 		})
 		assert.Empty(t, errs)
@@ -492,7 +493,7 @@ func TestRunGraphAllocationsDoNotGrowWithNodes(t *testing.T) {
 	noop := func(context.Context, []*Task) error { return nil }
 	allocs := func(g *Graph) float64 {
 		return testing.AllocsPerRun(20, func() {
-			if errs := RunGraph(context.Background(), g, RunOptions{Workers: 2}, noop); errs != nil {
+			if errs := Run(context.Background(), g, Options{Workers: 2}, noop); errs != nil {
 				t.Fatal(errs)
 			}
 		})

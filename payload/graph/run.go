@@ -1,4 +1,4 @@
-package payload
+package graph
 
 import (
 	"context"
@@ -23,7 +23,11 @@ type IncompleteError struct {
 
 // Error implements error.
 func (e *IncompleteError) Error() string {
-	return fmt.Sprintf("payload: %d incomplete task nodes, beginning with %s", e.Count, e.First)
+	nodes := "nodes"
+	if e.Count == 1 {
+		nodes = "node"
+	}
+	return fmt.Sprintf("graph: %d incomplete task %s, beginning with %s", e.Count, nodes, e.First)
 }
 
 // PanicError is the error of a task node whose function panicked or called
@@ -40,9 +44,9 @@ type PanicError struct {
 // Error implements error.
 func (e *PanicError) Error() string {
 	if e.Value == errGoexit {
-		return fmt.Sprintf("payload: applying %s called runtime.Goexit", e.Task)
+		return fmt.Sprintf("graph: running %s called runtime.Goexit", e.Task)
 	}
-	return fmt.Sprintf("payload: applying %s panicked: %v", e.Task, e.Value)
+	return fmt.Sprintf("graph: running %s panicked: %v", e.Task, e.Value)
 }
 
 // errGoexit is the Value of a PanicError about runtime.Goexit.
@@ -54,46 +58,47 @@ type Priority int
 const (
 	// LowestIndexFirst is the cluster-version operator's order: a dispatcher keeps up
 	// to Workers nodes queued ahead of the workers, each time taking the ready node
-	// that comes first in the payload, and the workers start the queued nodes in the
+	// that comes first in the input, and the workers start the queued nodes in the
 	// order they were queued. A node that becomes ready while the queue is full
 	// therefore starts after the nodes queued before it, even when it comes first in
-	// the payload: with one worker, y and z ready and x waiting on y, the order is
-	// y, z, x. It is how the Worker updates and reconciles.
+	// the input: with one worker, y and z ready and x waiting on y, the order is
+	// y, z, x. It is how the payload worker updates and reconciles.
 	LowestIndexFirst Priority = iota
 	// CriticalPathFirst starts the ready node with the most tasks left on its longest
-	// path first (payload order on ties), when a worker is free, which keeps the wall
+	// path first (input order on ties), when a worker is free, which keeps the wall
 	// time near the critical path when the pool is smaller than the graph is wide. It
-	// is how the Worker initializes.
+	// is how the payload worker initializes.
 	CriticalPathFirst
 )
 
-// RunOptions configures RunGraph.
-type RunOptions struct {
+// Options configures Run.
+type Options struct {
 	// Workers is the number of goroutines; fewer than 1 means 1.
 	Workers int
 	// Priority orders ready nodes (default LowestIndexFirst).
 	Priority Priority
 }
 
-// RunGraph runs graph with exactly opts.Workers goroutines, calling fn with the tasks of
+// Run runs graph with exactly opts.Workers goroutines, calling fn with the tasks of
 // every group once all the groups it depends on have succeeded. When fn fails, panics
 // or calls runtime.Goexit (a *PanicError), the group's dependents never run while
 // independent groups go on.
 //
-// RunGraph returns the errors of the failed groups in payload order. When ctx ended
+// Run returns the errors of the failed groups in input order. When ctx ended
 // before the run was over and groups did not run, these are followed by an
 // *IncompleteError ("N incomplete task nodes, beginning with …") and ctx's error, also
 // when groups failed (in-flight tasks usually fail on a cancel). A run that is over,
 // every group having run or waiting on a failed one, returns only the group errors, as
 // in the cluster-version operator. A nil ctx, graph or fn is a single error wrapping
-// ErrInvalid and nothing runs. RunGraph returns only after every goroutine it started
-// has returned; in-flight groups are waited for, without spinning, after ctx ends.
+// converge.ErrInvalid and nothing runs. Run returns only after every goroutine it
+// started has returned; in-flight groups are waited for, without spinning, after ctx
+// ends.
 //
-// Scheduling is a ready queue over the graph BuildGraph validated: the cost is a heap
+// Scheduling is a ready queue over the graph Build validated: the cost is a heap
 // operation per group plus its edges, with a constant number of allocations per run.
-func RunGraph(ctx context.Context, graph *Graph, opts RunOptions, fn func(ctx context.Context, tasks []*Task) error) []error {
+func Run(ctx context.Context, graph *Graph, opts Options, fn func(ctx context.Context, tasks []*Task) error) []error {
 	if ctx == nil || graph == nil || fn == nil {
-		return []error{input.Invalidf("payload", "RunGraph arguments", "it needs a context, a graph and a function")}
+		return []error{input.Invalidf("graph", "Run arguments", "it needs a context, a graph and a function")}
 	}
 	n := len(graph.nodes)
 	if n == 0 {
@@ -129,110 +134,7 @@ func RunGraph(ctx context.Context, graph *Graph, opts RunOptions, fn func(ctx co
 	return r.result(ctx)
 }
 
-// criticalPathKeys gives every node a heap key that sorts by the number of tasks on
-// its longest path to a leaf, descending, then by index; order is topological.
-func criticalPathKeys(g *Graph, order []int32) []int64 {
-	key := make([]int64, len(g.nodes))
-	for k := len(order) - 1; k >= 0; k-- {
-		i := order[k]
-		longest := int64(0)
-		for _, o := range g.nodes[i].out {
-			longest = max(longest, key[o])
-		}
-		key[i] = longest + int64(len(g.nodes[i].tasks))
-	}
-	for i := range key {
-		key[i] = -key[i]<<32 | int64(i)
-	}
-	return key
-}
-
-// nodeError is the error of the node at index node.
-type nodeError struct {
-	node int32
-	err  error
-}
-
-// schedule is RunGraph's order, without goroutines: which node a free worker starts
-// next (next), and what a finished node makes ready (finish). RunGraph calls it under
-// its lock; the schedule benchmarks drive it in simulated time.
-type schedule struct {
-	graph *Graph
-	// remaining counts the unfinished predecessors of a node; -1 once the node started.
-	remaining []int32
-	ready     readyHeap
-	// queue holds, for LowestIndexFirst, the nodes dispatched ahead of the workers, in
-	// order: queue[head:] wait, at most ahead of them.
-	queue []int32
-	head  int
-	ahead int
-	errs  []nodeError
-}
-
-// init prepares a run of the sealed graph g.
-func (s *schedule) init(g *Graph, opts RunOptions) {
-	n := len(g.nodes)
-	s.graph = g
-	s.remaining = slices.Clone(g.indegree)
-	s.ready = readyHeap{ids: make([]int32, 0, n), roots: g.roots}
-	if opts.Priority == CriticalPathFirst {
-		s.ready.key, s.ready.roots = g.critical, g.criticalRoots
-		return
-	}
-	s.ahead = max(opts.Workers, 1)
-	s.queue = make([]int32, 0, n)
-	s.dispatch()
-}
-
-// dispatch queues ready nodes, lowest index first, until ahead of them wait.
-func (s *schedule) dispatch() {
-	for len(s.queue)-s.head < s.ahead && s.ready.len() > 0 {
-		s.queue = append(s.queue, s.ready.pop())
-	}
-}
-
-// next returns the node a free worker starts now; false when none is ready.
-func (s *schedule) next() (int32, bool) {
-	var k int32
-	switch {
-	case s.ahead > 0 && s.head < len(s.queue):
-		k = s.queue[s.head]
-		s.head++
-		s.dispatch()
-	case s.ahead == 0 && s.ready.len() > 0:
-		k = s.ready.pop()
-	default:
-		return 0, false
-	}
-	s.remaining[k] = -1
-	return k, true
-}
-
-// startable counts the nodes next can return now.
-func (s *schedule) startable() int {
-	if s.ahead > 0 {
-		return len(s.queue) - s.head
-	}
-	return s.ready.len()
-}
-
-// finish records the end of node k: a failure, or dependents that may now be ready.
-func (s *schedule) finish(k int32, err error) {
-	if err != nil {
-		s.errs = append(s.errs, nodeError{node: k, err: err})
-		return
-	}
-	for _, o := range s.graph.nodes[k].out {
-		if s.remaining[o]--; s.remaining[o] == 0 {
-			s.ready.push(int32(o))
-		}
-	}
-	if s.ahead > 0 {
-		s.dispatch()
-	}
-}
-
-// graphRun is the shared state of one RunGraph call, guarded by mu.
+// graphRun is the shared state of one Run call, guarded by mu.
 type graphRun struct {
 	graph *Graph
 	fn    func(ctx context.Context, tasks []*Task) error
@@ -352,63 +254,4 @@ func (r *graphRun) result(ctx context.Context) []error {
 		errs = append(errs, err)
 	}
 	return errs
-}
-
-// readyHeap is a min-heap of node indexes, ordered by key when key is set, in front of
-// which the roots wait in order: a graph of independent nodes pops in constant time.
-type readyHeap struct {
-	ids   []int32
-	key   []int64
-	roots []int32 // sorted by less; roots[next:] are ready
-	next  int
-}
-
-func (h *readyHeap) len() int { return len(h.ids) + len(h.roots) - h.next }
-
-func (h *readyHeap) less(a, b int32) bool {
-	if h.key == nil {
-		return a < b
-	}
-	return h.key[a] < h.key[b]
-}
-
-func (h *readyHeap) push(v int32) {
-	h.ids = append(h.ids, v)
-	s := h.ids
-	for i := len(s) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !h.less(s[i], s[parent]) {
-			break
-		}
-		s[parent], s[i] = s[i], s[parent]
-		i = parent
-	}
-}
-
-func (h *readyHeap) pop() int32 {
-	if h.next < len(h.roots) && (len(h.ids) == 0 || h.less(h.roots[h.next], h.ids[0])) {
-		h.next++
-		return h.roots[h.next-1]
-	}
-	s := h.ids
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	s = s[:last]
-	for i := 0; ; {
-		smallest, l, r := i, 2*i+1, 2*i+2
-		if l < len(s) && h.less(s[l], s[smallest]) {
-			smallest = l
-		}
-		if r < len(s) && h.less(s[r], s[smallest]) {
-			smallest = r
-		}
-		if smallest == i {
-			break
-		}
-		s[i], s[smallest] = s[smallest], s[i]
-		i = smallest
-	}
-	h.ids = s
-	return top
 }

@@ -1,7 +1,8 @@
-package payload
+package graph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -58,7 +59,7 @@ func FuzzRunGraph(f *testing.F) {
 		started := map[int]int{} // node -> sequence number of its start
 		ended := map[int]int{}   // node -> sequence number of its end
 		seq := 0
-		errs := RunGraph(context.Background(), g, RunOptions{Workers: int(workers)%8 + 1}, func(_ context.Context, tasks []*Task) error {
+		errs := Run(context.Background(), g, Options{Workers: int(workers)%8 + 1}, func(_ context.Context, tasks []*Task) error {
 			node := nodeOf[tasks[0]]
 			mu.Lock()
 			seq++
@@ -115,7 +116,7 @@ func FuzzRunGraph(f *testing.F) {
 		}
 		for task, count := range runs {
 			if count != 1 {
-				t.Fatalf("task %s ran %d times", task.Manifest.File, count)
+				t.Fatalf("task %s ran %d times", fileOf(task), count)
 			}
 		}
 		if len(errs) != wantErrs {
@@ -153,7 +154,7 @@ func topologicalOrder(t *testing.T, g *Graph) []int {
 	return order
 }
 
-func FuzzBuildGraph(f *testing.F) {
+func FuzzBuild(f *testing.F) {
 	f.Add(uint64(1), uint8(12))
 	f.Add(uint64(2), uint8(40))
 	f.Add(uint64(3), uint8(0))
@@ -178,16 +179,16 @@ func FuzzBuildGraph(f *testing.F) {
 		for _, breakFn := range []breakFunc{byNumberAndComponent, flattenByNumberAndComponent, shiftOrder(permuteOrder(flattenByNumberAndComponent, r), int(seed%8), 8)} {
 			g, err := buildGraph(tasks, breakFn)
 			if err != nil {
-				t.Fatalf("BuildGraph: %v", err)
+				t.Fatalf("buildGraph: %v", err)
 			}
-			if err := g.check(); err != nil {
+			if err := errors.Join(g.check(), matchEdges(g)); err != nil {
 				t.Fatalf("invalid graph: %v\n%s", err, g)
 			}
 			position := map[*Task][2]int{}
 			for i, n := range g.nodes {
 				for k, task := range n.tasks {
 					if _, dup := position[task]; dup {
-						t.Fatalf("task %s is in the graph twice", task.Manifest.File)
+						t.Fatalf("task %s is in the graph twice", fileOf(task))
 					}
 					position[task] = [2]int{i, k}
 				}
@@ -195,9 +196,9 @@ func FuzzBuildGraph(f *testing.F) {
 			if len(position) != len(tasks) {
 				t.Fatalf("%d of %d tasks in the graph", len(position), len(tasks))
 			}
-			// Jobs are barriers: every earlier task runs before, every later one after.
+			// Barriers: every earlier task runs before, every later one after.
 			for j, task := range tasks {
-				if !splitOnJobs(task) {
+				if !isBarrier(task) {
 					continue
 				}
 				jobNode := position[task][0]
@@ -205,9 +206,9 @@ func FuzzBuildGraph(f *testing.F) {
 					otherNode := position[other][0]
 					switch {
 					case i < j && !g.reaches(otherNode, jobNode):
-						t.Fatalf("%s does not run before job %s", other.Manifest.File, task.Manifest.File)
+						t.Fatalf("%s does not run before job %s", fileOf(other), fileOf(task))
 					case i > j && !g.reaches(jobNode, otherNode):
-						t.Fatalf("%s does not run after job %s", other.Manifest.File, task.Manifest.File)
+						t.Fatalf("%s does not run after job %s", fileOf(other), fileOf(task))
 					}
 				}
 			}

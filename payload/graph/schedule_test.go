@@ -1,4 +1,4 @@
-package payload
+package graph
 
 import (
 	"container/heap"
@@ -23,7 +23,7 @@ func nodeNamed(in, out []int, names ...string) *taskNode {
 // gives, and of the nodes running, the one that comes first in finishing ends first
 // (the earliest started when finishing names none of them). It returns the first task
 // of each node, in the order the nodes started.
-func startOrder(t *testing.T, g *Graph, opts RunOptions, finishing ...string) []string {
+func startOrder(t *testing.T, g *Graph, opts Options, finishing ...string) []string {
 	t.Helper()
 	sealed := &Graph{nodes: g.nodes}
 	require.NoError(t, sealed.seal())
@@ -41,7 +41,7 @@ func startOrder(t *testing.T, g *Graph, opts RunOptions, finishing ...string) []
 				s.finish(k, nil)
 				continue
 			}
-			started = append(started, sealed.nodes[k].tasks[0].Manifest.File)
+			started = append(started, fileOf(sealed.nodes[k].tasks[0]))
 			running = append(running, k)
 		}
 		if len(running) == 0 {
@@ -49,9 +49,9 @@ func startOrder(t *testing.T, g *Graph, opts RunOptions, finishing ...string) []
 		}
 		i := 0
 		for j, k := range running {
-			if slices.Contains(finishing, sealed.nodes[k].tasks[0].Manifest.File) &&
-				(!slices.Contains(finishing, sealed.nodes[running[i]].tasks[0].Manifest.File) ||
-					slices.Index(finishing, sealed.nodes[k].tasks[0].Manifest.File) < slices.Index(finishing, sealed.nodes[running[i]].tasks[0].Manifest.File)) {
+			if slices.Contains(finishing, fileOf(sealed.nodes[k].tasks[0])) &&
+				(!slices.Contains(finishing, fileOf(sealed.nodes[running[i]].tasks[0])) ||
+					slices.Index(finishing, fileOf(sealed.nodes[k].tasks[0])) < slices.Index(finishing, fileOf(sealed.nodes[running[i]].tasks[0]))) {
 				i = j
 			}
 		}
@@ -61,11 +61,11 @@ func startOrder(t *testing.T, g *Graph, opts RunOptions, finishing ...string) []
 	}
 }
 
-// runReleased runs g with RunGraph's goroutines in a bubble where every node blocks
+// runReleased runs g with Run's goroutines in a bubble where every node blocks
 // until the test releases it: of the nodes running once the bubble is idle, the one
 // that comes first in finishing (else the earliest started) returns. It returns the
 // first task of each node in the order the nodes started.
-func runReleased(t *testing.T, g *Graph, opts RunOptions, finishing ...string) []string {
+func runReleased(t *testing.T, g *Graph, opts Options, finishing ...string) []string {
 	t.Helper()
 	var started []string
 	synctest.Test(t, func(t *testing.T) {
@@ -74,8 +74,8 @@ func runReleased(t *testing.T, g *Graph, opts RunOptions, finishing ...string) [
 		var running []string
 		done := make(chan []error, 1)
 		go func() {
-			done <- RunGraph(context.Background(), g, opts, func(_ context.Context, tasks []*Task) error {
-				name := tasks[0].Manifest.File
+			done <- Run(context.Background(), g, opts, func(_ context.Context, tasks []*Task) error {
+				name := fileOf(tasks[0])
 				ch := make(chan struct{})
 				mu.Lock()
 				started, running, release[name] = append(started, name), append(running, name), ch
@@ -113,7 +113,7 @@ func runReleased(t *testing.T, g *Graph, opts RunOptions, finishing ...string) [
 // its channel of Workers slots has room, and the workers take the queued nodes in
 // order. The graphs are the ones of its TestRunGraph, the three nodes and two
 // of several workers whose nodes end in a given order; the pure schedule and
-// RunGraph's goroutines must both start them so.
+// Run's goroutines must both start them so.
 func TestLowestIndexFirstIsTheClusterVersionOperatorsOrder(t *testing.T) {
 	// The graph of the operator's "nodes executed after dependencies" cases.
 	afterDependencies := func() []*taskNode {
@@ -200,9 +200,9 @@ func TestLowestIndexFirstIsTheClusterVersionOperatorsOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := RunOptions{Workers: tt.workers, Priority: LowestIndexFirst}
+			opts := Options{Workers: tt.workers, Priority: LowestIndexFirst}
 			assert.Equal(t, tt.want, startOrder(t, &Graph{nodes: tt.nodes()}, opts, tt.finishing...), "the schedule")
-			assert.Equal(t, tt.want, runReleased(t, &Graph{nodes: tt.nodes()}, opts, tt.finishing...), "RunGraph")
+			assert.Equal(t, tt.want, runReleased(t, &Graph{nodes: tt.nodes()}, opts, tt.finishing...), "Run")
 		})
 	}
 }
@@ -251,7 +251,7 @@ func TestRunGraphOnTheClusterVersionOperatorsCases(t *testing.T) {
 				}
 				return nil
 			},
-			want: []string{"a", "b", "c"}, wantErrs: []string{"context canceled", "1 incomplete task nodes, beginning with pod \"e\"", "context canceled"},
+			want: []string{"a", "b", "c"}, wantErrs: []string{"context canceled", "1 incomplete task node, beginning with pod \"e\"", "context canceled"},
 		},
 		{
 			name:    "mid-task cancellation with work in queue does not deadlock",
@@ -266,7 +266,7 @@ func TestRunGraphOnTheClusterVersionOperatorsCases(t *testing.T) {
 				}
 				return nil
 			},
-			want: []string{"a1", "a2"}, wantErrs: []string{"context canceled", "1 incomplete task nodes, beginning with pod \"b\"", "context canceled"},
+			want: []string{"a1", "a2"}, wantErrs: []string{"context canceled", "1 incomplete task node, beginning with pod \"b\"", "context canceled"},
 		},
 		{
 			name: "task errors in parallel nodes both reported",
@@ -299,7 +299,7 @@ func TestRunGraphOnTheClusterVersionOperatorsCases(t *testing.T) {
 				cancel()
 				return nil
 			},
-			want: []string{"a"}, wantErrs: []string{"1 incomplete task nodes, beginning with pod \"b\"", "context canceled"},
+			want: []string{"a"}, wantErrs: []string{"1 incomplete task node, beginning with pod \"b\"", "context canceled"},
 		},
 	}
 	for _, tt := range tests {
@@ -308,9 +308,9 @@ func TestRunGraphOnTheClusterVersionOperatorsCases(t *testing.T) {
 			defer cancel()
 			var mu sync.Mutex
 			var executed []string
-			errs := RunGraph(ctx, &Graph{nodes: tt.nodes}, RunOptions{Workers: tt.workers}, func(ctx context.Context, tasks []*Task) error {
+			errs := Run(ctx, &Graph{nodes: tt.nodes}, Options{Workers: tt.workers}, func(ctx context.Context, tasks []*Task) error {
 				for _, task := range tasks {
-					name := task.Manifest.File
+					name := fileOf(task)
 					if err := tt.behave(ctx, cancel, name); err != nil {
 						return err
 					}
@@ -358,7 +358,7 @@ func (e *scheduleEvents) Pop() any {
 // makespan runs the schedule of g in simulated time, every task taking one unit, and
 // returns when the last node ends: a worker that is free starts what the schedule
 // gives at once; nodes that end at the same time end in the order they started.
-func makespan(g *Graph, opts RunOptions) int64 {
+func makespan(g *Graph, opts Options) int64 {
 	var s schedule
 	s.init(g, opts)
 	var events scheduleEvents
@@ -397,40 +397,39 @@ func lowerBound(g *Graph, workers int) float64 {
 	return max(float64(n)/float64(workers), float64(criticalPath(g)))
 }
 
-// TestInitializingOrder: on the recorded OpenShift 4.15 install graph (74 components,
-// 862 manifests, a 74-manifest critical path), initializing with the default order
-// ends within 1.1× the lower bound max(N·L/w, critical path·L) at every pool size from
-// 1 to 16, where the cluster-version operator's order, which updating and reconciling
-// keep, starts the 74-manifest component late.
-func TestInitializingOrder(t *testing.T) {
+// TestCriticalPathFirstEndsNearTheLowerBound: on the recorded OpenShift 4.15 install
+// graph (74 components, 862 manifests, a 74-manifest critical path),
+// CriticalPathFirst ends within 1.1× the lower bound max(N·L/w, critical path·L) at
+// every pool size from 1 to 16, where the cluster-version operator's order
+// (LowestIndexFirst) starts the 74-manifest component late.
+func TestCriticalPathFirstEndsNearTheLowerBound(t *testing.T) {
 	g := ocpGraph(t, "install")
 	for w := 1; w <= 16; w++ {
-		ratio := float64(makespan(g, RunOptions{Workers: w, Priority: priorityFor(StateInitializing)})) / lowerBound(g, w)
+		ratio := float64(makespan(g, Options{Workers: w, Priority: CriticalPathFirst})) / lowerBound(g, w)
 		assert.LessOrEqual(t, ratio, 1.1, "%d workers", w)
 	}
-	cvo := float64(makespan(g, RunOptions{Workers: 16, Priority: LowestIndexFirst})) / lowerBound(g, 16)
-	assert.Greater(t, cvo, 1.25, "the cluster-version operator's order at 16 workers, the figure the default improves on")
-	assert.Equal(t, LowestIndexFirst, priorityFor(StateUpdating))
-	assert.Equal(t, LowestIndexFirst, priorityFor(StateReconciling))
+	cvo := float64(makespan(g, Options{Workers: 16, Priority: LowestIndexFirst})) / lowerBound(g, 16)
+	assert.Greater(t, cvo, 1.25, "the cluster-version operator's order at 16 workers, the figure CriticalPathFirst improves on")
 }
 
 // BenchmarkInstallSchedule schedules the recorded OpenShift 4.15 install graph in
 // simulated time (every manifest one latency L) and reports the makespan against the
-// lower bound max(N·L/w, critical path·L), for the worker's initializing order and
-// for the cluster-version operator's, at every pool size from 1 to 16. The figures do
+// lower bound max(N·L/w, critical path·L), for CriticalPathFirst (the payload worker's
+// initializing order) and for the cluster-version operator's, at every pool size from
+// 1 to 16. The figures do
 // not depend on the machine.
 func BenchmarkInstallSchedule(b *testing.B) {
 	g := ocpGraph(b, "install")
 	orders := []struct {
 		name     string
 		priority Priority
-	}{{"initializing", priorityFor(StateInitializing)}, {"cvo", LowestIndexFirst}}
+	}{{"initializing", CriticalPathFirst}, {"cvo", LowestIndexFirst}}
 	for _, o := range orders {
 		for w := 1; w <= 16; w++ {
 			b.Run(fmt.Sprintf("%s/workers=%d", o.name, w), func(b *testing.B) {
 				var span int64
 				for b.Loop() {
-					span = makespan(g, RunOptions{Workers: w, Priority: o.priority})
+					span = makespan(g, Options{Workers: w, Priority: o.priority})
 				}
 				b.ReportMetric(float64(span)/lowerBound(g, w), "makespan/bound")
 				b.ReportMetric(float64(span), "latencies")

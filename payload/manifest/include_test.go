@@ -1,4 +1,4 @@
-package payload
+package manifest
 
 import (
 	"testing"

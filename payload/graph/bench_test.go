@@ -1,4 +1,4 @@
-package payload
+package graph
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +16,7 @@ import (
 
 func noop(context.Context, []*Task) error { return nil }
 
-// independentGraph has n nodes of one task and no edges, sealed as BuildGraph seals.
+// independentGraph has n nodes of one task and no edges, sealed as Build seals.
 func independentGraph(n int) *Graph {
 	return sealed(nodesOfOneTask(n))
 }
@@ -37,7 +39,7 @@ func chainGraph(n int) *Graph {
 	return sealed(g)
 }
 
-// sealed seals a graph assembled by hand, as BuildGraph seals what it builds.
+// sealed seals a graph assembled by hand, as Build seals what it builds.
 func sealed(g *Graph) *Graph {
 	if err := g.seal(); err != nil {
 		panic(err)
@@ -60,17 +62,10 @@ func syntheticTasks(n int) []*Task {
 	return tasks
 }
 
+// sortTasksByFile sorts tasks by file, which puts the files of syntheticTasks in
+// run-level order: their levels have two digits.
 func sortTasksByFile(tasks []*Task) {
-	files := make([]string, len(tasks))
-	byFile := map[string]*Task{}
-	for i, t := range tasks {
-		files[i] = t.Manifest.File
-		byFile[files[i]] = t
-	}
-	sortFiles(files)
-	for i, f := range files {
-		tasks[i] = byFile[f]
-	}
+	slices.SortFunc(tasks, func(a, b *Task) int { return strings.Compare(fileOf(a), fileOf(b)) })
 }
 
 type graphShape struct {
@@ -119,7 +114,7 @@ func TestOCPGraphShapes(t *testing.T) {
 		if total != 862 {
 			t.Errorf("%s: %d manifests, want 862", name, total)
 		}
-		if errs := RunGraph(context.Background(), g, RunOptions{Workers: 8}, noop); errs != nil {
+		if errs := Run(context.Background(), g, Options{Workers: 8}, noop); errs != nil {
 			t.Errorf("%s: %v", name, errs)
 		}
 	}
@@ -171,7 +166,7 @@ func BenchmarkRunGraph(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/workers=%d", c.name, workers), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if errs := RunGraph(context.Background(), c.graph, RunOptions{Workers: workers}, noop); errs != nil {
+					if errs := Run(context.Background(), c.graph, Options{Workers: workers}, noop); errs != nil {
 						b.Fatal(errs)
 					}
 				}
@@ -195,7 +190,7 @@ func BenchmarkBuildAndRunPayload(b *testing.B) {
 					b.Fatal(err)
 				}
 				nodes = len(g.nodes)
-				if errs := RunGraph(context.Background(), g, RunOptions{Workers: 8}, noop); errs != nil {
+				if errs := Run(context.Background(), g, Options{Workers: 8}, noop); errs != nil {
 					b.Fatal(errs)
 				}
 			}
@@ -255,9 +250,9 @@ func BenchmarkSleepingTasks(b *testing.B) {
 				}
 				bound := max(criticalPath(c.graph), (total+c.workers-1)/c.workers)
 				unit := sleepUnit(min(c.workers, total))
-				opts := RunOptions{Workers: c.workers, Priority: priority}
+				opts := Options{Workers: c.workers, Priority: priority}
 				for b.Loop() {
-					if errs := RunGraph(context.Background(), c.graph, opts, sleepy); errs != nil {
+					if errs := Run(context.Background(), c.graph, opts, sleepy); errs != nil {
 						b.Fatal(errs)
 					}
 				}

@@ -1,0 +1,105 @@
+package payload
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/converge-dev/converge/conditions"
+)
+
+// sourceReasons enumerates, in the package's non-test files, the values of the
+// Reason* constants and the expressions every Reason field is set from.
+func sourceReasons(t *testing.T) (constants map[string]string, written []string) {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	constants = map[string]string{}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				for i, name := range n.Names {
+					if i >= len(n.Values) {
+						break
+					}
+					if lit, ok := n.Values[i].(*ast.BasicLit); ok && strings.HasPrefix(name.Name, "Reason") {
+						constants[name.Name], err = strconv.Unquote(lit.Value)
+						require.NoError(t, err)
+					}
+				}
+			case *ast.KeyValueExpr:
+				if key, ok := n.Key.(*ast.Ident); ok && key.Name == "Reason" {
+					written = append(written, shapeOf(n.Value))
+				}
+			}
+			return true
+		})
+	}
+	return constants, written
+}
+
+// shapeOf names the shape of a reason's expression: a literal, a name, a call…
+func shapeOf(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		return "literal " + e.Value
+	case *ast.Ident:
+		return "name " + e.Name
+	case *ast.SelectorExpr:
+		if x, ok := e.X.(*ast.Ident); ok {
+			return "name " + x.Name + "." + e.Sel.Name
+		}
+	case *ast.CallExpr:
+		if fn, ok := e.Fun.(*ast.Ident); ok {
+			return "call " + fn.Name
+		}
+	}
+	return "other"
+}
+
+// TestReasonsIsTheClosedListOfWhatTheWorkerWrites enumerates the reasons the worker
+// writes: every Reason field in its source is a reason constant, the state it
+// applies in, a failure's reason made valid (sanitizeReason) or a classification
+// (reasonForError, a condensed error's plural reason), never a literal; and Reasons
+// lists every constant, every class of API errors, AsExpected and the states used as
+// reasons, each once, sorted.
+func TestReasonsIsTheClosedListOfWhatTheWorkerWrites(t *testing.T) {
+	constants, written := sourceReasons(t)
+	require.NotEmpty(t, written)
+	for _, w := range written {
+		kind, name, _ := strings.Cut(w, " ")
+		switch {
+		case kind == "name" && (strings.HasPrefix(name, "Reason") || name == "conditions.ReasonAsExpected" || name == "reason"):
+		case kind == "call" && (name == "sanitizeReason" || name == "string"):
+		default:
+			t.Errorf("a reason is written from %s, not from a constant", w)
+		}
+	}
+
+	want := []string{conditions.ReasonAsExpected, string(StateInitializing), string(StateUpdating)}
+	for name, value := range constants {
+		assert.Contains(t, Reasons(), value, "Reasons lists %s", name)
+		want = append(want, value)
+	}
+	for _, c := range errorClasses {
+		want = append(want, c.reason)
+	}
+	slices.Sort(want)
+	assert.Equal(t, slices.Compact(want), Reasons(), "Reasons is every reason the worker writes, each once, sorted")
+	assert.Len(t, constants, 11, "the reason constants")
+}
