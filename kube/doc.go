@@ -19,6 +19,11 @@
 // take any other client (the controller-runtime module's, for one), as the
 // status stores' ...For constructors do.
 //
+// PDBGate is a rollout.Gate that takes a node down only while every
+// PodDisruptionBudget covering the pods its disruption takes down (the
+// operand and its guard pod by default) allows it, as the eviction API
+// would.
+//
 // ObjectReady judges any object read from the cluster, of any kind, by its
 // status: ready, in progress (ErrNotReady) or failed (ErrObjectFailed);
 // Applier.Ready waits on it for payload, and the Helm driver of the

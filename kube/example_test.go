@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -233,4 +234,25 @@ func ExampleObjectReady() {
 	// wait: kube: Deployment shop/web is not ready: LessAvailable: Available: 1/3
 	// stop waiting: kube: Widget shop/blue failed: InvalidSpec: size must be positive
 	// green is ready
+}
+
+// A PodDisruptionBudget covering the operand's guard pods holds a node
+// whose disruption it does not allow.
+func ExampleNewPDBGate() {
+	guard := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "etcd-guard-a", Namespace: "etcd", Labels: map[string]string{"app": "guard"}},
+		Spec: corev1.PodSpec{NodeName: "a"}}
+	budget := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "etcd-guard-pdb", Namespace: "etcd"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guard"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}
+	factory := informers.NewSharedInformerFactory(k8sfake.NewClientset(guard, budget), 0)
+	pods, pdbs := factory.Core().V1().Pods(), factory.Policy().V1().PodDisruptionBudgets()
+	_ = pods.Informer().GetIndexer().Add(guard) // an informer's cache, filled by hand
+	_ = pdbs.Informer().GetIndexer().Add(budget)
+	gate, err := kube.NewPDBGate(kube.PDBGateConfig{Pods: pods.Lister(), PDBs: pdbs.Lister(), Namespace: "etcd", Operand: "etcd"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(gate.Admit(context.Background(), rollout.Disruption{Installer: rollout.Installer{Name: "installer-2-a", Node: "a", Revision: 2}}))
+	// Output: blocked by PodDisruptionBudget etcd/etcd-guard-pdb: it allows 0 disruptions and the node runs 1 of its pods
 }
