@@ -24,6 +24,11 @@
 #   Replay: rerun                              the test takes no seed: a kill
 #                                              replays when the same test,
 #                                              run again on the mutant, fails
+#   Test-Module: contrib/controller-runtime/sample
+#                                              the module the test runs in
+#                                              (default ENGINE's): an adapter's
+#                                              mutant killed by a campaign
+#   Tags: integration                          build tags of the test
 #
 # The script first runs each Killed-By test on the unpatched tree (it must
 # pass), then each mutant without touching the tree: the patched files are
@@ -113,12 +118,22 @@ test_pkg() {
   fi
 }
 
-# run_test OVERLAY NAME PKG runs one test in the module, on the mutant when
-# OVERLAY names an overlay file.
+# test_module PATCH and test_tags PATCH are the module the test runs in
+# and its build tags.
+test_module() {
+  local m
+  m=$(header Test-Module "$1")
+  echo "${m:-$module}"
+}
+test_tags() { header Tags "$1"; }
+
+# run_test OVERLAY NAME PKG MODULE TAGS runs one test in MODULE, on the
+# mutant when OVERLAY names an overlay file.
 run_test() {
-  local overlay=()
+  local overlay=() tags=()
   [ -n "$1" ] && overlay=(-overlay="$1")
-  (cd "$module" && go test -count=1 "${overlay[@]}" -run "^${2}\$" "$3")
+  [ -n "$5" ] && tags=(-tags "$5")
+  (cd "$4" && go test -count=1 "${tags[@]}" "${overlay[@]}" -run "^${2}\$" "$3")
 }
 
 # mutate PATCH OUT writes the patched copies of the files PATCH touches under
@@ -184,12 +199,12 @@ for patch in "${patches[@]}"; do
     echo "mutant $name: its header needs a Bug: and a Killed-By: line" >&2
     exit 1
   fi
-  tests["$(test_name "$patch") $(test_pkg "$patch")"]=1
+  tests["$(test_name "$patch") $(test_pkg "$patch") $(test_module "$patch") $(test_tags "$patch")"]=1
 done
 for key in "${!tests[@]}"; do
-  read -r test pkg <<<"$key"
-  echo "== $engine: $test ($pkg) on the unpatched tree"
-  if ! run_test "" "$test" "$pkg" >"$work/unpatched.out" 2>&1; then
+  read -r test pkg mod tags <<<"$key"
+  echo "== $engine: $test ($mod $pkg${tags:+, tags $tags}) on the unpatched tree"
+  if ! run_test "" "$test" "$pkg" "$mod" "$tags" >"$work/unpatched.out" 2>&1; then
     cat "$work/unpatched.out" >&2
     echo "hack/mutants.sh: $test fails without any mutant; fix the code or the test first" >&2
     exit 1
@@ -201,6 +216,8 @@ for patch in "${patches[@]}"; do
   name=$(basename "$patch" .patch)
   test=$(test_name "$patch")
   pkg=$(test_pkg "$patch")
+  mod=$(test_module "$patch")
+  tags=$(test_tags "$patch")
   out=$work/$name
   start=$(date +%s)
   if ! check_paths "$patch"; then
@@ -214,7 +231,7 @@ for patch in "${patches[@]}"; do
     echo "mutant $name: no longer applies" >&2
     continue
   fi
-  if run_test "$out/overlay.json" "$test" "$pkg" >"$out/test.out" 2>&1; then
+  if run_test "$out/overlay.json" "$test" "$pkg" "$mod" "$tags" >"$out/test.out" 2>&1; then
     survived+=("$name (survived $test)")
     echo "mutant $name: SURVIVED $test — $(header Bug "$patch")" >&2
     continue
@@ -235,7 +252,9 @@ for patch in "${patches[@]}"; do
     echo "mutant $name: $test failed without printing a replay line" >&2
     continue
   fi
-  if (cd "$module" && eval "go test -count=1 -overlay=\"$out/overlay.json\" $replay") >"$out/replay.out" 2>&1; then
+  tagflag=""
+  [ -n "$tags" ] && tagflag="-tags $tags"
+  if (cd "$mod" && eval "go test -count=1 $tagflag -overlay=\"$out/overlay.json\" $replay") >"$out/replay.out" 2>&1; then
     survived+=("$name (its failure did not replay: go test $replay)")
     echo "mutant $name: the failure did not replay: go test $replay" >&2
     continue
