@@ -39,34 +39,31 @@ var cronFields = [5]cronField{
 // case. It returns what is wrong with spec, "" when nothing is, and
 // allocates only to say so.
 func parseSchedule(spec string) (schedule, string) {
-	var s schedule
-	var sets [5]uint64
-	var stars [5]bool
-	n, rest := 0, spec
-	for {
-		rest = strings.TrimLeft(rest, " \t")
-		if rest == "" {
-			break
-		}
+	var texts [5]string
+	n := 0
+	for rest := strings.TrimLeft(spec, " \t"); rest != ""; rest = strings.TrimLeft(rest, " \t") {
 		end := strings.IndexAny(rest, " \t")
 		if end < 0 {
 			end = len(rest)
 		}
-		if n < len(cronFields) {
-			set, problem := parseField(rest[:end], cronFields[n])
-			if problem != "" {
-				return schedule{}, problem
-			}
-			sets[n], stars[n] = set, rest[:end] == "*"
+		if n < len(texts) {
+			texts[n] = rest[:end]
 		}
 		rest, n = rest[end:], n+1
 	}
-	if n != len(cronFields) {
-		return schedule{}, fmt.Sprintf("%d fields, want 5 (minute hour day-of-month month day-of-week)", n)
+	if n != len(texts) {
+		return schedule{}, fmt.Sprintf("want 5 fields (minute hour day-of-month month day-of-week), got %d", n)
 	}
-	s.minute, s.hour, s.dom, s.month = sets[0], sets[1], sets[2], sets[3]
-	s.dow = sets[4]&0x7f | sets[4]>>7 // 7 is Sunday, as 0 is
-	s.domStar, s.dowStar = stars[2], stars[4]
+	var sets [5]uint64
+	for i, text := range texts {
+		var problem string
+		if sets[i], problem = parseField(text, cronFields[i]); problem != "" {
+			return schedule{}, problem
+		}
+	}
+	s := schedule{minute: sets[0], hour: sets[1], dom: sets[2], month: sets[3],
+		dow:     sets[4]&0x7f | sets[4]>>7, // 7 is Sunday, as 0 is
+		domStar: texts[2] == "*", dowStar: texts[4] == "*"}
 	if !s.fires() {
 		return schedule{}, "no month it names has a day it names"
 	}
