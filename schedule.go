@@ -3,7 +3,6 @@ package converge
 import (
 	"fmt"
 	"math/bits"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -41,15 +40,19 @@ var cronFields = [5]cronField{
 func parseSchedule(spec string) (schedule, string) {
 	var texts [5]string
 	n := 0
-	for rest := strings.TrimLeft(spec, " \t"); rest != ""; rest = strings.TrimLeft(rest, " \t") {
-		end := strings.IndexAny(rest, " \t")
-		if end < 0 {
-			end = len(rest)
+	for i := 0; i < len(spec); {
+		if spec[i] == ' ' || spec[i] == '\t' {
+			i++
+			continue
+		}
+		end := i
+		for end < len(spec) && spec[end] != ' ' && spec[end] != '\t' {
+			end++
 		}
 		if n < len(texts) {
-			texts[n] = rest[:end]
+			texts[n] = spec[i:end]
 		}
-		rest, n = rest[end:], n+1
+		i, n = end, n+1
 	}
 	if n != len(texts) {
 		return schedule{}, fmt.Sprintf("want 5 fields (minute hour day-of-month month day-of-week), got %d", n)
@@ -115,13 +118,13 @@ func parseField(text string, f cronField) (uint64, string) {
 
 // value reads a number or a name of the field f.
 func (f cronField) value(text string) (int, string) {
-	for i, name := range f.names {
-		if strings.EqualFold(text, name) {
-			return f.min + i, ""
-		}
-	}
 	v := number(text)
 	if v < 0 {
+		for i, name := range f.names {
+			if strings.EqualFold(text, name) {
+				return f.min + i, ""
+			}
+		}
 		return 0, fmt.Sprintf("%s %q is neither a number nor a name", f.name, text)
 	}
 	if v < f.min || v > f.max {
@@ -132,10 +135,16 @@ func (f cronField) value(text string) (int, string) {
 
 // number reads up to four decimal digits, and returns -1 for anything else.
 func number(text string) int {
-	if text == "" || len(text) > 4 || strings.TrimLeft(text, "0123456789") != "" {
+	if text == "" || len(text) > 4 {
 		return -1
 	}
-	v, _ := strconv.Atoi(text)
+	v := 0
+	for i := 0; i < len(text); i++ {
+		if text[i] < '0' || text[i] > '9' {
+			return -1
+		}
+		v = v*10 + int(text[i]-'0')
+	}
 	return v
 }
 
@@ -195,11 +204,10 @@ func (s schedule) matches(w wall) bool {
 // both must match, or, when neither is "*", either.
 func (s schedule) matchesDay(y, m, d int) bool {
 	dom := s.dom&(1<<d) != 0
-	dow := s.dow&(1<<floorMod(daysFromCivil(y, m, d)+4, 7)) != 0 // 1970-01-01 was a Thursday
-	if s.domStar || s.dowStar {
-		return dom && dow
+	if s.dowStar || (dom && !s.domStar) {
+		return dom
 	}
-	return dom || dow
+	return s.dow&(1<<floorMod(daysFromCivil(y, m, d)+4, 7)) != 0 // 1970-01-01 was a Thursday
 }
 
 // everyDay reports whether every date matches.

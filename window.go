@@ -125,16 +125,19 @@ func (z Zones) Load(windows []Window) (Zones, error) {
 	return out, Invalid("converge", "window", problems...)
 }
 
-// windowHorizon is how far WindowsOpen looks for a change: about ten
-// years, more than the longest wait between two starts of a schedule (a
-// 29 February that skips 2100).
-const windowHorizon = 10 * 366 * 24 * time.Hour
+// windowHorizon is how far WindowsOpen looks for a change: more than a
+// year, so that it finds the next start of a yearly window.
+const windowHorizon = 400 * 24 * time.Hour
 
 // WindowsOpen reports whether windows let work start at now, and when that
-// next changes: when they open if they are closed, when they close if they
-// are open; the zero time when it does not change within about ten years
-// (no window, a Deny window that never ends). A shell holds a closed
-// window with WindowClosedHold(change) and looks again at change.
+// next changes, in now's location: when they open if they are closed, when
+// they close if they are open. The change is the zero time when none was
+// found: when there is none within 400 days (no window; a Deny window that
+// never ends; a 29 February further away), or when windows start one
+// another more than 10,000 times before it (windows of a minute, one after
+// the other for weeks), which a search this frequent cannot follow. A shell
+// holds a closed window with WindowClosedHold(change) and looks again at
+// change.
 //
 // It is pure: it reads each window's location from zones (Zones.Load)
 // and returns an error matching ErrInvalid for a window ValidateWindows
@@ -146,11 +149,16 @@ func WindowsOpen(windows []Window, zones Zones, now time.Time) (open bool, chang
 	if err != nil {
 		return false, time.Time{}, err
 	}
-	set := windowSet{windows: ws, limit: now.Add(windowHorizon)}
-	if set.open(now) {
-		return true, set.closesAfter(now), nil
+	search, limit := windowSearch{windows: ws}, now.Add(windowHorizon)
+	if open = search.open(now); open {
+		change = search.closesAfter(now, limit)
+	} else {
+		change = search.opensAfter(now, limit)
 	}
-	return false, set.opensAfter(now), nil
+	if change.IsZero() || search.steps > maxSteps {
+		return open, time.Time{}, nil
+	}
+	return open, change.In(now.Location()), nil
 }
 
 // zoneWindows appends windows, parsed and located in zones, to ws.
@@ -180,12 +188,12 @@ func zoneWindows(ws []zonedWindow, windows []Window, zones Zones) ([]zonedWindow
 const HoldWindowClosed = "WindowClosed"
 
 // WindowClosedHold returns the hold of an engine whose windows are closed
-// until opens (WindowsOpen's change), the zero time when they do not open
-// within about ten years. Its message names the opening as an absolute
-// time in UTC, so that it stays the same until the windows open.
+// until opens (WindowsOpen's change), the zero time when no opening was
+// found. Its message names the opening as an absolute time in UTC, so that
+// it stays the same until the windows open.
 func WindowClosedHold(opens time.Time) Hold {
 	if opens.IsZero() {
-		return Hold{Reason: HoldWindowClosed, Message: "the maintenance windows are closed and do not open within ten years"}
+		return Hold{Reason: HoldWindowClosed, Message: "the maintenance windows are closed and no opening was found within 400 days"}
 	}
 	return Hold{Reason: HoldWindowClosed, Message: "the maintenance windows are closed until " + opens.UTC().Format(time.RFC3339Nano)}
 }

@@ -1,6 +1,9 @@
 package converge_test
 
 import (
+	"maps"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 	_ "time/tzdata" // the tests' zones, whatever the machine has
@@ -36,7 +39,7 @@ func at(t *testing.T, s string) time.Time {
 }
 
 // windowCase is one row of a WindowsOpen table: at now, the windows are
-// open or not, until change ("" for no change within ten years).
+// open or not, until change ("" for no change found).
 type windowCase struct {
 	name    string
 	windows []converge.Window
@@ -104,8 +107,22 @@ func TestWindowsOpenFollowsArgoCDsRule(t *testing.T) {
 		{name: "an Allow window that a Deny window always covers never opens",
 			windows: []converge.Window{allow("0 1 * * *", h), deny("0 0 * * *", 3*h)},
 			now:     "2024-06-03T12:00:00Z"},
-		{name: "29 February of 2104 is the next, since 2100 skips it", windows: []converge.Window{allow("0 0 29 2 *", 24*h)},
-			now: "2097-03-01T00:00:00Z", change: "2104-02-29T00:00:00Z"},
+		{name: "a yearly window is found a year ahead", windows: []converge.Window{allow("0 0 1 JAN *", h)},
+			now: "2024-01-01T00:30:00Z", open: true, change: "2024-01-01T01:00:00Z"},
+		{name: "a yearly window opens a year later", windows: []converge.Window{allow("0 0 1 JAN *", h)},
+			now: "2024-01-01T01:00:00Z", change: "2025-01-01T00:00:00Z"},
+		{name: "29 February is found in a leap year", windows: []converge.Window{allow("0 0 29 2 *", 24*h)},
+			now: "2027-03-01T00:00:00Z", change: "2028-02-29T00:00:00Z"},
+		{name: "a 29 February more than 400 days away is not found", windows: []converge.Window{allow("0 0 29 2 *", 24*h)},
+			now: "2025-03-01T00:00:00Z"},
+		{name: "a window of many years that started on a 29 February is active", windows: []converge.Window{deny("0 0 29 2 *", 3*366*24*h)},
+			now: "2027-02-01T00:00:00Z", change: "2027-03-03T00:00:00Z"},
+		{name: "windows that start one another every minute for weeks are not followed",
+			windows: []converge.Window{allow("*/2 * * * *", time.Minute), allow("1-59/2 * 1-20 * *", time.Minute)},
+			now:     "2024-06-01T00:00:00Z", open: true},
+		{name: "windows that start one another every minute for days are followed",
+			windows: []converge.Window{allow("*/2 * * * *", time.Minute), allow("1-59/2 * 1-2 * *", time.Minute)},
+			now:     "2024-06-01T00:00:00Z", open: true, change: "2024-06-03T00:01:00Z"},
 		{name: "a day of month or a weekday starts it when neither is *", windows: []converge.Window{allow("0 0 13 * FRI", h)},
 			now: "2024-09-01T00:00:00Z", change: "2024-09-06T00:00:00Z"},
 	})
@@ -162,4 +179,187 @@ func TestWindowsOpenAcrossDaylightSavingTime(t *testing.T) {
 			windows: []converge.Window{window(converge.WindowAllow, "15 2 * * *", h, "Australia/Lord_Howe")},
 			now:     "2024-10-05T15:00:00Z", change: "2024-10-05T15:30:00Z"},
 	})
+}
+
+func TestValidateWindowsNamesTheWindowAndTheField(t *testing.T) {
+	tests := []struct {
+		name    string
+		windows []converge.Window
+		problem string
+	}{
+		{name: "no window is valid"},
+		{name: "windows of both kinds in zones are valid", windows: []converge.Window{
+			allow("0 22 * * MON-FRI", 8*time.Hour), window(converge.WindowDeny, "0 0 24 DEC *", 48*time.Hour, "Europe/Berlin")}},
+		{name: "a kind is required", windows: []converge.Window{{Schedule: "* * * * *", Duration: metav1.Duration{Duration: time.Hour}}},
+			problem: `converge: invalid window: window 0: kind "" is neither Allow nor Deny`},
+		{name: "kinds are case-sensitive", windows: []converge.Window{window("allow", "* * * * *", time.Hour, "")},
+			problem: `converge: invalid window: window 0: kind "allow" is neither Allow nor Deny`},
+		{name: "a schedule that does not parse", windows: []converge.Window{allow("0 25 * * *", time.Hour)},
+			problem: `converge: invalid window: window 0: schedule "0 25 * * *": hour 25 is outside 0-23`},
+		{name: "a schedule that never starts", windows: []converge.Window{allow("0 0 30 2 *", time.Hour)},
+			problem: `converge: invalid window: window 0: schedule "0 0 30 2 *": no month it names has a day it names`},
+		{name: "a duration is required", windows: []converge.Window{allow("* * * * *", 0)},
+			problem: `converge: invalid window: window 0: duration 0s is not positive`},
+		{name: "a negative duration", windows: []converge.Window{allow("* * * * *", -time.Second)},
+			problem: `converge: invalid window: window 0: duration -1s is not positive`},
+		{name: "the machine's zone", windows: []converge.Window{window(converge.WindowDeny, "* * * * *", time.Hour, "Local")},
+			problem: `converge: invalid window: window 0: timeZone "Local" is the machine's zone, not an IANA name`},
+		{name: "every problem of every window, in order", windows: []converge.Window{
+			{Kind: "Maybe", Schedule: "x"}, allow("* * * * *", time.Hour), deny("* * * * *", 0)},
+			problem: `converge: invalid window: window 0: kind "Maybe" is neither Allow nor Deny; ` +
+				`window 0: schedule "x": want 5 fields (minute hour day-of-month month day-of-week), got 1; ` +
+				`window 0: duration 0s is not positive; window 2: duration 0s is not positive`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := converge.ValidateWindows(tt.windows)
+			if tt.problem == "" {
+				require.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, converge.ErrInvalid)
+			assert.EqualError(t, err, tt.problem)
+		})
+	}
+}
+
+func TestZonesLoadResolvesEachZoneOnce(t *testing.T) {
+	windows := []converge.Window{window(converge.WindowAllow, "* * * * *", time.Hour, "Europe/Berlin"), allow("* * * * *", time.Hour),
+		window(converge.WindowDeny, "* * * * *", time.Hour, "Asia/Tokyo"), window(converge.WindowDeny, "0 0 * * *", time.Hour, "Europe/Berlin")}
+	zones, err := converge.Zones(nil).Load(windows)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Asia/Tokyo", "Europe/Berlin"}, sortedKeys(zones), `"" is UTC and needs no entry`)
+	assert.Equal(t, "Europe/Berlin", zones["Europe/Berlin"].String())
+
+	again, err := zones.Load(windows)
+	require.NoError(t, err)
+	assert.Equal(t, reflect.ValueOf(zones).Pointer(), reflect.ValueOf(again).Pointer(), "nothing lacking: the same map, no I/O")
+
+	more, err := zones.Load(append(windows, window(converge.WindowDeny, "* * * * *", time.Hour, "America/New_York")))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"America/New_York", "Asia/Tokyo", "Europe/Berlin"}, sortedKeys(more))
+	assert.Len(t, zones, 2, "Load never changes the zones it is given")
+
+	repaired, err := converge.Zones{"Europe/Berlin": nil}.Load(windows[:1])
+	require.NoError(t, err)
+	assert.NotNil(t, repaired["Europe/Berlin"], "a nil location is loaded again")
+}
+
+func TestZonesLoadRefusesAnUnknownZone(t *testing.T) {
+	zones, err := converge.Zones(nil).Load([]converge.Window{
+		window(converge.WindowAllow, "* * * * *", time.Hour, "Europe/Berlin"),
+		window(converge.WindowAllow, "* * * * *", time.Hour, "Mars/Olympus_Mons")})
+	assert.ErrorIs(t, err, converge.ErrInvalid)
+	assert.EqualError(t, err, `converge: invalid window: window 1: timeZone "Mars/Olympus_Mons": unknown time zone Mars/Olympus_Mons`)
+	assert.Equal(t, []string{"Europe/Berlin"}, sortedKeys(zones), "the zones it could load")
+}
+
+func sortedKeys(zones converge.Zones) []string {
+	return slices.Sorted(maps.Keys(zones))
+}
+
+func TestWindowsOpenRefusesWhatItCannotRead(t *testing.T) {
+	berlin := []converge.Window{window(converge.WindowAllow, "* * * * *", time.Hour, "Europe/Berlin")}
+	tests := []struct {
+		name    string
+		windows []converge.Window
+		zones   converge.Zones
+		problem string
+	}{
+		{name: "a zone not loaded", windows: berlin,
+			problem: `converge: invalid window: window 0: timeZone "Europe/Berlin" is not in the Zones: load it with Zones.Load`},
+		{name: "a nil location", windows: berlin, zones: converge.Zones{"Europe/Berlin": nil},
+			problem: `converge: invalid window: window 0: timeZone "Europe/Berlin" is not in the Zones: load it with Zones.Load`},
+		{name: "an invalid window", windows: []converge.Window{allow("* * * * *", time.Hour), deny("0 0 31 APR *", time.Hour)},
+			problem: `converge: invalid window: window 1: schedule "0 0 31 APR *": no month it names has a day it names`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			open, change, err := converge.WindowsOpen(tt.windows, tt.zones, at(t, "2024-06-03T12:00:00Z"))
+			assert.ErrorIs(t, err, converge.ErrInvalid)
+			assert.EqualError(t, err, tt.problem)
+			assert.False(t, open)
+			assert.True(t, change.IsZero())
+		})
+	}
+}
+
+func TestWindowsOpenAnswersInNowsLocation(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	require.NoError(t, err)
+	_, change, err := converge.WindowsOpen([]converge.Window{allow("0 22 * * *", time.Hour)}, nil, at(t, "2024-06-03T12:00:00Z").In(tokyo))
+	require.NoError(t, err)
+	assert.Equal(t, "2024-06-04T07:00:00+09:00", change.Format(time.RFC3339))
+}
+
+func TestWindowClosedHoldNamesWhenTheWindowsOpen(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err)
+	tests := []struct {
+		name  string
+		opens time.Time
+		want  string
+	}{
+		{name: "an absolute time in UTC", opens: time.Date(2024, 3, 31, 3, 0, 0, 0, berlin),
+			want: "the maintenance windows are closed until 2024-03-31T01:00:00Z"},
+		{name: "fractions of a second are kept", opens: time.Date(2024, 3, 31, 1, 0, 0, 500_000_000, time.UTC),
+			want: "the maintenance windows are closed until 2024-03-31T01:00:00.5Z"},
+		{name: "no opening", want: "the maintenance windows are closed and no opening was found within 400 days"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, converge.Hold{Reason: converge.HoldWindowClosed, Message: tt.want}, converge.WindowClosedHold(tt.opens))
+		})
+	}
+}
+
+// benchWindows are a policy's usual windows: weeknights and weekends in
+// Berlin, no change over Christmas and New Year in UTC.
+var benchWindows = []converge.Window{
+	window(converge.WindowAllow, "0 22 * * MON-FRI", 8*time.Hour, "Europe/Berlin"),
+	window(converge.WindowAllow, "0 0 * * SAT", 48*time.Hour, "Europe/Berlin"),
+	deny("0 0 24 DEC *", 9*24*time.Hour),
+}
+
+// WindowsOpen runs on every decision: it allocates nothing.
+func TestWindowsOpenAllocatesNothing(t *testing.T) {
+	zones, err := converge.Zones(nil).Load(benchWindows)
+	require.NoError(t, err)
+	now := at(t, "2024-06-05T12:00:00Z")
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, _, err := converge.WindowsOpen(benchWindows, zones, now); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
+}
+
+// BenchmarkWindowsOpen measures a decision's cost: the usual windows at
+// times that are open and closed, and the worst cases: windows that never
+// open, searched for 400 days, and windows that spend the budget.
+func BenchmarkWindowsOpen(b *testing.B) {
+	zones, err := converge.Zones(nil).Load(benchWindows)
+	require.NoError(b, err)
+	for _, bb := range []struct {
+		name    string
+		windows []converge.Window
+		now     string
+	}{
+		{name: "usual/closed", windows: benchWindows, now: "2024-06-05T12:00:00Z"},
+		{name: "usual/open", windows: benchWindows, now: "2024-06-08T12:00:00Z"},
+		{name: "usual/christmas", windows: benchWindows, now: "2024-12-27T23:00:00Z"},
+		{name: "never-open", windows: []converge.Window{allow("0 1 * * *", time.Hour), deny("0 0 * * *", 3*time.Hour)}, now: "2024-06-05T12:00:00Z"},
+		{name: "budget", windows: []converge.Window{allow("*/2 * * * *", time.Minute), allow("1-59/2 * * * *", time.Minute)}, now: "2024-06-05T12:00:00Z"},
+	} {
+		now, err := time.Parse(time.RFC3339, bb.now)
+		require.NoError(b, err)
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := converge.WindowsOpen(bb.windows, zones, now); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -5,16 +5,28 @@ import (
 	"time"
 )
 
-// windowSet is a list of valid windows, located in their zones, and how
-// far to look for a change.
-type windowSet struct {
+// windowSearch looks for the changes of a list of valid windows, located
+// in their zones, within a budget of steps: each step follows a window
+// from one run of starts to the next.
+type windowSearch struct {
 	windows []zonedWindow
-	limit   time.Time
+	steps   int
+}
+
+// maxSteps is the budget of a search: enough to follow every window of a
+// year of daily windows that keep one another closed, few enough to take
+// milliseconds.
+const maxSteps = 10000
+
+// step spends one step of the budget, and reports whether there was one.
+func (s *windowSearch) step() bool {
+	s.steps++
+	return s.steps <= maxSteps
 }
 
 // open applies Argo CD's rule at t: no active Deny window, and an active
 // Allow window if there is any.
-func (s windowSet) open(t time.Time) bool {
+func (s *windowSearch) open(t time.Time) bool {
 	allows, allowed := false, false
 	for i := range s.windows {
 		w := &s.windows[i]
@@ -28,10 +40,10 @@ func (s windowSet) open(t time.Time) bool {
 	return allowed || !allows
 }
 
-// hasAllow reports whether the set has an Allow window.
-func (s windowSet) hasAllow() bool {
-	for _, w := range s.windows {
-		if !w.deny {
+// hasAllow reports whether the list has an Allow window.
+func (s *windowSearch) hasAllow() bool {
+	for i := range s.windows {
+		if !s.windows[i].deny {
 			return true
 		}
 	}
@@ -39,17 +51,10 @@ func (s windowSet) hasAllow() bool {
 }
 
 // closesAfter returns when the open windows close: at the next start of a
-// Deny window, or when the Allow windows stop covering one another, if
-// there are any; the zero time if neither comes before the limit.
-func (s windowSet) closesAfter(now time.Time) time.Time {
-	change, found := s.limit, false
-	for i := range s.windows {
-		if w := &s.windows[i]; w.deny {
-			if n, ok := w.nextStart(now, change); ok {
-				change, found = n, true
-			}
-		}
-	}
+// Deny window, or when the Allow windows, if there are any, stop covering
+// one another; the zero time if neither comes before limit.
+func (s *windowSearch) closesAfter(now, limit time.Time) time.Time {
+	change, found := s.firstStart(now, true, limit) // limit if none
 	if s.hasAllow() {
 		if e, ok := s.freeFrom(now, false, change); ok {
 			change, found = e, true
@@ -63,34 +68,40 @@ func (s windowSet) closesAfter(now time.Time) time.Time {
 
 // opensAfter returns when the closed windows open: the first time after
 // now that no Deny window covers, inside an Allow window if there are
-// any; the zero time if none comes before the limit.
-func (s windowSet) opensAfter(now time.Time) time.Time {
+// any; the zero time if none comes before limit.
+func (s *windowSearch) opensAfter(now, limit time.Time) time.Time {
 	allows := s.hasAllow()
-	for t := now; ; {
-		free, ok := s.freeFrom(t, true, s.limit)
+	for t := now; s.step(); {
+		free, ok := s.freeFrom(t, true, limit)
 		if !ok {
 			return time.Time{}
 		}
 		if t = free; !allows || s.anyActive(t, false) {
 			return t
 		}
-		next, found := s.limit, false
-		for i := range s.windows {
-			if w := &s.windows[i]; !w.deny {
-				if n, ok := w.nextStart(t, next); ok {
-					next, found = n, true
-				}
-			}
-		}
-		if !found {
+		if t, ok = s.firstStart(t, false, limit); !ok {
 			return time.Time{}
 		}
-		t = next
 	}
+	return time.Time{}
+}
+
+// firstStart returns the first start after t of a window of the kind deny
+// says, if one comes before limit.
+func (s *windowSearch) firstStart(t time.Time, deny bool, limit time.Time) (time.Time, bool) {
+	first, found := limit, false
+	for i := range s.windows {
+		if w := &s.windows[i]; w.deny == deny {
+			if n, ok := w.nextStart(t, first); ok {
+				first, found = n, true
+			}
+		}
+	}
+	return first, found
 }
 
 // anyActive reports whether a window of the kind deny says is active at t.
-func (s windowSet) anyActive(t time.Time, deny bool) bool {
+func (s *windowSearch) anyActive(t time.Time, deny bool) bool {
 	for i := range s.windows {
 		if w := &s.windows[i]; w.deny == deny && w.active(t) {
 			return true
@@ -101,9 +112,9 @@ func (s windowSet) anyActive(t time.Time, deny bool) bool {
 
 // freeFrom returns the first time from t on at which no window of the
 // kind deny says is active; false if the windows cover the time until
-// limit.
-func (s windowSet) freeFrom(t time.Time, deny bool, limit time.Time) (time.Time, bool) {
-	for {
+// limit, or the budget runs out first.
+func (s *windowSearch) freeFrom(t time.Time, deny bool, limit time.Time) (time.Time, bool) {
+	for s.step() {
 		end, covered := t, false
 		for i := range s.windows {
 			w := &s.windows[i]
@@ -111,7 +122,7 @@ func (s windowSet) freeFrom(t time.Time, deny bool, limit time.Time) (time.Time,
 				continue
 			}
 			if p, ok := w.lastStart(t); ok && t.Before(p.Add(w.d)) {
-				e, ok := w.activeUntil(p, limit)
+				e, ok := s.activeUntil(w, p, limit)
 				if !ok {
 					return time.Time{}, false
 				}
@@ -123,6 +134,30 @@ func (s windowSet) freeFrom(t time.Time, deny bool, limit time.Time) (time.Time,
 		}
 		t = end
 	}
+	return time.Time{}, false
+}
+
+// activeUntil returns when the window w, active from its start p, stops
+// being active: when its duration has passed since a start that no other
+// start follows within the duration; false if that is after limit, or
+// the budget runs out first.
+func (s *windowSearch) activeUntil(w *zonedWindow, p, limit time.Time) (time.Time, bool) {
+	for s.step() {
+		var ok bool
+		if p, ok = w.stretch(p, limit); !ok {
+			return time.Time{}, false
+		}
+		end := p.Add(w.d)
+		if end.After(limit) {
+			return time.Time{}, false
+		}
+		n, ok := w.nextStart(p, end)
+		if !ok {
+			return end, true
+		}
+		p = n
+	}
+	return time.Time{}, false
 }
 
 // later returns the later of a and b.
@@ -142,17 +177,32 @@ type zonedWindow struct {
 	d     time.Duration
 	loc   *time.Location
 	reach reach
+	// last remembers the last answer of lastStart: a search asks the same
+	// question of each window several times.
+	last struct {
+		t, start time.Time
+		ok, set  bool
+	}
 }
 
 // lastStart returns the window's last start at or before t, if it is no
-// more than its duration (or the horizon) before t.
+// more than its duration before t.
 func (w *zonedWindow) lastStart(t time.Time) (time.Time, bool) {
+	if !w.last.set || !w.last.t.Equal(t) {
+		w.last.start, w.last.ok = w.searchLastStart(t)
+		w.last.t, w.last.set = t, true
+	}
+	return w.last.start, w.last.ok
+}
+
+// searchLastStart is lastStart without its memory.
+func (w *zonedWindow) searchLastStart(t time.Time) (time.Time, bool) {
 	lt := t.In(w.loc)
 	from := wallOf(lt)
 	if end, ok := secondPass(lt); ok {
 		from = end.add(-1) // each minute of the pass started at its first, before t
 	}
-	floor := wallOf(t.Add(-min(w.d, windowHorizon)).In(w.loc)).year - 1
+	floor := wallOf(t.Add(-w.d).In(w.loc)).year - 1
 	p, ok := w.sched.prev(from, floor)
 	if !ok {
 		return time.Time{}, false
@@ -185,27 +235,6 @@ func (w *zonedWindow) nextStart(t, limit time.Time) (time.Time, bool) {
 			return a, !a.After(limit)
 		}
 		from = n.add(1) // a minute shown before t by a clock that stepped back twice
-	}
-}
-
-// activeUntil returns when the window, active from its start p, stops
-// being active: when its duration has passed since a start that no other
-// start follows within the duration; false if that is after limit.
-func (w *zonedWindow) activeUntil(p, limit time.Time) (time.Time, bool) {
-	for {
-		var ok bool
-		if p, ok = w.stretch(p, limit); !ok {
-			return time.Time{}, false
-		}
-		end := p.Add(w.d)
-		if end.After(limit) {
-			return time.Time{}, false
-		}
-		n, ok := w.nextStart(p, end)
-		if !ok {
-			return end, true
-		}
-		p = n
 	}
 }
 
@@ -289,6 +318,9 @@ func widestGap(set uint64) int {
 // past it.
 func instant(at wall, loc *time.Location) time.Time {
 	t := time.Date(at.year, time.Month(at.month), at.day, at.hour, at.minute, 0, 0, loc)
+	if loc == time.UTC {
+		return t
+	}
 	start, end := t.ZoneBounds()
 	switch shown := wallOf(t).minutes(); {
 	case shown > at.minutes():
@@ -296,29 +328,31 @@ func instant(at wall, loc *time.Location) time.Time {
 	case shown < at.minutes():
 		return end
 	}
-	if start, back := stepBack(t); t.Add(-back).Before(start) {
+	if back := stepBack(t, start); t.Add(-back).Before(start) {
 		return t.Add(-back)
 	}
 	return t
 }
 
-// stepBack returns when t's UTC offset began and how far the clock
-// stepped back then, 0 if it did not.
-func stepBack(t time.Time) (time.Time, time.Duration) {
-	start, _ := t.ZoneBounds()
+// stepBack returns how far the clock stepped back when t's UTC offset
+// began at start, 0 if it did not.
+func stepBack(t, start time.Time) time.Duration {
 	if start.IsZero() {
-		return start, 0
+		return 0
 	}
 	_, off := t.Zone()
 	_, before := start.Add(-time.Nanosecond).Zone()
-	return start, max(0, time.Duration(before-off)*time.Second)
+	return max(0, time.Duration(before-off)*time.Second)
 }
 
 // secondPass returns, while the clock at t shows again minutes it showed
 // before it stepped back, the first minute it had not shown yet.
 func secondPass(t time.Time) (wall, bool) {
-	start, back := stepBack(t)
-	if end := start.Add(back); t.Before(end) {
+	start, _ := t.ZoneBounds()
+	if start.IsZero() || t.Sub(start) >= 24*time.Hour {
+		return wall{}, false // no clock ever stepped back by more than a day
+	}
+	if end := start.Add(stepBack(t, start)); t.Before(end) {
 		return wallOf(end), true
 	}
 	return wall{}, false
