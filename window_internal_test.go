@@ -2,6 +2,10 @@ package converge
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 	_ "time/tzdata" // the tests' zones, whatever the machine has
@@ -133,25 +137,92 @@ func FuzzWindowsOpen(f *testing.F) {
 			return
 		}
 		require.NoError(t, err)
-		require.Equal(t, openAt(t, windows, zones, now), open, "at %s", now)
-		if change.IsZero() {
-			for _, later := range []time.Duration{time.Minute, time.Hour, 24 * time.Hour} { // the budget follows days at least
-				require.Equal(t, open, openAt(t, windows, zones, now.Add(later)), "at %s, with no change", now.Add(later))
-			}
-			return
-		}
-		require.True(t, change.After(now))
-		before := change.Add(-time.Nanosecond)
-		openBefore, changeBefore, _ := WindowsOpen(windows, zones, before)
-		require.Equal(t, open, openBefore, "just before %s", change)
-		require.True(t, change.Equal(changeBefore), "seen from just before %s: %s", change, changeBefore)
-		openAtChange, _, _ := WindowsOpen(windows, zones, change)
-		require.NotEqual(t, open, openAtChange, "at %s", change)
-		if change.Sub(now) < 60*24*time.Hour {
-			require.Equal(t, open, openAt(t, windows, zones, before), "just before %s", change)
-			require.Equal(t, !open, openAt(t, windows, zones, change), "at %s", change)
-			mid := now.Add(change.Sub(now) / 2)
-			require.Equal(t, open, openAt(t, windows, zones, mid), "at %s, before %s", mid, change)
-		}
+		checkWindowsOpen(t, windows, zones, now, open, change)
 	})
+}
+
+// checkWindowsOpen holds the answer of WindowsOpen at now to the oracle and
+// to itself: the state at now, just before the change, halfway to it and
+// at it, and the change seen from just before it.
+func checkWindowsOpen(t *testing.T, windows []Window, zones Zones, now time.Time, open bool, change time.Time) {
+	t.Helper()
+	require.Equal(t, openAt(t, windows, zones, now), open, "at %s", now)
+	if change.IsZero() {
+		for _, later := range []time.Duration{time.Minute, time.Hour, 24 * time.Hour} { // the budget follows days at least
+			require.Equal(t, open, openAt(t, windows, zones, now.Add(later)), "at %s, with no change", now.Add(later))
+		}
+		return
+	}
+	require.True(t, change.After(now))
+	before := change.Add(-time.Nanosecond)
+	openBefore, changeBefore, _ := WindowsOpen(windows, zones, before)
+	require.Equal(t, open, openBefore, "just before %s", change)
+	require.True(t, change.Equal(changeBefore), "seen from just before %s: %s", change, changeBefore)
+	openAtChange, _, _ := WindowsOpen(windows, zones, change)
+	require.NotEqual(t, open, openAtChange, "at %s", change)
+	if change.Sub(now) < 60*24*time.Hour {
+		require.Equal(t, open, openAt(t, windows, zones, before), "just before %s", change)
+		require.Equal(t, !open, openAt(t, windows, zones, change), "at %s", change)
+		mid := now.Add(change.Sub(now) / 2)
+		require.Equal(t, open, openAt(t, windows, zones, mid), "at %s, before %s", mid, change)
+	}
+}
+
+// TestWindowsOpenAgreesWithTheOracle draws valid windows from the cron
+// grammar, per seed, in the fuzz tests' zones, and holds WindowsOpen to
+// the oracle as FuzzWindowsOpen does.
+func TestWindowsOpenAgreesWithTheOracle(t *testing.T) {
+	zones := loadFuzzZones(t)
+	durations := []time.Duration{30 * time.Second, time.Minute, 5 * time.Minute, 59 * time.Minute, time.Hour,
+		61 * time.Minute, 3 * time.Hour, 24 * time.Hour, 25 * time.Hour, 72 * time.Hour}
+	for seed := uint64(1); seed <= 300; seed++ {
+		r := rand.New(rand.NewPCG(seed, 0))
+		windows := make([]Window, 1+r.IntN(3))
+		for i := range windows {
+			kind := WindowAllow
+			if r.IntN(2) == 0 {
+				kind = WindowDeny
+			}
+			windows[i] = Window{Kind: kind, Schedule: randomSchedule(r), Duration: metav1.Duration{Duration: durations[r.IntN(len(durations))]},
+				TimeZone: fuzzZones[r.IntN(len(fuzzZones))]}
+		}
+		if ValidateWindows(windows) != nil {
+			continue // a day no month it names has
+		}
+		// 1990..2050, on a minute or off it
+		now := time.Unix(631152000+r.Int64N(60*365*24*3600), 0).Truncate(time.Duration(1+r.IntN(2)*59) * time.Second).UTC()
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			open, change, err := WindowsOpen(windows, zones, now)
+			require.NoError(t, err)
+			checkWindowsOpen(t, windows, zones, now, open, change)
+		})
+	}
+}
+
+// randomSchedule draws a schedule from the cron grammar, leaning to the
+// shapes windows have.
+func randomSchedule(r *rand.Rand) string {
+	field := func(f cronField) string {
+		n := func() int { return f.min + r.IntN(f.max-f.min+1) }
+		switch r.IntN(7) {
+		case 0, 1:
+			return "*"
+		case 2:
+			return strconv.Itoa(n())
+		case 3:
+			a := n()
+			return fmt.Sprintf("%d-%d", a, a+r.IntN(f.max-a+1))
+		case 4:
+			return fmt.Sprintf("*/%d", 1+r.IntN(f.max))
+		case 5:
+			a := n()
+			return fmt.Sprintf("%d-%d/%d", a, a+r.IntN(f.max-a+1), 1+r.IntN(f.max))
+		}
+		return fmt.Sprintf("%d,%d", n(), n())
+	}
+	parts := make([]string, len(cronFields))
+	for i, f := range cronFields {
+		parts[i] = field(f)
+	}
+	return strings.Join(parts, " ")
 }
