@@ -64,12 +64,18 @@ func ValidateWindows(windows []Window) error {
 	var problems []string
 	for i, w := range windows {
 		_, p := w.parse()
-		problems = append(problems, p...)
-		for j := len(problems) - len(p); j < len(problems); j++ {
-			problems[j] = fmt.Sprintf("window %d: %s", i, problems[j])
-		}
+		problems = appendWindowProblems(problems, i, p)
 	}
 	return Invalid("converge", "window", problems...)
+}
+
+// appendWindowProblems appends the problems of the i-th window to
+// problems, each naming the window.
+func appendWindowProblems(problems []string, i int, windowProblems []string) []string {
+	for _, p := range windowProblems {
+		problems = append(problems, fmt.Sprintf("window %d: %s", i, p))
+	}
+	return problems
 }
 
 // parse returns w's schedule and what is wrong with w, nil when nothing
@@ -133,11 +139,10 @@ const windowHorizon = 400 * 24 * time.Hour
 // next changes, in now's location: when they open if they are closed, when
 // they close if they are open. The change is the zero time when none was
 // found: when there is none within 400 days (no window; a Deny window that
-// never ends; a 29 February further away), or when windows start one
-// another more than 10,000 times before it (windows of a minute, one after
-// the other for weeks), which a search this frequent cannot follow. A shell
-// holds a closed window with WindowClosedHold(change) and looks again at
-// change.
+// never ends; a 29 February further away), or when finding it would follow
+// the windows through more than 10,000 runs of starts (windows of a minute
+// that follow one another for weeks). A shell holds a closed window with
+// WindowClosedHold(change) and looks again at change.
 //
 // It is pure: it reads each window's location from zones (Zones.Load)
 // and returns an error matching ErrInvalid for a window ValidateWindows
@@ -172,10 +177,7 @@ func zoneWindows(ws []zonedWindow, windows []Window, zones Zones) ([]zonedWindow
 				p = append(p, fmt.Sprintf("timeZone %q is not in the Zones: load it with Zones.Load", w.TimeZone))
 			}
 		}
-		for _, problem := range p {
-			problems = append(problems, fmt.Sprintf("window %d: %s", i, problem))
-		}
-		if len(problems) == 0 {
+		if problems = appendWindowProblems(problems, i, p); len(problems) == 0 {
 			ws = append(ws, zonedWindow{sched: s, deny: w.Kind == WindowDeny, d: w.Duration.Duration,
 				loc: loc, reach: reachOf(s, w.Duration.Duration)})
 		}
@@ -193,7 +195,7 @@ const HoldWindowClosed = "WindowClosed"
 // it stays the same until the windows open.
 func WindowClosedHold(opens time.Time) Hold {
 	if opens.IsZero() {
-		return Hold{Reason: HoldWindowClosed, Message: "the maintenance windows are closed and no opening was found within 400 days"}
+		return Hold{Reason: HoldWindowClosed, Message: "the maintenance windows are closed and no opening was found"}
 	}
 	return Hold{Reason: HoldWindowClosed, Message: "the maintenance windows are closed until " + opens.UTC().Format(time.RFC3339Nano)}
 }

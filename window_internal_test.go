@@ -226,3 +226,21 @@ func randomSchedule(r *rand.Rand) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// The budget of a search covers the 400 days of daily windows that keep
+// one another closed, with room to spare.
+func TestWindowSearchBudgetCoversDailyWindowsForTheHorizon(t *testing.T) {
+	zones := loadFuzzZones(t)
+	for _, zone := range []string{"", "Europe/Berlin"} {
+		windows := []Window{
+			{Kind: WindowAllow, Schedule: "0 1 * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: zone},
+			{Kind: WindowDeny, Schedule: "0 0 * * *", Duration: metav1.Duration{Duration: 3 * time.Hour}, TimeZone: zone},
+		}
+		ws, err := zoneWindows(nil, windows, zones)
+		require.NoError(t, err)
+		now := time.Date(2024, 6, 5, 12, 0, 0, 0, time.UTC)
+		search := windowSearch{windows: ws}
+		require.True(t, search.opensAfter(now, now.Add(windowHorizon)).IsZero())
+		require.Less(t, search.steps, maxSteps/4, "in %q", zone)
+	}
+}

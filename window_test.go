@@ -2,6 +2,7 @@ package converge_test
 
 import (
 	"maps"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -304,7 +305,7 @@ func TestWindowClosedHoldNamesWhenTheWindowsOpen(t *testing.T) {
 			want: "the maintenance windows are closed until 2024-03-31T01:00:00Z"},
 		{name: "fractions of a second are kept", opens: time.Date(2024, 3, 31, 1, 0, 0, 500_000_000, time.UTC),
 			want: "the maintenance windows are closed until 2024-03-31T01:00:00.5Z"},
-		{name: "no opening", want: "the maintenance windows are closed and no opening was found within 400 days"},
+		{name: "no opening", want: "the maintenance windows are closed and no opening was found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -361,5 +362,21 @@ func BenchmarkWindowsOpen(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Nothing panics on input: times at the ends of time.Time's range, and
+// durations of any length, are answered.
+func TestWindowsOpenAnswersAtTheEndsOfTime(t *testing.T) {
+	zones, err := converge.Zones(nil).Load([]converge.Window{{TimeZone: "Europe/Berlin"}})
+	require.NoError(t, err)
+	for _, now := range []time.Time{{}, time.Unix(1<<62, 0), time.Unix(-1<<62, 0), time.Unix(math.MaxInt64, 0), time.Date(-5000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		for _, d := range []time.Duration{time.Nanosecond, time.Hour, math.MaxInt64} {
+			for _, zone := range []string{"", "Europe/Berlin"} {
+				windows := []converge.Window{window(converge.WindowAllow, "0 22 * * MON-FRI", d, zone), window(converge.WindowDeny, "0 0 29 2 *", d, zone)}
+				_, _, err := converge.WindowsOpen(windows, zones, now)
+				assert.NoError(t, err, "at %s, for %s in %q", now, d, zone)
+			}
+		}
 	}
 }

@@ -6,8 +6,8 @@ import (
 )
 
 // windowSearch looks for the changes of a list of valid windows, located
-// in their zones, within a budget of steps: each step follows a window
-// from one run of starts to the next.
+// in their zones, within a budget of steps: each turn of one of its loops,
+// each of which moves the search on in time, is a step.
 type windowSearch struct {
 	windows []zonedWindow
 	steps   int
@@ -246,7 +246,7 @@ func (w *zonedWindow) stretch(p, limit time.Time) (time.Time, bool) {
 	lp := p.In(w.loc)
 	at := wallOf(lp)
 	if w.reach == reachNone || lp.Second() != 0 || lp.Nanosecond() != 0 || !w.sched.matches(at) {
-		return p, true // a start the clock moved past a skip has no shape
+		return p, true // no shape to follow, or a start moved to the end of a skip
 	}
 	_, zoneEnd := lp.ZoneBounds()
 	if w.reach == reachAlways {
