@@ -39,7 +39,8 @@
 //
 // This package is the vocabulary the engines share, and imports none of
 // them: the Event a decision asks the host to emit, the Result a shell
-// returns, the Backoff every policy spaces its retries with, ErrConflict for
-// a status write that lost a race, and ErrInvalid for bad input anywhere in
-// converge.
+// returns, the Backoff every policy spaces its retries with, the Window
+// (maintenance window) every policy lets work start in, the Hold that says
+// what keeps an engine from moving, ErrConflict for a status write that
+// lost a race, and ErrInvalid for bad input anywhere in converge.
 package converge

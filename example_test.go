@@ -69,3 +69,38 @@ func ExampleSortHolds() {
 	// Paused ""
 	// RevisionFailing "node-b"
 }
+
+// A shell loads the zones of its windows once; each decision asks whether
+// the windows are open, and a closed window becomes a typed hold and a
+// requeue at the time they open.
+func ExampleWindowsOpen() {
+	windows := []converge.Window{
+		{Kind: converge.WindowAllow, Schedule: "0 22 * * MON-FRI", Duration: metav1.Duration{Duration: 8 * time.Hour}, TimeZone: "Europe/Berlin"},
+		{Kind: converge.WindowDeny, Schedule: "0 0 24 DEC *", Duration: metav1.Duration{Duration: 9 * 24 * time.Hour}},
+	}
+	zones, err := converge.Zones(nil).Load(windows) // the shell's I/O, once
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, now := range []time.Time{
+		time.Date(2024, 12, 20, 12, 0, 0, 0, time.UTC), // a Friday, noon
+		time.Date(2024, 12, 20, 22, 0, 0, 0, time.UTC), // that night, 23:00 in Berlin
+		time.Date(2024, 12, 24, 12, 0, 0, 0, time.UTC), // Christmas Eve
+	} {
+		open, change, err := converge.WindowsOpen(windows, zones, now) // pure, in Decide
+		switch {
+		case err != nil:
+			fmt.Println(err)
+		case open:
+			fmt.Printf("%s: open until %s\n", now.Format(time.DateTime), change.Format(time.DateTime))
+		default:
+			hold := converge.WindowClosedHold(change)
+			fmt.Printf("%s: %s, %s; requeue after %s\n", now.Format(time.DateTime), hold.Reason, hold.Message, change.Sub(now))
+		}
+	}
+	// Output:
+	// 2024-12-20 12:00:00: WindowClosed, the maintenance windows are closed until 2024-12-20T21:00:00Z; requeue after 9h0m0s
+	// 2024-12-20 22:00:00: open until 2024-12-21 05:00:00
+	// 2024-12-24 12:00:00: WindowClosed, the maintenance windows are closed until 2025-01-02T00:00:00Z; requeue after 204h0m0s
+}
