@@ -300,7 +300,7 @@ func TestRuleForcedRetryRunsNow(t *testing.T) {
 
 // TestRuleOneActionInFlight: an unexpired claim holds every look, deletion
 // included; an expired one is a lost attempt; an outcome is recorded only
-// under the claim it ran with.
+// under the claim it ran with (its owner, start and fencing token).
 func TestRuleOneActionInFlight(t *testing.T) {
 	expires := t0.Add(30*time.Second + defaultActionTimeout + addon.ClaimGrace)
 	runDecide(t, []decideRow{
@@ -320,11 +320,24 @@ func TestRuleOneActionInFlight(t *testing.T) {
 					require.Len(t, d.Status.History, 1)
 					assert.Equal(t, addon.OutcomeLost, d.Status.History[0].Outcome)
 				}}},
-		{name: "an expired claim counts as a failure and backs off",
+		{name: "an expired claim is a lost attempt, retried after the backoff",
 			status: st(addon.PhaseInitializing, addon.ActionInstall, func(s *addon.Status) { s.InstalledVersion, s.LastGoodVersion = "", "" }, claimed(addon.ActionInstall, "", "v1")),
 			now:    expires, policy: addon.Policy{InstallRemediation: addon.RemediationNone},
-			want: want{phase: addon.PhaseReinitializing, pending: addon.ActionInstall, after: defaultBackoffInitial,
-				check: func(t *testing.T, d addon.Decision) { assert.Equal(t, int32(1), d.Status.InstallFailures) }}},
+			want: want{phase: addon.PhaseInitializing, pending: addon.ActionInstall, after: defaultBackoffInitial, reason: "ClaimLost",
+				check: func(t *testing.T, d addon.Decision) { assert.Equal(t, int32(1), d.Status.LostAttempts) }}},
+		{name: "an outcome under an older fencing token is discarded, though owner, action and start agree",
+			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2"), func(s *addon.Status) { s.Fence, s.InFlight.Fence = 8, 8 }),
+			spec:   gen(1, "v2"),
+			obs: func(s addon.Status) addon.Observation {
+				older := *s.InFlight
+				older.Fence = 7
+				return addon.Observation{Action: addon.ActionUpgrade, Claim: &older}
+			},
+			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, check: func(t *testing.T, d addon.Decision) {
+				assert.Equal(t, int64(8), d.Status.InFlight.Fence, "the holder's claim stays")
+				assert.Equal(t, "v1", d.Status.InstalledVersion, "the late outcome is not recorded")
+				assert.Equal(t, "OutcomeDiscarded", d.Events[0].Reason)
+			}}},
 		{name: "an outcome under a claim that no longer holds is discarded",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2")), spec: gen(1, "v2"),
 			obs: func(s addon.Status) addon.Observation {
