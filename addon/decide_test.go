@@ -36,7 +36,9 @@ type decideRow struct {
 	obs    func(addon.Status) addon.Observation
 	policy addon.Policy
 	now    time.Time
-	want   want
+	// inspect decides with an Inspector (Input.Inspect).
+	inspect bool
+	want    want
 }
 
 func outcome(err error) func(addon.Status) addon.Observation {
@@ -62,7 +64,7 @@ func runDecide(t *testing.T, rows []decideRow) {
 			if r.spec != nil {
 				r.spec(&spec)
 			}
-			in := addon.Input{Spec: spec, Status: r.status, Policy: r.policy, Now: r.now, Owner: "m1"}
+			in := addon.Input{Spec: spec, Status: r.status, Policy: r.policy, Now: r.now, Owner: "m1", Inspect: r.inspect}
 			if in.Now.IsZero() {
 				in.Now = tNow
 			}
@@ -84,7 +86,7 @@ func runDecide(t *testing.T, rows []decideRow) {
 				assert.Equal(t, w.reason, d.Status.Reason, "reason")
 			}
 			require.NoError(t, d.Status.Validate(), "the decided status must validate")
-			if d.Action != addon.ActionNone && d.Action != addon.ActionCheckHealth {
+			if d.Action != addon.ActionNone && d.Action != addon.ActionCheckHealth && d.Action != addon.ActionInspect {
 				require.NotNil(t, d.Status.InFlight, "a mutating action is claimed")
 				assert.Equal(t, d.Action, d.Status.InFlight.Action)
 			}
