@@ -136,62 +136,10 @@ var (
 
 // successors tries every step from s, in a fixed order, checking the rules.
 func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
-	out := make([]exploreState, 0, 24)
-	add := func(n exploreState, name string) {
-		n.path = s.path.then(name, len(out))
-		out = append(out, n)
-	}
-	// addRecorded adds from after each of outcomes, decided with spec.
-	addRecorded := func(spec addon.Spec, from exploreState, outcomes []exploreOutcome, prefix string) error {
-		for _, o := range outcomes {
-			n, err := e.recorded(spec, from, o.obs, prefix+o.name)
-			if err != nil {
-				return err
-			}
-			add(n, prefix+o.name)
-		}
-		return nil
-	}
+	x := &expansion{e: e, s: s, out: make([]exploreState, 0, 24)}
 	for _, w := range e.worlds() {
-		moved := *s
-		if !w.move(&moved) {
-			continue
-		}
-		looked := moved.spec
-		if w.stale {
-			looked = moved.prev
-		}
-		in := e.input(looked, moved.status, moved.now, addon.Observation{})
-		d, err := e.decide(in, &moved, s.path, w.name)
-		if err != nil {
+		if err := x.look(w); err != nil {
 			return nil, err
-		}
-		base := moved
-		base.write(d.Status)
-		switch {
-		case d.Action == addon.ActionNone:
-			add(base, w.name)
-			if later := base; !w.stale && d.RequeueAfter > addon.RequeueNow && e.advance(&later, later.now.Add(d.RequeueAfter)) {
-				add(later, w.name+", then "+d.RequeueAfter.String()+" pass")
-			}
-		case d.Action == addon.ActionCheckHealth:
-			if err := addRecorded(in.Spec, base, e.healthReads(&base), w.name+": "); err != nil {
-				return nil, err
-			}
-		case d.Action == addon.ActionInspect:
-			if err := addRecorded(in.Spec, base, inspections(base.world), w.name+": "); err != nil {
-				return nil, err
-			}
-		default:
-			c := d.Status.InFlight
-			if err := addRecorded(in.Spec, base, e.outcomes(c), w.name+": "); err != nil {
-				return nil, err
-			}
-			if base.running == nil {
-				n := base
-				n.running = c
-				add(n, w.name+": "+string(c.Action)+" runs on")
-			}
 		}
 	}
 	if s.older != nil {
@@ -206,16 +154,84 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 		if s.paused {
 			prefix = "the paused Machine resumes: "
 		}
-		if err := addRecorded(s.spec, done, e.outcomes(c), prefix); err != nil {
+		if err := x.addRecorded(s.spec, done, e.outcomes(c), prefix); err != nil {
 			return nil, err
 		}
 		if !s.paused {
 			for _, n := range e.interrupted(s, c) {
-				add(n.state, n.name)
+				x.add(n.state, n.name)
 			}
 		}
 	}
-	return out, nil
+	return x.out, nil
+}
+
+// expansion collects the successors of one state s.
+type expansion struct {
+	e   *explorer
+	s   *exploreState
+	out []exploreState
+}
+
+// add adds n, reached from s by the step name.
+func (x *expansion) add(n exploreState, name string) {
+	n.path = x.s.path.then(name, len(x.out))
+	x.out = append(x.out, n)
+}
+
+// addRecorded adds from after each of outcomes, decided with spec.
+func (x *expansion) addRecorded(spec addon.Spec, from exploreState, outcomes []exploreOutcome, prefix string) error {
+	for _, o := range outcomes {
+		n, err := x.e.recorded(spec, from, o.obs, prefix+o.name)
+		if err != nil {
+			return err
+		}
+		x.add(n, prefix+o.name)
+	}
+	return nil
+}
+
+// look adds what a look after the world moved as w says leads to: its
+// decision, the time it waits passing, or the outcomes of what it runs.
+func (x *expansion) look(w world) error {
+	e, s := x.e, x.s
+	moved := *s
+	if !w.move(&moved) {
+		return nil
+	}
+	looked := moved.spec
+	if w.stale {
+		looked = moved.prev
+	}
+	in := e.input(looked, moved.status, moved.now, addon.Observation{})
+	d, err := e.decide(in, &moved, s.path, w.name)
+	if err != nil {
+		return err
+	}
+	base := moved
+	base.write(d.Status)
+	switch {
+	case d.Action == addon.ActionNone:
+		x.add(base, w.name)
+		if later := base; !w.stale && d.RequeueAfter > addon.RequeueNow && e.advance(&later, later.now.Add(d.RequeueAfter)) {
+			x.add(later, w.name+", then "+d.RequeueAfter.String()+" pass")
+		}
+		return nil
+	case d.Action == addon.ActionCheckHealth:
+		return x.addRecorded(in.Spec, base, e.healthReads(&base), w.name+": ")
+	case d.Action == addon.ActionInspect:
+		return x.addRecorded(in.Spec, base, inspections(base.world), w.name+": ")
+	}
+	c := d.Status.InFlight
+	if err := x.addRecorded(in.Spec, base, e.outcomes(c), w.name+": "); err != nil {
+		return err
+	}
+	if base.running == nil {
+		n := base
+		n.running = c
+		x.add(n, w.name+": "+string(c.Action)+" runs on")
+	}
+	return nil
 }
 
 // interruption is a state a Machine running an action left.
