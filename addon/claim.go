@@ -59,11 +59,13 @@ func (d *decider) expired(c *Claim) bool {
 // lost records that the claim c expired before its owner recorded an
 // outcome (a crash, a shutdown, lost writes, a replica paused past its
 // claim): nothing says the attempt failed. Up to Policy.MaxLostRetries lost
-// attempts in a row are retried after the backoff, counted apart
-// (Status.LostAttempts) and never as a failure of what they applied, so no
-// version is failed or remediated for a crash; beyond that bound a lost
-// attempt is a failure like any other, so a crash loop ends in the failure
-// path instead of retrying forever. note says what an inspection found.
+// attempts in a row are retried after the backoff (no later than a
+// deadline still ahead), counted apart (Status.LostAttempts) and never as
+// a failure of what they applied, so no version is failed or remediated
+// for a crash, nor by a deadline that passes while the retry is pending
+// (see lostRetryPending); beyond that bound a lost attempt is a failure
+// like any other, so a crash loop ends in the failure path instead of
+// retrying forever. note says what an inspection found.
 func (d *decider) lost(c *Claim, note string) {
 	st := &d.st
 	st.LostAttempts = satInc(st.LostAttempts)
@@ -78,7 +80,18 @@ func (d *decider) lost(c *Claim, note string) {
 	msg := fmt.Sprintf("%s lost: %v; retrying it after the backoff (lost attempt %d, at most %d retried)",
 		d.describe(c.Action, c.From, c.To), why, st.LostAttempts, d.rules.maxLostRetries)
 	d.stay(c.Action, msg)
-	st.NextAttemptTime = d.within(d.rules.backoff.Delay(st.Failures, d.in.Jitter))
+	wait := d.rules.backoff.Delay(st.Failures, d.in.Jitter)
+	if st.Deadline != nil && st.Deadline.After(d.now.Time) {
+		wait = min(wait, st.Deadline.Sub(d.now.Time))
+	}
+	st.NextAttemptTime = d.at(wait)
 	st.Reason = ReasonClaimLost
 	d.event(converge.EventTypeWarning, ReasonClaimLost, st.Message)
+}
+
+// lostRetryPending reports whether the pending action retries a lost
+// attempt within Policy.MaxLostRetries: a deadline that passed does not
+// end the phase before that retry ran.
+func (d *decider) lostRetryPending() bool {
+	return d.st.LostAttempts > 0 && d.rules.lostRetried(d.st.LostAttempts)
 }

@@ -24,8 +24,10 @@ type Installed struct {
 // After a takeover (the claim in flight expired), the attempt is found
 // applied when the cluster runs what it applied (see landed) and is
 // recorded as succeeded; otherwise it is lost. Then what runs is compared
-// with InstalledVersion (inspected). An inspection that failed tells
-// nothing: a takeover then trusts the status, as without an Inspector.
+// with InstalledVersion (inspected), a claim that still holds
+// notwithstanding: a late outcome may have landed beside it. An inspection
+// that failed tells nothing: a takeover then trusts the status, as without
+// an Inspector.
 func (d *decider) recordInspection() {
 	obs := &d.in.Observation
 	st := &d.st
@@ -33,8 +35,9 @@ func (d *decider) recordInspection() {
 		return
 	}
 	c := st.InFlight
-	if c != nil && !d.expired(c) {
-		return
+	if !d.expired(c) {
+		// A claim that holds is no takeover: what runs is still news.
+		c = nil
 	}
 	if obs.Err != nil || obs.Installed == nil {
 		why := "the Inspector could not say what the cluster runs"
@@ -49,7 +52,7 @@ func (d *decider) recordInspection() {
 	}
 	inst := *obs.Installed
 	if c != nil {
-		if landed(c, inst) {
+		if landed(c, inst) && (st.Mismatch == nil || st.Mismatch.Version != inst.Version) {
 			d.outcome(c, nil, OutcomeSucceeded, inst.Revision, " (found applied after its claim expired)")
 		} else {
 			d.lost(c, "; the cluster runs "+describeInstalled(inst.Version))
@@ -67,7 +70,9 @@ func (d *decider) recordInspection() {
 // landed reports whether the attempt of claim c, taken over, was applied:
 // the cluster runs the version it applied (nothing, for an uninstall) and
 // not the one it started from. A re-apply, which starts from the version it
-// applies, and a test are never found applied: they run again.
+// applies, and a test are never found applied: they run again; nor is an
+// attempt whose target the cluster already ran, a mismatch standing when
+// it was claimed (recordInspection checks that).
 func landed(c *Claim, inst Installed) bool {
 	switch c.Action {
 	case ActionInstall, ActionUpgrade, ActionRollback:

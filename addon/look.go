@@ -103,14 +103,16 @@ func (d *decider) requestChanges(reset bool) {
 	}
 }
 
-// takeDue ends a phase whose deadline passed and takes the pending action
-// once it is due. Deleting only ever uninstalls, whatever a table row says.
+// takeDue ends a phase whose deadline passed, unless the retry of a lost
+// attempt is pending (a lost attempt fails nothing, the deadline neither),
+// and takes the pending action once it is due. Deleting only ever
+// uninstalls, whatever a table row says.
 func (d *decider) takeDue() {
 	st := &d.st
 	if p := st.PendingAction; st.Phase == PhaseDeleting && p != ActionUninstall && p != ActionNone {
 		st.PendingAction, st.NextAttemptTime = ActionUninstall, nil
 	}
-	if st.PendingAction != ActionNone && st.Phase != PhaseChecking && d.pastDeadline() {
+	if st.PendingAction != ActionNone && st.Phase != PhaseChecking && d.pastDeadline() && !d.lostRetryPending() {
 		d.expire()
 	}
 	if st.PendingAction != ActionNone && d.due() {
