@@ -53,6 +53,7 @@ func (d *decider) recordInspection() {
 	inst := *obs.Installed
 	if c != nil {
 		if landed(c, inst) && (st.Mismatch == nil || st.Mismatch.Version != inst.Version) {
+			st.LostAttempts = 0
 			d.outcome(c, nil, OutcomeSucceeded, inst.Revision, " (found applied after its claim expired)")
 		} else {
 			d.lost(c, "; the cluster runs "+describeInstalled(inst.Version))

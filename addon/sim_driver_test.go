@@ -22,9 +22,11 @@ type simWorld struct {
 	// said healthy since the cluster last changed.
 	read, tested, seen bool
 	// failed is the version of the latest failed install or upgrade
-	// (failedBy), until an action succeeds.
-	failed   string
-	failedBy addon.Action
+	// (failedBy), until an action succeeds; shunned the failed version a
+	// rollback moved away from, until the engine takes a new spec, a
+	// request or a deletion.
+	failed, shunned string
+	failedBy        addon.Action
 	// carried names the version each revision the driver returned applied,
 	// as Helm numbers a release's revisions: one per install, upgrade or
 	// rollback.
@@ -137,6 +139,7 @@ func (s *simulation) written(prev, next addon.Status) {
 		// The engine took a new spec, a request or a deletion: the
 		// attempts start over.
 		clear(s.attempts)
+		s.lostInARow, w.shunned = 0, ""
 	}
 	if next.Phase == addon.PhaseDeleted && prev.Phase != addon.PhaseDeleted && (next.InFlight != nil || w.cluster != "") {
 		s.violate("Deleted while the cluster runs %q (in flight %v)", w.cluster, next.InFlight)
@@ -154,11 +157,15 @@ func (s *simulation) written(prev, next addon.Status) {
 			continue
 		}
 		call, ok := s.ledger[a.Fence]
+		s.lostInARow++
+		if a.Outcome != addon.OutcomeLost {
+			s.lostInARow = 0
+		}
 		switch a.Outcome {
 		case addon.OutcomeFailed:
 			failed = true
-			if !ok || !call.failed {
-				s.violate("the status records a failed %s of %s (fence %d) that no driver call returned", a.Action, a.Version, a.Fence)
+			if !ok || !call.failed || s.abandoned[a.Fence] {
+				s.violate("the status records a failed %s of %s (fence %d) that no driver call returned to a Machine alive to record it", a.Action, a.Version, a.Fence)
 			}
 		case addon.OutcomeSucceeded:
 			// A takeover finds an attempt applied by what runs; only a
@@ -171,8 +178,8 @@ func (s *simulation) written(prev, next addon.Status) {
 		}
 	}
 	failures := func(st addon.Status) int32 { return st.InstallFailures + st.UpgradeFailures + st.UninstallFailures }
-	if lost && !failed && failures(next) > failures(prev) && next.LostAttempts <= s.limits.maxLost {
-		s.violate("a lost attempt was counted as a failure (%d lost in a row, %d retried)", next.LostAttempts, s.limits.maxLost)
+	if lost && !failed && failures(next) > failures(prev) && s.lostInARow <= s.limits.maxLost {
+		s.violate("a lost attempt was counted as a failure (%d lost in a row, %d retried)", s.lostInARow, s.limits.maxLost)
 	}
 	if s.limits.tests && !s.limits.ignored && next.Phase == addon.PhaseRunning && prev.Phase != addon.PhaseRunning && !w.passed[next.InstalledVersion] {
 		s.violate("Running on %s, whose tests never passed", next.InstalledVersion)
@@ -248,8 +255,9 @@ func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Reques
 // protected checks that the action keeps what serves: a healthy version is
 // neither uninstalled (but on deletion or for a failure of another
 // version) nor replaced by one no spec asks for (as a cache may serve it:
-// of a generation the engine had not yet seen one above), and a rollback
-// names a revision that carried its target.
+// of a generation the engine had not yet seen one above); a version a
+// rollback remediated is not applied again before a new spec or request;
+// and a rollback names a revision that carried its target.
 func (s *simulation) protected(a addon.Action, req addon.Request, st addon.Status, spec addon.Spec) {
 	w := &s.world
 	if a == addon.ActionInstall && st.InstalledVersion != "" {
@@ -262,6 +270,9 @@ func (s *simulation) protected(a addon.Action, req addon.Request, st addon.Statu
 		case (a == addon.ActionUpgrade || a == addon.ActionRollback) && req.To != w.cluster && !s.store.asked(req.To, st.SeenGeneration):
 			s.violate("the healthy %s is replaced by %s, which no spec since generation %d asks for (now %s)", w.cluster, req.To, st.SeenGeneration, spec.Version)
 		}
+	}
+	if (a == addon.ActionInstall || a == addon.ActionUpgrade) && w.shunned != "" && req.To == w.shunned {
+		s.violate("%s of %s, which a rollback remediated, with no new spec or request since", a, req.To)
 	}
 	if a == addon.ActionRollback && !s.carries(req.Revision, req.To) {
 		s.violate("rollback to %s at revision %q, which carried %v", req.To, req.Revision, w.carried)
@@ -286,6 +297,9 @@ func (d *simDriver) failed(a addon.Action, req addon.Request) {
 // inspection can tell it landed.
 func (d *simDriver) apply(a addon.Action, req addon.Request, late bool) (revision string) {
 	w := &d.s.world
+	if a == addon.ActionRollback && w.failed != req.To {
+		w.shunned = w.failed
+	}
 	switch a {
 	case addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback:
 		w.carried = append(w.carried, req.To)

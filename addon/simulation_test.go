@@ -122,8 +122,10 @@ type simulation struct {
 	ledger    map[int64]simCall
 	abandoned map[int64]bool
 	// attempts counts, by action and version, the consecutive failed calls
-	// since a success, a new spec or a request.
-	attempts  map[string]simAttempts
+	// since a success, a new spec or a request; lostInARow the attempts
+	// the status recorded lost since one it recorded otherwise.
+	attempts   map[string]simAttempts
+	lostInARow int32
 	violation error
 	prev      addon.Status
 	tokens    int
@@ -482,20 +484,25 @@ func (s *simulation) check() error {
 	return s.honest(st)
 }
 
-// honest checks that the status agrees with what the cluster runs, or says
-// it does not (Status.Mismatch), whenever no claim is in flight: within the
+// honest checks that what the status says the cluster runs (Mismatch when
+// one stands, else InstalledVersion) is what it runs, whenever no claim is
+// in flight: within the
 // reconcile that took over a claim or received a late outcome. Only an
 // inspection that failed, or a replica that landed a late action and
 // crashed before it recorded it, leaves the status blind meanwhile; a
 // Deleted add-on says nothing more.
 func (s *simulation) honest(st addon.Status) error {
 	w := &s.world
-	agrees := st.InstalledVersion == w.cluster || st.Mismatch != nil && st.Mismatch.Version == w.cluster
+	says := st.InstalledVersion
+	if st.Mismatch != nil {
+		says = st.Mismatch.Version
+	}
+	agrees := says == w.cluster
 	switch {
 	case agrees:
 		w.blind = false
 	case st.InFlight == nil && !w.blind && st.Phase != addon.PhaseDeleted:
-		return fmt.Errorf("the status says %q is installed (mismatch %v) while the cluster runs %q, and does not say it disagrees", st.InstalledVersion, st.Mismatch, w.cluster)
+		return fmt.Errorf("the status says the cluster runs %q (installed %q) while it runs %q", says, st.InstalledVersion, w.cluster)
 	}
 	return nil
 }

@@ -72,8 +72,8 @@ type Status struct {
 	// their owner recorded an outcome (History outcome Lost). Up to
 	// Policy.MaxLostRetries of them are retried after the backoff without
 	// counting as failures of what they applied; beyond that a lost attempt
-	// is a failure. An outcome its owner recorded, a request, a spec change
-	// and a deletion clear it.
+	// is a failure. An outcome its owner recorded (or an attempt found
+	// applied), a request, a spec change and a deletion clear it.
 	// +optional
 	LostAttempts int32 `json:"lostAttempts,omitempty"`
 	// LastTransitionTime is when Phase was last entered, or started over by

@@ -118,9 +118,9 @@ func (e *ExploreError) Error() string {
 //     nothing installed), the cluster empty and nothing in flight;
 //   - the last good version and the observed generation never go back;
 //   - every new claim carries a fencing token above every token before it;
-//   - whenever no claim is in flight, the status agrees with what the
-//     cluster runs (InstalledVersion) or says it does not (Mismatch), but
-//     while an inspection that failed left it blind;
+//   - whenever no claim is in flight, what the status says the cluster
+//     runs (Mismatch when one stands, else InstalledVersion) is what it
+//     runs, but while an inspection that failed left it blind;
 //   - an add-on enters Running only on a version whose tests passed, when
 //     the policy tests and does not ignore their failures;
 //   - a failure is counted (InstallFailures, UpgradeFailures,

@@ -155,9 +155,12 @@ func (e *explorer) processRules(in addon.Input, d addon.Decision, s *exploreStat
 			return fail("the claim of %s carries fencing token %d, not above %d, the newest before it", c.Action, c.Fence, newest)
 		}
 	}
-	if d.Action != addon.ActionInspect && after.InFlight == nil && !w.blind && after.InstalledVersion != w.cluster &&
-		(after.Mismatch == nil || after.Mismatch.Version != w.cluster) {
-		return fail("the status says %q is installed while the cluster runs %q, and does not say it disagrees", after.InstalledVersion, w.cluster)
+	says := after.InstalledVersion
+	if after.Mismatch != nil {
+		says = after.Mismatch.Version
+	}
+	if d.Action != addon.ActionInspect && after.InFlight == nil && !w.blind && says != w.cluster {
+		return fail("the status says the cluster runs %q (installed %q) while it runs %q", says, after.InstalledVersion, w.cluster)
 	}
 	if e.limits.tests && !e.limits.ignored && after.Phase == addon.PhaseRunning && before.Phase != addon.PhaseRunning &&
 		w.passed&versionBit(after.InstalledVersion) == 0 {
