@@ -134,10 +134,12 @@ func (s *simulation) ended(c simCall, uncounted bool) {
 // healthy, and Running is entered only on a version whose tests passed.
 func (s *simulation) written(prev, next addon.Status) {
 	w := &s.world
-	if next.ObservedGeneration != prev.ObservedGeneration || next.LastResetToken != prev.LastResetToken || next.LastForceToken != prev.LastForceToken ||
-		next.Phase == addon.PhaseDeleting && prev.Phase != addon.PhaseDeleting {
+	requested := func(next, prev string) bool { return next != prev && next != "" }
+	if next.ObservedGeneration != prev.ObservedGeneration || requested(next.LastResetToken, prev.LastResetToken) ||
+		requested(next.LastForceToken, prev.LastForceToken) || next.Phase == addon.PhaseDeleting && prev.Phase != addon.PhaseDeleting {
 		// The engine took a new spec, a request or a deletion: the
-		// attempts start over.
+		// attempts start over. (A stale spec that drops a token fires
+		// nothing.)
 		clear(s.attempts)
 		s.lostInARow, w.shunned = 0, ""
 	}
@@ -470,7 +472,7 @@ func (d *simDriver) Drift(context.Context, addon.Request) (bool, string, error) 
 	if !s.faults {
 		return false, "", nil
 	}
-	return s.rng.IntN(10) == 0, "Deployment replicas changed by hand", nil
+	return s.rng.IntN(3) == 0, "Deployment replicas changed by hand", nil
 }
 
 // Inspect reports what the world runs; with faults on it may fail, which

@@ -151,6 +151,7 @@ var simPolicies = []addon.Policy{
 	{MaxRetries: ptr.To[int32](-1), RemediateLastFailure: ptr.To(false), Test: addon.TestPolicy{Enable: true, IgnoreFailures: true}},
 	{Drift: addon.DriftCorrect, UpgradeRemediation: addon.RemediationUninstall, Backoff: converge.Backoff{JitterPercent: ptr.To[int32](0)}},
 	{MaxRetries: ptr.To[int32](1), MaxLostRetries: ptr.To[int32](0), Drift: addon.DriftCorrect},
+	{MaxLostRetries: ptr.To[int32](1), UpgradeRemediation: addon.RemediationNone, Test: addon.TestPolicy{Enable: true}},
 }
 
 // simLimits are the bounds the invariants check, from the policy's fields
