@@ -44,6 +44,8 @@ type simWorld struct {
 	late  [2]bool
 	// calls are the mutating driver calls running now, innermost last.
 	calls []simCall
+	// failNext makes the next install or upgrade fail, faults or not.
+	failNext bool
 }
 
 // simCall is what one mutating driver call did: the ledger's entry.
@@ -343,6 +345,10 @@ func (s *simulation) uninstallsFor(a addon.Action) bool {
 // error to return, or a crash after the action applied.
 func (d *simDriver) fault(ctx context.Context, a addon.Action) (crashAfter bool, err error) {
 	s := d.s
+	if s.world.failNext && (a == addon.ActionInstall || a == addon.ActionUpgrade) {
+		s.world.failNext = false
+		return false, fmt.Errorf("sim: %s failed: the new version's pods crash", a)
+	}
 	if !s.faults {
 		return false, nil
 	}

@@ -283,6 +283,11 @@ func (s *simulation) id(i int) string { return [...]string{"m1", "m2"}[i] }
 
 // run plays the faulty steps, then lets the world behave.
 func (s *simulation) run() error {
+	if s.rng.IntN(4) == 0 {
+		if err := s.rolledBack(); err != nil {
+			return err
+		}
+	}
 	s.prev = s.store.current().Status
 	for range simSteps {
 		s.step()
@@ -293,6 +298,46 @@ func (s *simulation) run() error {
 	s.faults = false
 	s.logf("faults stop")
 	return s.converge()
+}
+
+// rolledBack is the prologue of a quarter of the schedules, played without
+// faults: v1 runs, the upgrade to v2 fails and is remediated as the policy
+// says (rolled back, by default), so that the faults start where a failed
+// version is still asked for.
+func (s *simulation) rolledBack() error {
+	s.faults = false
+	defer func() { s.faults = true }()
+	s.logf("prologue: v1 runs, the upgrade to v2 fails")
+	if err := s.settle(); err != nil {
+		return err
+	}
+	s.store.updateSpec(func(sp *addon.Spec) { sp.Generation++; sp.Version = "v2" })
+	s.world.failNext = true
+	s.reconcile(0, s.store.current(), false)
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.settle()
+}
+
+// settle reconciles m1 until nothing is due at once, or the add-on is
+// Running, healthy, with nothing in flight.
+func (s *simulation) settle() error {
+	for range simConverge {
+		st := s.store.current().Status
+		if st.Phase == addon.PhaseRunning && st.Health == addon.HealthHealthy && st.InFlight == nil || st.Phase == addon.PhaseFailed {
+			return nil
+		}
+		s.reconcile(0, s.store.current(), false)
+		if err := s.check(); err != nil {
+			return err
+		}
+		st = s.store.current().Status
+		if st.NextAttemptTime != nil {
+			s.advance(st.NextAttemptTime.Sub(s.clock.Now()))
+		}
+	}
+	return nil
 }
 
 // step draws one thing that happens.
