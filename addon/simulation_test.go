@@ -126,10 +126,10 @@ type simulation struct {
 	// the status recorded lost since one it recorded otherwise.
 	attempts   map[string]simAttempts
 	lostInARow int32
-	violation error
-	prev      addon.Status
-	tokens    int
-	clockBack int
+	violation  error
+	prev       addon.Status
+	tokens     int
+	clockBack  int
 }
 
 // skewedClock is a Machine's clock: the world's, off by skew.
