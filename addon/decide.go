@@ -211,7 +211,12 @@ func (d *decider) decision() Decision {
 		out.RequeueAfter = max(d.waitUntil.Sub(d.now.Time), RequeueNow)
 	case d.stale:
 		out.RequeueAfter = d.rules.checkInterval
-	case st.SuspendedTime != nil && !d.in.Spec.Deleting, st.PendingAction == ActionNone:
+	case st.SuspendedTime != nil && !d.in.Spec.Deleting:
+	case st.SeenGeneration > st.ObservedGeneration:
+		// A spec seen while a claim held, not yet acted on: a look takes
+		// it at once (the host saw it earlier and will not bring it again).
+		out.RequeueAfter = RequeueNow
+	case st.PendingAction == ActionNone:
 	case d.due():
 		out.RequeueAfter = RequeueNow
 	default:

@@ -277,6 +277,40 @@ func TestRuleALateOutcomeIsInspected(t *testing.T) {
 	})
 }
 
+// TestRuleASpecSeenDuringAClaimIsLookedAtOnce: a spec generation seen
+// while a claim held, and not yet acted on, is taken by a look at once
+// after the outcome, even when the outcome leaves nothing pending: the host
+// delivered that spec while the claim held and will not deliver it again.
+// (An exploration to depth 6 found the add-on left in Failed on v1 while
+// the spec asked for v1 again.)
+func TestRuleASpecSeenDuringAClaimIsLookedAtOnce(t *testing.T) {
+	rollingBack := st(addon.PhaseRemediating, addon.ActionRollback, claimed(addon.ActionRollback, "v1", "v1"), func(s *addon.Status) {
+		s.FailedVersion, s.LastFailedAction, s.UpgradeFailures, s.Failures = "v2", addon.ActionUpgrade, 1, 1
+		s.ObservedGeneration, s.SeenGeneration = 2, 3
+	})
+	runDecide(t, []decideRow{
+		{name: "a failed rollback stops in Failed, and asks for a look at once",
+			status: rollingBack, spec: gen(3, "v1"), obs: outcome(errBoom),
+			want: want{phase: addon.PhaseFailed, reason: "RollbackFailed", after: addon.RequeueNow}},
+		{name: "the look takes the spec seen during the claim",
+			status: st(addon.PhaseFailed, addon.ActionNone, func(s *addon.Status) {
+				s.Deadline, s.FailedVersion, s.ObservedGeneration, s.SeenGeneration = nil, "v2", 2, 3
+			}),
+			spec: gen(3, "v1"),
+			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade, reason: "SpecChanged"}},
+		{name: "without a newer spec seen, Failed waits for the spec",
+			status: func() addon.Status {
+				s := *rollingBack.DeepCopy()
+				s.SeenGeneration = 2
+				return s
+			}(),
+			spec: gen(2, "v2"), obs: outcome(errBoom),
+			want: want{phase: addon.PhaseFailed, reason: "RollbackFailed", check: func(t *testing.T, d addon.Decision) {
+				assert.Zero(t, d.RequeueAfter)
+			}}},
+	})
+}
+
 // TestRuleDriftCorrectionRestoresTheInstalledVersion: a drift correction,
 // and the retry of a failed one, restore what is installed, never the
 // version that failed, though the spec still asks for it; that version is

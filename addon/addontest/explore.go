@@ -104,7 +104,8 @@ func (e *ExploreError) Error() string {
 //     chooses for a failed install or upgrade of a different version, and
 //     never replaced by another version the spec does not ask for, whatever
 //     failed before; while it is the version the spec asks for, it stays
-//     watched (something is pending: a health check, a re-apply);
+//     watched (something is pending: a health check, a re-apply; or a look
+//     is due at once, for a spec seen while a claim held);
 //   - no Install is chosen while a version is installed;
 //   - a spec generation below the highest one a decision was given is
 //     acted on in no way;

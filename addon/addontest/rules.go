@@ -84,7 +84,7 @@ func (e *explorer) decide(in addon.Input, s *exploreState, path *step, name stri
 		}
 	}
 	if e.healthy(*w) && w.cluster == s.spec.Version && !s.spec.Deleting && !s.spec.Suspended &&
-		after.PendingAction == addon.ActionNone && after.InFlight == nil {
+		after.PendingAction == addon.ActionNone && after.InFlight == nil && d.RequeueAfter != addon.RequeueNow {
 		return d, fail("the healthy %s, the version the spec asks for, is left unwatched in %s", w.cluster, after.Phase)
 	}
 	if d.Action == addon.ActionInstall && before.InstalledVersion != "" {
