@@ -103,8 +103,10 @@ type Config struct {
 // token of the claim it ran under (the release label converge.dev/fence),
 // and an install, upgrade, rollback, uninstall or test whose token is older
 // than the latest revision's writes nothing and fails with ErrFenced, the
-// pending revision of a newer claim included. Inspect reports the version
-// of the newest deployed revision, for the engine's takeovers.
+// pending revision of a newer claim included (an uninstall without
+// KeepHistory deletes the records, and their tokens with them). Inspect
+// reports the version of the newest deployed revision, for the engine's
+// takeovers.
 type Driver struct {
 	cfg Config
 }
