@@ -43,6 +43,8 @@ func (d *decider) setConditions() error {
 		d.removeCond(conditions.TypeReconciling)
 		d.removeCond(conditions.TypeStalled)
 		switch {
+		case st.Mismatch != nil:
+			d.setCond(conditions.TypeReady, metav1.ConditionFalse, ReasonInstalledVersionMismatch, d.mismatchMessage())
 		case st.Health == HealthUnhealthy:
 			d.setCond(conditions.TypeReady, metav1.ConditionFalse, ReasonUnhealthy, msg)
 			degraded, degradedReason, degradedMsg = metav1.ConditionTrue, ReasonUnhealthy, msg
@@ -80,6 +82,9 @@ func (d *decider) setConditions() error {
 		degraded, degradedReason, degradedMsg = metav1.ConditionTrue, string(st.Phase), msg
 	case st.Phase == PhaseChecking && st.Verifying == ActionRollback:
 		degraded, degradedReason, degradedMsg = metav1.ConditionTrue, string(TriggerRollbackSucceeded), msg
+	}
+	if st.Mismatch != nil && st.Phase != PhaseDeleted {
+		degraded, degradedReason, degradedMsg = metav1.ConditionTrue, ReasonInstalledVersionMismatch, d.mismatchMessage()
 	}
 	d.setCond(conditions.TypeDegraded, degraded, degradedReason, degradedMsg)
 	return d.err

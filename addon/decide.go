@@ -30,6 +30,10 @@ type Input struct {
 	// Owner names whoever will run the decided action: the owner of its
 	// claim (Config.Owner); empty means "addon".
 	Owner string
+	// Inspect is true when the Driver implements Inspector (the Machine
+	// sets it): a takeover and an outcome that arrived too late are then
+	// followed by ActionInspect, before anything else.
+	Inspect bool
 	// Redact cleans driver error text before it reaches the status, the
 	// conditions or the events; nil means DefaultRedact. (A function cannot
 	// live in a CRD, so it is not part of Policy.)
@@ -64,7 +68,9 @@ type Decision struct {
 	// Action is the one action to run now (ActionNone: nothing). A mutating
 	// action is claimed in Status.InFlight: persist the status before
 	// running it, then report what the Driver returned (with that claim)
-	// in the next Input's Observation.
+	// in the next Input's Observation. A read (ActionCheckHealth,
+	// ActionInspect) claims nothing: run it and report it with this
+	// Status, then persist what that decides.
 	Action Action
 	// Deleted is true once the add-on is uninstalled after a deletion
 	// request: the host drops its finalizer.
@@ -79,7 +85,8 @@ type Decision struct {
 // converge.ErrInvalid.
 //
 // With an empty Observation it looks: a stale spec generation is ignored;
-// an unexpired claim waits; an expired one counts as a failed attempt;
+// an unexpired claim waits; an expired one is taken over (inspected first,
+// with Input.Inspect, else a lost attempt);
 // deletion, suspension, spec changes and requests fire their triggers; then
 // the pending action is returned (and claimed) if due. With an Observation
 // it records what the action did, if the claim it ran under still holds.
@@ -204,7 +211,12 @@ func (d *decider) decision() Decision {
 		out.RequeueAfter = max(d.waitUntil.Sub(d.now.Time), RequeueNow)
 	case d.stale:
 		out.RequeueAfter = d.rules.checkInterval
-	case st.SuspendedTime != nil && !d.in.Spec.Deleting, st.PendingAction == ActionNone:
+	case st.SuspendedTime != nil && !d.in.Spec.Deleting:
+	case st.SeenGeneration > st.ObservedGeneration:
+		// A spec seen while a claim held, not yet acted on: a look takes
+		// it at once (the host saw it earlier and will not bring it again).
+		out.RequeueAfter = RequeueNow
+	case st.PendingAction == ActionNone:
 	case d.due():
 		out.RequeueAfter = RequeueNow
 	default:

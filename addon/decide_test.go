@@ -36,7 +36,9 @@ type decideRow struct {
 	obs    func(addon.Status) addon.Observation
 	policy addon.Policy
 	now    time.Time
-	want   want
+	// inspect decides with an Inspector (Input.Inspect).
+	inspect bool
+	want    want
 }
 
 func outcome(err error) func(addon.Status) addon.Observation {
@@ -62,7 +64,7 @@ func runDecide(t *testing.T, rows []decideRow) {
 			if r.spec != nil {
 				r.spec(&spec)
 			}
-			in := addon.Input{Spec: spec, Status: r.status, Policy: r.policy, Now: r.now, Owner: "m1"}
+			in := addon.Input{Spec: spec, Status: r.status, Policy: r.policy, Now: r.now, Owner: "m1", Inspect: r.inspect}
 			if in.Now.IsZero() {
 				in.Now = tNow
 			}
@@ -84,7 +86,7 @@ func runDecide(t *testing.T, rows []decideRow) {
 				assert.Equal(t, w.reason, d.Status.Reason, "reason")
 			}
 			require.NoError(t, d.Status.Validate(), "the decided status must validate")
-			if d.Action != addon.ActionNone && d.Action != addon.ActionCheckHealth {
+			if d.Action != addon.ActionNone && d.Action != addon.ActionCheckHealth && d.Action != addon.ActionInspect {
 				require.NotNil(t, d.Status.InFlight, "a mutating action is claimed")
 				assert.Equal(t, d.Action, d.Status.InFlight.Action)
 			}
@@ -300,7 +302,7 @@ func TestRuleForcedRetryRunsNow(t *testing.T) {
 
 // TestRuleOneActionInFlight: an unexpired claim holds every look, deletion
 // included; an expired one is a lost attempt; an outcome is recorded only
-// under the claim it ran with.
+// under the claim it ran with (its owner, start and fencing token).
 func TestRuleOneActionInFlight(t *testing.T) {
 	expires := t0.Add(30*time.Second + defaultActionTimeout + addon.ClaimGrace)
 	runDecide(t, []decideRow{
@@ -320,11 +322,24 @@ func TestRuleOneActionInFlight(t *testing.T) {
 					require.Len(t, d.Status.History, 1)
 					assert.Equal(t, addon.OutcomeLost, d.Status.History[0].Outcome)
 				}}},
-		{name: "an expired claim counts as a failure and backs off",
+		{name: "an expired claim is a lost attempt, retried after the backoff",
 			status: st(addon.PhaseInitializing, addon.ActionInstall, func(s *addon.Status) { s.InstalledVersion, s.LastGoodVersion = "", "" }, claimed(addon.ActionInstall, "", "v1")),
 			now:    expires, policy: addon.Policy{InstallRemediation: addon.RemediationNone},
-			want: want{phase: addon.PhaseReinitializing, pending: addon.ActionInstall, after: defaultBackoffInitial,
-				check: func(t *testing.T, d addon.Decision) { assert.Equal(t, int32(1), d.Status.InstallFailures) }}},
+			want: want{phase: addon.PhaseInitializing, pending: addon.ActionInstall, after: defaultBackoffInitial, reason: "ClaimLost",
+				check: func(t *testing.T, d addon.Decision) { assert.Equal(t, int32(1), d.Status.LostAttempts) }}},
+		{name: "an outcome under an older fencing token is discarded, though owner, action and start agree",
+			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2"), func(s *addon.Status) { s.Fence, s.InFlight.Fence = 8, 8 }),
+			spec:   gen(1, "v2"),
+			obs: func(s addon.Status) addon.Observation {
+				older := *s.InFlight
+				older.Fence = 7
+				return addon.Observation{Action: addon.ActionUpgrade, Claim: &older}
+			},
+			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, check: func(t *testing.T, d addon.Decision) {
+				assert.Equal(t, int64(8), d.Status.InFlight.Fence, "the holder's claim stays")
+				assert.Equal(t, "v1", d.Status.InstalledVersion, "the late outcome is not recorded")
+				assert.Equal(t, "OutcomeDiscarded", d.Events[0].Reason)
+			}}},
 		{name: "an outcome under a claim that no longer holds is discarded",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, claimed(addon.ActionUpgrade, "v1", "v2")), spec: gen(1, "v2"),
 			obs: func(s addon.Status) addon.Observation {

@@ -25,6 +25,51 @@
 // from the status alone. Package addon/addontest checks a table and a
 // policy exhaustively against the rules below.
 //
+// # Claims, fencing and takeovers
+//
+// The fencing token. Every claim takes the next fencing token: a counter
+// kept in the status (Status.Fence), incremented by each claim and written,
+// with optimistic concurrency, before the action runs, so a later claim
+// always carries a larger token than every claim before it, whichever
+// Machine took it (Claim.Fence). The Driver gets it in Request.Fence and
+// must not write under a token older than the newest it has seen: a claim
+// only keeps replicas apart while their clocks agree and none stalls, and a
+// replica that paused past its claim's expiry resumes and runs its call
+// after another took the add-on over; with fencing its late write is
+// refused (helmconverge labels each Helm revision with the token and
+// refuses a call whose token is older than the latest revision's). The
+// engine itself records an outcome only under the very claim it ran with
+// (its owner, start and token) and discards a late one.
+//
+// The Inspector. A Driver that also implements Inspector reports what
+// version the cluster runs. The engine asks it whenever its status may no
+// longer know: in the Reconcile that takes over an expired claim, before
+// anything else (an attempt found applied, the cluster running what it
+// applied, is recorded as succeeded and verified like any other; otherwise
+// it is lost, below); right after discarding a late outcome; and beside the
+// health reads while a mismatch stands. A version other than
+// Status.InstalledVersion is a mismatch: Status.Mismatch names it, a
+// Warning event and Degraded (and in Running, Ready False) say so with
+// reason InstalledVersionMismatch, and under Policy.Drift Correct a Running
+// add-on restores its installed version. So within one reconcile after a
+// takeover, the status agrees with what the cluster runs or says it does
+// not. Without an Inspector the engine trusts its status.
+//
+// Lost attempts. A claim that expired before its owner recorded an outcome
+// (History outcome Lost: a crash, a shutdown, lost writes, a pause) says
+// nothing about the version it applied, so it is no failure of it: it is
+// retried after the backoff and counted apart, in Status.LostAttempts, and
+// neither a failure counter, nor FailedVersion, nor a remediation, nor a
+// phase deadline that passes meanwhile follows from it. The count has its
+// own bound, Policy.MaxLostRetries (3 by default): beyond it a lost attempt
+// is a failure like any other, so a crash loop ends in the retries and
+// remediation of MaxRetries instead of retrying forever. The two are told
+// apart by who wrote the outcome: an action that ran out of
+// Policy.ActionTimeout is recorded by its own Machine, alive to record it,
+// as failed (context.DeadlineExceeded) and stays a failure; a Machine whose
+// own context ended (it is shutting down) records nothing, and its claim
+// expires into a lost attempt.
+//
 // # Rules
 //
 // The engine keeps these rules whatever the order of events, the caches the
@@ -46,10 +91,11 @@
 //     kstatus meaning (the generation the status reflects).
 //   - One action in flight, even across deletion: a mutating action is
 //     claimed in Status.InFlight (action, owner = Config.Owner, versions,
-//     start, expiry) and the claim is written before it runs. A look while
-//     it holds runs nothing (a deletion waits for it); an outcome is
-//     recorded only under the claim it ran with; a claim that expires (a
-//     crash) is a lost attempt, counted as a failure and retried.
+//     start, expiry, fencing token) and the claim is written before it
+//     runs. A look while it holds runs nothing (a deletion waits for it);
+//     an outcome is recorded only under the claim it ran with; a claim
+//     that expires is taken over: inspected, then found applied or lost
+//     (see above).
 //   - A claim is never honoured past the latest expiry the engine itself
 //     writes: Policy.ActionTimeout plus ClaimGrace after it was taken (or
 //     after now, when it claims to be taken later). A later one (year 9999)
@@ -67,11 +113,20 @@
 //     (Status.ReapplyTime) under Policy.MaxRetries; it is never remediated.
 //     Once its retries run out it is not retried until the spec changes or
 //     a force request arrives.
-//   - A Driver, Tester or DriftDetector that panics fails its attempt with a
-//     *PanicError; Reconcile neither panics nor fails for it.
-//   - A clock stepped back never makes a wait longer than what set it: a
-//     retry is due within its backoff, a health check within its poll
-//     interval, a phase's deadline within its timeout.
+//   - A correction restores what is installed: a drift correction, and the
+//     retry of a failed re-apply, apply Status.InstalledVersion
+//     (Status.RestoreVersion), never the spec's version, which may be the
+//     one that failed and was rolled back.
+//   - A Driver, Tester, DriftDetector or Inspector that panics fails its
+//     attempt with a *PanicError; Reconcile neither panics nor fails for it.
+//   - An add-on enters Running on a version only once its tests passed
+//     (with Policy.Test), unless the policy ignores their failures.
+//   - A clock stepped back, or a replica whose clock runs behind, never
+//     makes a wait longer than what set it: a retry is due within its
+//     backoff, a health check within its poll interval, a phase's deadline
+//     within its timeout, a claim taken "in the future" within ActionTimeout
+//     and ClaimGrace from now. By the clock that set it, a retry never
+//     comes sooner than its backoff, unless the phase's deadline does.
 //   - Every phase that waits has a deadline (see Policy); a suspension moves
 //     it on by the time suspended only. No healthy version is removed for
 //     being unhealthy: an unhealthy Running add-on stays Running, Degraded.

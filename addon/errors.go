@@ -5,15 +5,15 @@ import (
 	"runtime/debug"
 )
 
-// PanicError is the error of a Driver, Tester or DriftDetector call that
-// panicked. The Machine recovers the panic: the call is a failed attempt,
-// recorded and retried as the policy says (a health or drift read that
-// panicked is health that could not be read), and the operator does not
-// crash. A call that ends its goroutine with runtime.Goexit cannot be
-// recovered.
+// PanicError is the error of a Driver, Tester, DriftDetector or Inspector
+// call that panicked. The Machine recovers the panic: the call is a failed
+// attempt, recorded and retried as the policy says (a health or drift read
+// that panicked is health that could not be read, an inspection that
+// panicked one that could not say), and the operator does not crash. A
+// call that ends its goroutine with runtime.Goexit cannot be recovered.
 type PanicError struct {
 	// Method is the method that panicked: "Install", "Upgrade", "Uninstall",
-	// "Health", "Drift" or "Test".
+	// "Health", "Drift", "Test" or "Inspect".
 	Method string
 	// Value is what it panicked with.
 	Value any

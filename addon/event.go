@@ -30,6 +30,18 @@ const (
 	// ReasonClaimExpiryBounded: a claim expired later than the engine
 	// writes, and was bounded (a Warning event).
 	ReasonClaimExpiryBounded = "ClaimExpiryBounded"
+	// ReasonClaimLost: a claim expired before its owner recorded an
+	// outcome; the attempt is retried after the backoff, not counted as a
+	// failure (a Warning event, Status.Reason; see Status.LostAttempts).
+	ReasonClaimLost = "ClaimLost"
+	// ReasonInstalledVersionMismatch: the Inspector reports that the
+	// cluster runs another version than Status.InstalledVersion (a Warning
+	// event, Status.Reason, Degraded True and, in Running, Ready False; see
+	// Status.Mismatch).
+	ReasonInstalledVersionMismatch = "InstalledVersionMismatch"
+	// ReasonInspectionFailed: the Inspector could not say what the cluster
+	// runs; a takeover then trusts the status (a Warning event).
+	ReasonInspectionFailed = "InspectionFailed"
 	// ReasonRollbackTargetMissing: a rollback was not attempted because no
 	// version was ever healthy; the add-on stops in Failed (a Warning event,
 	// Status.Reason, Stalled, Ready False).
@@ -63,7 +75,7 @@ const (
 var reasons = func() []string {
 	out := []string{
 		ReasonCreated, ReasonStaleGeneration, ReasonSuspended, ReasonResumed, ReasonOutcomeDiscarded,
-		ReasonClaimExpiryBounded, ReasonRollbackTargetMissing, ReasonRollbackTargetUnusable, ReasonHealthUnknown,
+		ReasonClaimExpiryBounded, ReasonClaimLost, ReasonInstalledVersionMismatch, ReasonInspectionFailed, ReasonRollbackTargetMissing, ReasonRollbackTargetUnusable, ReasonHealthUnknown,
 		ReasonUnhealthy, ReasonVersionFailed, ReasonUninstallFailing, ReasonNoDrift, ReasonTestSucceeded, ReasonTestFailed,
 		conditions.ReasonAsExpected,
 	}

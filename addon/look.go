@@ -2,13 +2,13 @@ package addon
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/converge-dev/converge"
 )
 
 // look handles a fresh reconcile: the spec's generation, the stored waits,
-// claims, suspension, the spec's triggers, then the pending action.
+// claims (claim.go), suspension, the spec's triggers, then the pending
+// action.
 func (d *decider) look() {
 	st := &d.st
 	spec := &d.in.Spec
@@ -43,22 +43,6 @@ func (d *decider) look() {
 	st.LastResetToken, st.LastForceToken = spec.ResetToken, spec.ForceToken
 	st.ObservedGeneration = spec.Generation
 	d.takeDue()
-}
-
-// claimHolds reports whether the claim of an attempt holds: the look waits
-// for its outcome or its expiry. A claim that expired is a lost attempt,
-// recorded as one.
-func (d *decider) claimHolds() bool {
-	c := d.st.InFlight
-	if c == nil {
-		return false
-	}
-	if d.in.Now.Before(c.Expires.Time) {
-		d.waitUntil = &c.Expires
-		return true
-	}
-	d.outcome(c, fmt.Errorf("claim by %s expired at %s before its outcome was recorded", c.Owner, c.Expires.UTC().Format(time.RFC3339)), OutcomeLost, "")
-	return false
 }
 
 // suspend holds the engine still: the time suspended is recorded once, so
@@ -119,14 +103,16 @@ func (d *decider) requestChanges(reset bool) {
 	}
 }
 
-// takeDue ends a phase whose deadline passed and takes the pending action
-// once it is due. Deleting only ever uninstalls, whatever a table row says.
+// takeDue ends a phase whose deadline passed, unless the retry of a lost
+// attempt is pending (a lost attempt fails nothing, the deadline neither),
+// and takes the pending action once it is due. Deleting only ever
+// uninstalls, whatever a table row says.
 func (d *decider) takeDue() {
 	st := &d.st
 	if p := st.PendingAction; st.Phase == PhaseDeleting && p != ActionUninstall && p != ActionNone {
 		st.PendingAction, st.NextAttemptTime = ActionUninstall, nil
 	}
-	if st.PendingAction != ActionNone && st.Phase != PhaseChecking && d.pastDeadline() {
+	if st.PendingAction != ActionNone && st.Phase != PhaseChecking && d.pastDeadline() && !d.lostRetryPending() {
 		d.expire()
 	}
 	if st.PendingAction != ActionNone && d.due() {
@@ -152,23 +138,18 @@ func (d *decider) take() {
 		return
 	}
 	st.LastAttemptTime = d.at(0)
-	st.InFlight = &Claim{
-		Action: a, Owner: d.owner(), From: st.InstalledVersion, To: d.target(a),
-		Started: d.now, Expires: *d.at(d.rules.actionTimeout + ClaimGrace),
-	}
+	d.claim(a)
 }
 
-func (d *decider) owner() string {
-	if d.in.Owner == "" {
-		return defaultOwner
-	}
-	return d.in.Owner
-}
-
-// target is the version action a applies.
+// target is the version action a applies: the spec's for an install or
+// upgrade, but the installed one when the upgrade restores it
+// (Status.RestoreVersion).
 func (d *decider) target(a Action) string {
 	switch a {
 	case ActionInstall, ActionUpgrade:
+		if d.st.RestoreVersion != "" {
+			return d.st.RestoreVersion
+		}
 		return d.in.Spec.Version
 	case ActionRollback:
 		return d.st.LastGoodVersion

@@ -30,7 +30,8 @@ type Result struct {
 // zero field takes its documented default.
 type Config struct {
 	// Driver acts on the add-ons. It may also implement DriftDetector and
-	// Tester; the Policy's Drift and Test need them.
+	// Tester, which the Policy's Drift and Test need, and Inspector, which
+	// the engine asks what the cluster runs after a takeover.
 	Driver Driver
 	// Store persists the status with optimistic concurrency: it is what
 	// keeps one action in flight per add-on (the claim is written before
@@ -72,10 +73,11 @@ const maxConflicts = 5
 // re-reads the add-on and records the outcome on the fresh status, as long
 // as the claim it ran under still holds.
 type Machine struct {
-	cfg    Config
-	rules  rules
-	drift  DriftDetector
-	tester Tester
+	cfg       Config
+	rules     rules
+	drift     DriftDetector
+	tester    Tester
+	inspector Inspector
 }
 
 // NewMachine validates cfg and returns a Machine. The error matches
@@ -93,6 +95,7 @@ func NewMachine(cfg Config) (*Machine, error) {
 	m := &Machine{cfg: cfg, rules: cfg.Policy.rules()}
 	m.drift, _ = cfg.Driver.(DriftDetector)
 	m.tester, _ = cfg.Driver.(Tester)
+	m.inspector, _ = cfg.Driver.(Inspector)
 	if cfg.Policy.Drift != DriftIgnore && m.drift == nil {
 		problems = append(problems, "Policy: drift "+string(cfg.Policy.Drift)+" needs a Driver that implements DriftDetector")
 	}
@@ -189,11 +192,19 @@ func (m *Machine) Reconcile(ctx context.Context, obj Object) (Result, error) {
 
 // record writes the outcome obs of the claimed action onto obj, and after
 // a conflict onto the add-on read afresh: the claim it ran under fences it.
+// An outcome that came too late (its claim taken over) is discarded, and
+// the Inspector is asked what the cluster runs now, written in the same
+// write.
 func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs Observation, res Result) (Result, error) {
 	for {
 		d, err := m.decide(obj, obs)
 		if err != nil {
 			return res, err
+		}
+		if d.Action == ActionInspect {
+			if d, err = m.inspect(ctx, log, obj, d); err != nil {
+				return res, err
+			}
 		}
 		if _, err := m.cfg.Store.UpdateStatus(ctx, obj, d.Status); err != nil {
 			if obj, err = m.reread(ctx, obj, err, nil); err != nil {
@@ -203,6 +214,19 @@ func (m *Machine) record(ctx context.Context, log klog.Logger, obj Object, obs O
 		}
 		return m.done(log, res, d), nil
 	}
+}
+
+// inspect runs the inspection decision d asks for, decided from obj, and
+// returns the decision that records it, with d's events before its own.
+func (m *Machine) inspect(ctx context.Context, log klog.Logger, obj Object, d Decision) (Decision, error) {
+	look := obj
+	look.Status = d.Status
+	read, err := m.decide(look, m.run(ctx, log, obj, d))
+	if err != nil {
+		return d, err
+	}
+	read.Events = append(d.Events, read.Events...)
+	return read, nil
 }
 
 // reread handles a failed write: after a conflict it reads the add-on
@@ -244,7 +268,7 @@ func (m *Machine) done(log klog.Logger, res Result, d Decision) Result {
 func (m *Machine) decide(obj Object, obs Observation) (Decision, error) {
 	return Decide(Input{
 		Spec: obj.Spec, Status: obj.Status, Observation: obs, Policy: m.cfg.Policy, Table: m.cfg.Table,
-		Now: m.cfg.Clock.Now(), Jitter: m.jitter(), Owner: m.cfg.Owner, Redact: m.cfg.Redact,
+		Now: m.cfg.Clock.Now(), Jitter: m.jitter(), Owner: m.cfg.Owner, Inspect: m.inspector != nil, Redact: m.cfg.Redact,
 	})
 }
 
@@ -269,9 +293,9 @@ func (m *Machine) run(ctx context.Context, log klog.Logger, obj Object, d Decisi
 	ctx, cancel := context.WithTimeout(ctx, m.rules.actionTimeout)
 	defer cancel()
 	st := &d.Status
-	req := Request{Spec: obj.Spec, Host: obj.Host, From: st.InstalledVersion, To: st.InstalledVersion}
+	req := Request{Spec: obj.Spec, Host: obj.Host, From: st.InstalledVersion, To: st.InstalledVersion, Fence: st.Fence}
 	if c := st.InFlight; c != nil {
-		req.From, req.To = c.From, c.To
+		req.From, req.To, req.Fence = c.From, c.To, c.Fence
 	}
 	obs = Observation{Action: d.Action, Claim: st.InFlight}
 	defer func() {
@@ -302,21 +326,48 @@ func (m *Machine) run(ctx context.Context, log klog.Logger, obj Object, d Decisi
 	case ActionTest:
 		obs.Err = recovered("Test", func() error { return m.tester.Test(ctx, req) })
 	case ActionCheckHealth:
-		obs.Err = recovered("Health", func() (err error) {
-			obs.Health, err = drv.Health(ctx, req)
-			return err
-		})
-		if obs.Err == nil && m.drift != nil && m.rules.drift != DriftIgnore && st.Phase == PhaseRunning {
-			err := recovered("Drift", func() (err error) {
-				obs.Drifted, obs.DriftDetail, err = m.drift.Drift(ctx, req)
-				return err
-			})
-			if err != nil {
-				// Drift that cannot be read is health that cannot be read.
-				obs.Drifted, obs.DriftDetail = false, ""
-				obs.Err, obs.Health = fmt.Errorf("drift: %w", err), HealthUnknown
-			}
-		}
+		m.checkHealth(ctx, log, req, st, &obs)
+	case ActionInspect:
+		obs.Err = m.inspected(ctx, req, &obs)
 	}
 	return obs
+}
+
+// checkHealth reads the health, and in Running the drift the policy looks
+// for; while a mismatch stands it asks the Inspector too.
+func (m *Machine) checkHealth(ctx context.Context, log klog.Logger, req Request, st *Status, obs *Observation) {
+	obs.Err = recovered("Health", func() (err error) {
+		obs.Health, err = m.cfg.Driver.Health(ctx, req)
+		return err
+	})
+	if obs.Err == nil && m.drift != nil && m.rules.drift != DriftIgnore && st.Phase == PhaseRunning {
+		err := recovered("Drift", func() (err error) {
+			obs.Drifted, obs.DriftDetail, err = m.drift.Drift(ctx, req)
+			return err
+		})
+		if err != nil {
+			// Drift that cannot be read is health that cannot be read.
+			obs.Drifted, obs.DriftDetail = false, ""
+			obs.Err, obs.Health = fmt.Errorf("drift: %w", err), HealthUnknown
+		}
+	}
+	if st.Mismatch != nil && m.inspector != nil {
+		if err := m.inspected(ctx, req, obs); err != nil {
+			log.V(1).Info("Inspection beside a health read failed", "err", m.redact(err.Error()))
+		}
+	}
+}
+
+// inspected asks the Inspector what the cluster runs into obs.Installed.
+func (m *Machine) inspected(ctx context.Context, req Request, obs *Observation) error {
+	if m.inspector == nil {
+		return errors.New("addon: the Driver is no Inspector")
+	}
+	return recovered("Inspect", func() error {
+		inst, err := m.inspector.Inspect(ctx, req)
+		if err == nil {
+			obs.Installed = &inst
+		}
+		return err
+	})
 }

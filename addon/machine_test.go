@@ -51,9 +51,9 @@ func TestReconcileRunsOneActionPerCallToRunning(t *testing.T) {
 	assert.Equal(t, addon.RequeueNow, h.last.RequeueAfter)
 	h.until(addon.PhaseRunning, 1)
 	assert.Equal(t, []fake.AddonCall{
-		{Method: fake.AddonInstall, Name: meshSpec.Name, To: "v1"},
-		{Method: fake.AddonHealth, Name: meshSpec.Name, From: "v1", To: "v1"},
-	}, h.driver.Recorded())
+		{Method: fake.AddonInstall, Name: meshSpec.Name, To: "v1", Fence: 1},
+		{Method: fake.AddonHealth, Name: meshSpec.Name, From: "v1", To: "v1", Fence: 1},
+	}, h.driver.Recorded(), "the install runs under fence 1; a read carries the newest fence")
 	assert.Equal(t, []string{"Created", "InstallSucceeded", "Healthy"}, reasons(h.events))
 }
 
@@ -220,8 +220,9 @@ func TestRuleStaleSnapshotCannotReplay(t *testing.T) {
 }
 
 // TestRuleCrashBetweenClaimAndWrite: a claim whose outcome was never
-// written holds until it expires; then the attempt counts as lost and runs
-// again after the backoff.
+// written holds until it expires; then, the Inspector finding nothing
+// applied, the attempt is lost, not failed, and runs again after the
+// backoff.
 func TestRuleCrashBetweenClaimAndWrite(t *testing.T) {
 	h := newHarness(t, addon.Policy{InstallRemediation: addon.RemediationNone})
 	obj := h.obj()
@@ -236,9 +237,12 @@ func TestRuleCrashBetweenClaimAndWrite(t *testing.T) {
 	h.reconcile()
 	s := h.status()
 	assert.Equal(t, addon.OutcomeLost, s.History[0].Outcome)
-	assert.Equal(t, int32(1), s.InstallFailures)
+	assert.Equal(t, int32(1), s.LostAttempts)
+	assert.Zero(t, s.InstallFailures, "a lost attempt is no failure")
+	assert.Equal(t, 1, h.driver.Count(fake.AddonInspect), "the takeover asked what the cluster runs")
 	h.until(addon.PhaseRunning, 4)
 	assert.Equal(t, 1, h.driver.Count(fake.AddonInstall))
+	assert.Zero(t, h.status().LostAttempts, "the outcome its owner recorded ends the lost attempts")
 }
 
 func TestReconcileCancelledContextIsNotAFailure(t *testing.T) {

@@ -32,12 +32,17 @@ type Request struct {
 	// when it was last seen healthy (Status.LastGoodRevision); "" when none
 	// was recorded.
 	Revision string
+	// Fence is the fencing token of the claim a mutating call runs under
+	// (Claim.Fence), and for a read the newest token taken
+	// (Status.Fence): a Driver never writes under a token older than the
+	// newest it has seen (see Driver). Zero means no token.
+	Fence int64
 }
 
 // Observation is what the host reported for this pass, as in every
 // converge engine: nothing for a look (Action == ActionNone), or what its
 // Driver returned for the action the previous decision chose: the action's
-// error, or the health (and drift) it read.
+// error, the health (and drift) it read, or what its Inspector reported.
 type Observation struct {
 	// Action is the action the Driver ran.
 	Action Action
@@ -57,6 +62,11 @@ type Observation struct {
 	// ActionCheckHealth.
 	Drifted     bool
 	DriftDetail string
+	// Installed is what an Inspector reported the cluster runs, for
+	// ActionInspect (nil with Err when it could not say) and, while
+	// Status.Mismatch stands, beside ActionCheckHealth; nil when it was not
+	// asked.
+	Installed *Installed
 }
 
 // successTrigger returns the trigger a successful action means.

@@ -184,6 +184,12 @@ const (
 	// ActionTest runs the add-on's tests after a healthy install or upgrade
 	// (Policy.Test).
 	ActionTest Action = "Test"
+	// ActionInspect asks the Driver's Inspector what the cluster runs. Decide
+	// chooses it on its own, never from a Table row and never as
+	// Status.PendingAction: on the look that takes over an expired claim,
+	// after an outcome that arrived under a claim no longer held, and beside
+	// the health reads while Status.Mismatch stands (see Inspector).
+	ActionInspect Action = "Inspect"
 	// ActionRemediate is only valid in a Table row: it stands for the
 	// remediation the Policy chooses for the action that last failed
 	// (uninstall or nothing after an install; rollback, uninstall or nothing
@@ -195,10 +201,17 @@ const (
 // known reports whether a is one of the actions above.
 func (a Action) known() bool {
 	switch a {
-	case ActionNone, ActionInstall, ActionUpgrade, ActionRollback, ActionUninstall, ActionCheckHealth, ActionTest, ActionRemediate:
+	case ActionNone, ActionInstall, ActionUpgrade, ActionRollback, ActionUninstall, ActionCheckHealth, ActionTest, ActionRemediate, ActionInspect:
 		return true
 	}
 	return false
+}
+
+// pendable reports whether a may stand in a status (PendingAction,
+// Verifying, LastFailedAction): a known action that is neither a table's
+// ActionRemediate nor the engine's own ActionInspect.
+func (a Action) pendable() bool {
+	return a.known() && a != ActionRemediate && a != ActionInspect
 }
 
 // mutates reports whether a changes the cluster: such an action runs under
@@ -235,7 +248,9 @@ const (
 	OutcomeSucceeded Outcome = "Succeeded"
 	// OutcomeFailed: the action returned an error.
 	OutcomeFailed Outcome = "Failed"
-	// OutcomeLost: the claim expired before the outcome was recorded (the
-	// process crashed or lost its writes); it counts as a failure.
+	// OutcomeLost: the claim expired before its owner recorded an outcome
+	// (the process crashed, shut down, lost its writes or paused past the
+	// claim). It is retried after the backoff and counts as a failure only
+	// beyond Policy.MaxLostRetries lost attempts in a row (see Status.LostAttempts).
 	OutcomeLost Outcome = "Lost"
 )

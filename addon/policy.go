@@ -43,8 +43,10 @@ const (
 	// DriftWarn reports drift (the Drifted condition, a Warning event) and
 	// changes nothing.
 	DriftWarn DriftPolicy = "Warn"
-	// DriftCorrect reports drift and re-applies the desired version
-	// (an upgrade onto the installed one), remediated like any upgrade.
+	// DriftCorrect reports drift and restores what is installed: an
+	// upgrade that re-applies Status.InstalledVersion (never the spec's
+	// version, which may be the one that failed). Its failure is a failed
+	// re-apply, retried and never remediated.
 	DriftCorrect DriftPolicy = "Correct"
 )
 
@@ -65,6 +67,7 @@ type TestPolicy struct {
 // The defaults of zero Policy fields, as their documentation gives them.
 const (
 	defaultMaxRetries           = 5
+	defaultMaxLostRetries       = 3
 	defaultCheckInterval        = 5 * time.Second
 	defaultRunningInterval      = 5 * time.Minute
 	defaultCheckTimeout         = 5 * time.Minute
@@ -117,6 +120,15 @@ type Policy struct {
 	// retries, -1 unlimited.
 	// +optional
 	MaxRetries *int32 `json:"maxRetries,omitempty"`
+	// MaxLostRetries is how many lost attempts in a row (claims that
+	// expired before their owner recorded an outcome: a crash, a shutdown,
+	// a replica paused past its claim) are retried after the backoff without
+	// counting as failures of what they applied: nil means 3, 0 none (every
+	// lost attempt is a failure). Beyond it a lost attempt is a failure like
+	// any other, so that a crash loop ends in the retries and remediation of
+	// MaxRetries rather than retrying forever.
+	// +optional
+	MaxLostRetries *int32 `json:"maxLostRetries,omitempty"`
 	// RemediateLastFailure remediates the failure that exhausts the retries
 	// (uninstall or roll back on entering Failed); nil means true. False
 	// leaves the failed release in place to be inspected.
@@ -136,8 +148,10 @@ type Policy struct {
 	// UpgradeRemediation is RemediationDefault (Rollback), None, Uninstall or Rollback.
 	// +optional
 	UpgradeRemediation Remediation `json:"upgradeRemediation,omitempty"`
-	// Drift is what to do when the Driver (a DriftDetector) reports drift
-	// in Running.
+	// Drift is what to do in Running when the Driver (a DriftDetector)
+	// reports drift, or its Inspector reports that the cluster runs another
+	// version than the one installed (Status.Mismatch, reported under every
+	// policy, corrected under DriftCorrect).
 	// +optional
 	Drift DriftPolicy `json:"drift,omitempty"`
 	// Test configures the test step.
@@ -184,13 +198,17 @@ type Policy struct {
 	DeleteTimeout metav1.Duration `json:"deleteTimeout,omitempty"`
 }
 
-// Validate reports negative durations, MaxRetries below -1, an invalid
+// Validate reports negative durations, MaxRetries below -1, a negative
+// MaxLostRetries, an invalid
 // Backoff (converge.Backoff.Validate), a history limit outside 0..10 and
 // values that do not apply. The error matches converge.ErrInvalid.
 func (p Policy) Validate() error {
 	var problems []string
 	if p.MaxRetries != nil && *p.MaxRetries < -1 {
 		problems = append(problems, fmt.Sprintf("maxRetries %d is below -1", *p.MaxRetries))
+	}
+	if p.MaxLostRetries != nil && *p.MaxLostRetries < 0 {
+		problems = append(problems, fmt.Sprintf("maxLostRetries %d is negative", *p.MaxLostRetries))
 	}
 	for _, d := range [...]struct {
 		name string
@@ -231,6 +249,7 @@ func (p Policy) Validate() error {
 // rules is a Policy with every default applied, in the units Decide uses.
 type rules struct {
 	maxRetries           int32
+	maxLostRetries       int32
 	remediateLastFailure bool
 	backoff              converge.Backoff
 	install, upgrade     Remediation
@@ -257,7 +276,7 @@ func (p *Policy) rules() rules {
 		backoff.JitterPercent = defaultBackoff.JitterPercent
 	}
 	r := rules{
-		maxRetries: defaultMaxRetries, remediateLastFailure: true, backoff: backoff.WithDefaults(defaultBackoff),
+		maxRetries: defaultMaxRetries, maxLostRetries: defaultMaxLostRetries, remediateLastFailure: true, backoff: backoff.WithDefaults(defaultBackoff),
 		install: p.InstallRemediation, upgrade: p.UpgradeRemediation, drift: p.Drift, test: p.Test,
 		historyLimit:         int(p.HistoryLimit),
 		checkInterval:        orDefault(p.CheckInterval, defaultCheckInterval),
@@ -275,6 +294,9 @@ func (p *Policy) rules() rules {
 	}
 	if p.MaxRetries != nil {
 		r.maxRetries = *p.MaxRetries
+	}
+	if p.MaxLostRetries != nil {
+		r.maxLostRetries = *p.MaxLostRetries
 	}
 	if p.RemediateLastFailure != nil {
 		r.remediateLastFailure = *p.RemediateLastFailure
@@ -320,6 +342,13 @@ func (r *rules) timeout(phase Phase) time.Duration {
 // recorded) exceed the retries the policy allows.
 func (r *rules) exhausted(failures int32) bool {
 	return r.maxRetries >= 0 && failures > r.maxRetries
+}
+
+// lostRetried reports whether lost (the lost attempts in a row, the one
+// just recorded included) is within the lost attempts the policy retries
+// without counting them as failures.
+func (r *rules) lostRetried(lost int32) bool {
+	return lost <= r.maxLostRetries
 }
 
 // remediation resolves ActionRemediate for the action that failed, entering

@@ -16,14 +16,18 @@ func (d *decider) record() {
 		st.SeenGeneration = d.in.Spec.Generation
 	}
 	d.boundWaits()
-	if obs.Action == ActionCheckHealth {
+	switch obs.Action {
+	case ActionCheckHealth:
 		if st.PendingAction == ActionCheckHealth && st.InFlight == nil && st.Phase != PhaseDeleted {
 			d.recordHealth()
 		}
 		return
+	case ActionInspect:
+		d.recordInspection()
+		return
 	}
 	if !obs.Claim.same(st.InFlight) {
-		d.event(converge.EventTypeWarning, ReasonOutcomeDiscarded, fmt.Sprintf("outcome of %s by %s discarded: its claim no longer holds", obs.Action, obs.Claim.Owner))
+		d.discard()
 		return
 	}
 	outcome := OutcomeSucceeded
@@ -34,12 +38,27 @@ func (d *decider) record() {
 	if len(revision) > MaxRevisionLength {
 		revision = ""
 	}
-	d.outcome(st.InFlight, obs.Err, outcome, revision)
+	st.LostAttempts = 0
+	d.outcome(st.InFlight, obs.Err, outcome, revision, "")
+}
+
+// discard drops an outcome that arrived under a claim the status no longer
+// holds (fenced): a replica that paused past its claim, or whose claim was
+// taken over, ran its action late. The action may have changed the
+// cluster, so with an Inspector the engine asks what it runs now.
+func (d *decider) discard() {
+	obs := &d.in.Observation
+	msg := fmt.Sprintf("outcome of %s by %s (fence %d) discarded: its claim no longer holds", obs.Action, obs.Claim.Owner, obs.Claim.Fence)
+	if d.in.Inspect && obs.Action != ActionTest && d.st.Phase != PhaseDeleted {
+		d.action = ActionInspect
+		msg += "; asking what the cluster runs"
+	}
+	d.event(converge.EventTypeWarning, ReasonOutcomeDiscarded, msg)
 }
 
 // outcome records how the claimed attempt c ended, with the driver's
-// revision it returned.
-func (d *decider) outcome(c *Claim, err error, o Outcome, revision string) {
+// revision it returned; note ends the message of a success.
+func (d *decider) outcome(c *Claim, err error, o Outcome, revision, note string) {
 	st := &d.st
 	st.InFlight = nil
 	d.remember(c, o, revision)
@@ -71,7 +90,8 @@ func (d *decider) outcome(c *Claim, err error, o Outcome, revision string) {
 		d.fail(c.Action, c.To, reapply, msg)
 		return
 	}
-	msg := what + " succeeded"
+	msg := what + " succeeded" + note
+	st.Mismatch = nil
 	switch c.Action {
 	case ActionInstall, ActionUpgrade:
 		st.InstalledVersion, st.InstalledRevision = c.To, revision
@@ -109,7 +129,7 @@ func (d *decider) remember(c *Claim, o Outcome, revision string) {
 	}
 	out := make([]Attempt, len(h), len(h)+1)
 	copy(out, h)
-	d.st.History = append(out, Attempt{Action: c.Action, Version: cut(c.To, maxHistoryVersion), Revision: revision, Outcome: o, Started: c.Started, Finished: d.now})
+	d.st.History = append(out, Attempt{Action: c.Action, Version: cut(c.To, maxHistoryVersion), Revision: revision, Outcome: o, Started: c.Started, Finished: d.now, Fence: c.Fence})
 }
 
 // maxHistoryVersion bounds a version in Status.History, so a full history
@@ -146,6 +166,9 @@ func (d *decider) recordHealth() {
 	h := obs.Health
 	if obs.Err != nil || (h != HealthHealthy && h != HealthUnhealthy) {
 		h = HealthUnknown
+	}
+	if obs.Installed != nil && st.Mismatch != nil && d.inspected(*obs.Installed) {
+		d.reportMismatch()
 	}
 	was := st.Health
 	st.Health = h
@@ -189,17 +212,22 @@ func (d *decider) recordHealth() {
 	case was != h && st.Phase == PhaseRunning:
 		msg = st.InstalledVersion + " health " + string(h)
 	}
-	if st.Phase == PhaseRunning && d.rules.drift != DriftIgnore && d.drift() {
+	if st.Phase == PhaseRunning && d.drift() {
 		return
 	}
 	d.stay(ActionCheckHealth, msg)
 }
 
-// drift handles what a DriftDetector reported in Running; true when it
-// moved the phase. A correction is a re-apply: none starts while a failed
-// one waits out its backoff or once its retries ran out.
+// drift handles, in Running, a mismatch the Inspector reported and what a
+// DriftDetector reported; true when it moved the phase (see correct).
 func (d *decider) drift() bool {
+	if d.st.Mismatch != nil && d.correct(d.mismatchMessage()) {
+		return true
+	}
 	obs := &d.in.Observation
+	if d.rules.drift == DriftIgnore {
+		return false
+	}
 	if !obs.Drifted {
 		if obs.Err == nil {
 			d.setCond(TypeDrifted, metav1.ConditionFalse, ReasonNoDrift, "the cluster matches "+d.st.InstalledVersion)
@@ -207,15 +235,30 @@ func (d *decider) drift() bool {
 		return false
 	}
 	msg := "drift from " + d.st.InstalledVersion + ": " + d.redact(obs.DriftDetail)
-	if d.rules.drift == DriftCorrect && d.st.ReapplyTime == nil && d.st.FailedVersion != d.st.InstalledVersion {
+	if d.correctable() {
 		d.setCond(TypeDrifted, metav1.ConditionTrue, string(TriggerDriftDetected), msg)
-		return d.fire(TriggerDriftDetected, msg+"; correcting")
+		return d.correct(msg)
 	}
 	if !d.condIs(TypeDrifted, metav1.ConditionTrue) {
 		d.event(converge.EventTypeWarning, string(TriggerDriftDetected), msg)
 	}
 	d.setCond(TypeDrifted, metav1.ConditionTrue, string(TriggerDriftDetected), msg)
 	return false
+}
+
+// correctable reports whether a drift correction may start: the policy
+// corrects, and no failed re-apply of the installed version waits out its
+// backoff or ran out of retries.
+func (d *decider) correctable() bool {
+	st := &d.st
+	return d.rules.drift == DriftCorrect && st.InstalledVersion != "" && st.ReapplyTime == nil && st.FailedVersion != st.InstalledVersion
+}
+
+// correct fires DriftDetected when a correction may start: an upgrade that
+// restores what is installed (Status.RestoreVersion), never the spec's
+// version, which may be the one that failed. True when it fired.
+func (d *decider) correct(msg string) bool {
+	return d.correctable() && d.fire(TriggerDriftDetected, msg+"; restoring "+d.st.InstalledVersion)
 }
 
 // recordTest handles the outcome of the test step.

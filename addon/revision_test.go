@@ -102,7 +102,7 @@ func TestRuleRevisionFollowsTheVersion(t *testing.T) {
 		{name: "an attempt whose claim expired has no revision",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, revisions("1", "1"), claimed(addon.ActionUpgrade, "v1", "v2")),
 			spec:   gen(1, "v2"), now: t0.Add(10*time.Minute - 5*time.Minute), // the default upgrade timeout less the default longest backoff
-			want: want{phase: addon.PhaseRemediating, action: addon.ActionRollback, pending: addon.ActionRollback, check: func(t *testing.T, d addon.Decision) {
+			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, check: func(t *testing.T, d addon.Decision) {
 				installedRevision("1", "1")(t, d)
 				lastAttempt(t, d, addon.OutcomeLost, "")
 			}}},
@@ -141,7 +141,7 @@ func TestRuleRollbackRequestCarriesTheRevisionOfItsTarget(t *testing.T) {
 	h.driver.Push(fake.AddonUpgrade, fake.AddonOutcome{Revision: "9"})
 	step() // the rollback
 	calls := h.driver.Recorded()
-	assert.Equal(t, fake.AddonCall{Method: fake.AddonUpgrade, Name: meshSpec.Name, From: "v1", To: "v1", Rollback: true, Revision: "7"},
+	assert.Equal(t, fake.AddonCall{Method: fake.AddonUpgrade, Name: meshSpec.Name, From: "v1", To: "v1", Rollback: true, Revision: "7", Fence: 3},
 		calls[len(calls)-1], "the rollback goes back to the revision that carried v1 when it was healthy")
 	assert.Equal(t, "9", h.status().InstalledRevision)
 

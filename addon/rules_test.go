@@ -134,9 +134,17 @@ func TestRuleFailedReapplyIsRetriedAndWatched(t *testing.T) {
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, reapplying), obs: outcome(errBoom), spec: gen(2, "v1"),
 			policy: addon.Policy{UpgradeRemediation: addon.RemediationUninstall},
 			want:   want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, reason: "ReapplyFailed", check: retried}},
-		{name: "a re-apply lost in a crash is a failed re-apply",
+		{name: "a re-apply lost in a crash is retried, no failure",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, reapplying), now: t0.Add(30*time.Second + defaultActionTimeout + addon.ClaimGrace),
 			policy: addon.Policy{UpgradeRemediation: addon.RemediationUninstall},
+			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, reason: "ClaimLost", after: defaultBackoffInitial,
+				check: func(t *testing.T, d addon.Decision) {
+					assert.Equal(t, addon.OutcomeLost, d.Status.History[0].Outcome)
+					assert.Zero(t, d.Status.UpgradeFailures)
+				}}},
+		{name: "a re-apply lost beyond MaxLostRetries is a failed re-apply",
+			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, reapplying, func(s *addon.Status) { s.LostAttempts = 3 }),
+			now:    t0.Add(30*time.Second + defaultActionTimeout + addon.ClaimGrace), policy: addon.Policy{UpgradeRemediation: addon.RemediationUninstall},
 			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, action: addon.ActionCheckHealth, reason: "ReapplyFailed",
 				check: func(t *testing.T, d addon.Decision) { assert.Equal(t, addon.OutcomeLost, d.Status.History[0].Outcome) }}},
 		{name: "a re-apply that does not become healthy is a failed re-apply",
@@ -361,7 +369,7 @@ func TestRuleClaimExpiryIsBounded(t *testing.T) {
 		{name: "past that bound the attempt is lost",
 			status: st(addon.PhaseInitializing, addon.ActionInstall, installing, claimed(addon.ActionInstall, "", "v1"), forever),
 			now:    latest, policy: addon.Policy{InstallRemediation: addon.RemediationNone},
-			want: want{phase: addon.PhaseReinitializing, pending: addon.ActionInstall, check: func(t *testing.T, d addon.Decision) {
+			want: want{phase: addon.PhaseInitializing, pending: addon.ActionInstall, reason: "ClaimLost", check: func(t *testing.T, d addon.Decision) {
 				require.Len(t, d.Status.History, 1)
 				assert.Equal(t, addon.OutcomeLost, d.Status.History[0].Outcome)
 			}}},

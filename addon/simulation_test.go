@@ -6,13 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -42,18 +41,26 @@ var simHugeError = strings.Repeat("manifest rejected; ", 3000)
 // never reach the status.
 const simSecret = "hunter2"
 
+// simSkew is how far the second Machine's clock may lie from the first's.
+const simSkew = 5 * time.Minute
+
 // TestSimAddon drives two Machines on one add-on through seeded schedules of
 // spec changes, deletions, suspensions, reset and force requests, driver
 // failures and panics, hangs past the action timeout, unhealthy and
 // unreadable health, drift, status conflicts, reconciles from stale cache
-// reads of the spec, of the status or of both, crashes between a claim and
-// its outcome, a second Machine reconciling while the first one's action
-// runs, another writer stretching a claim to year 9999, and clock steps,
-// backwards too. After every step it checks the invariants (see
-// simulation.check and simDriver.mutate) against the world the driver
-// runs; once faults stop, the add-on must end Running or Deleted within
-// simConverge reconciles. A failing schedule prints the command that
-// replays it.
+// reads of the spec, of the status or of both, crashes at every point
+// between two host calls (before or after a status write lands, before or
+// after the action applied), a second Machine reconciling while the first
+// one's action runs, a replica that pauses past its claim and lands its
+// action late, another writer stretching a claim to year 9999, clock steps,
+// an hour backwards too, and a second Machine whose clock lies up to
+// simSkew from the first's. Its store persists the status through
+// encoding/json; its driver fences (in most schedules) and inspects. After
+// every step it checks the invariants (see simulation.check, written and
+// simDriver.mutate) against the world the driver runs and the ledger of
+// what each driver call did; once faults stop, the add-on must end Running
+// or Deleted within simConverge reconciles. A failing schedule prints the
+// command that replays it.
 func TestSimAddon(t *testing.T) {
 	seeds := make([]uint64, 0, *simSchedules)
 	if *simSeed != 0 {
@@ -89,45 +96,52 @@ type simulation struct {
 	clock    *clocktesting.FakeClock
 	store    *simStore
 	machines [2]*addon.Machine
-	policy   addon.Policy
-	limits   simLimits
-	log      []simLog
-	faults   bool
-	steps    int
+	// skew is how far each Machine's clock lies from the world's.
+	skew   [2]time.Duration
+	policy addon.Policy
+	limits simLimits
+	log    []simLog
+	faults bool
+	// fencing is true when the driver refuses a write under a fencing
+	// token older than one the world took.
+	fencing bool
+	steps   int
 	// injected counts the faults injected, by kind.
 	injected map[string]int
+	// elapsed is the time that passed: the clock's steps forward, not
+	// those back.
+	elapsed time.Duration
 
 	// running is which Machine's reconcile is on; cancel ends its context
 	// (a crash).
 	running int
 	cancel  context.CancelFunc
-	// inFlight counts mutating driver calls running now.
-	inFlight int
-	// The world: cluster is the version the cluster runs ("" when
-	// uninstalled); uninstalled is true when the last mutating call was a
-	// successful uninstall; read is true when its last health read decided
-	// from the current status was healthy since it changed, and
-	// tested when its tests passed (or failed, ignored) since; failed is
-	// the version of the
-	// latest failed install or upgrade (failedBy), until an action
-	// succeeds.
-	cluster      string
-	uninstalled  bool
-	read, tested bool
-	// seen is true once a health read decided from the current status said
-	// healthy since the cluster last changed.
-	seen     bool
-	failed   string
-	failedBy addon.Action
-	// carried names the version each revision the driver returned applied,
-	// as Helm numbers a release's revisions: one per install, upgrade or
-	// rollback.
-	carried   []string
-	violation error
-	prev      addon.Status
-	tokens    int
-	clockBack int
+	world   simWorld
+	// ledger is what every mutating driver call did, by fencing token;
+	// abandoned holds the tokens of the claims whose Machine crashed.
+	ledger    map[int64]simCall
+	abandoned map[int64]bool
+	// attempts counts, by action and version, the consecutive failed calls
+	// since a success, a new spec or a request; lostInARow the attempts
+	// the status recorded lost since one it recorded otherwise.
+	attempts   map[string]simAttempts
+	lostInARow int32
+	violation  error
+	prev       addon.Status
+	tokens     int
+	clockBack  int
 }
+
+// skewedClock is a Machine's clock: the world's, off by skew.
+type skewedClock struct {
+	world *clocktesting.FakeClock
+	skew  time.Duration
+}
+
+var _ clock.PassiveClock = skewedClock{}
+
+func (c skewedClock) Now() time.Time                  { return c.world.Now().Add(c.skew) }
+func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 var simPolicies = []addon.Policy{
 	{},
@@ -136,6 +150,8 @@ var simPolicies = []addon.Policy{
 	{InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone, Drift: addon.DriftWarn},
 	{MaxRetries: ptr.To[int32](-1), RemediateLastFailure: ptr.To(false), Test: addon.TestPolicy{Enable: true, IgnoreFailures: true}},
 	{Drift: addon.DriftCorrect, UpgradeRemediation: addon.RemediationUninstall, Backoff: converge.Backoff{JitterPercent: ptr.To[int32](0)}},
+	{MaxRetries: ptr.To[int32](1), MaxLostRetries: ptr.To[int32](0), Drift: addon.DriftCorrect},
+	{MaxLostRetries: ptr.To[int32](1), UpgradeRemediation: addon.RemediationNone, Test: addon.TestPolicy{Enable: true}},
 }
 
 // simLimits are the bounds the invariants check, from the policy's fields
@@ -146,6 +162,12 @@ type simLimits struct {
 	// tests is true when the policy tests what it applies; ignored when
 	// their failures do not count.
 	tests, ignored bool
+	// maxRetries and maxLost are the policy's MaxRetries and
+	// MaxLostRetries; initial, factor and most its backoff without jitter.
+	maxRetries, maxLost int32
+	initial, most       time.Duration
+	factor              int64
+	claim               time.Duration
 }
 
 func simLimitsOf(p addon.Policy) simLimits {
@@ -159,16 +181,42 @@ func simLimitsOf(p addon.Policy) simLimits {
 	if p.Backoff.JitterPercent != nil {
 		jitter = int64(*p.Backoff.JitterPercent)
 	}
-	backoff := max(or(p.Backoff.Max, 5*time.Minute), or(p.Backoff.Initial, 10*time.Second))
-	backoff += time.Duration(int64(backoff) * jitter / 100)
-	return simLimits{
-		wait: max(backoff, or(p.RunningInterval, 5*time.Minute), or(p.CheckInterval, 5*time.Second),
-			or(p.ActionTimeout, 2*time.Minute)+addon.ClaimGrace),
+	l := simLimits{
 		installUninstalls: p.InstallRemediation == addon.RemediationDefault || p.InstallRemediation == addon.RemediationUninstall,
 		upgradeUninstalls: p.UpgradeRemediation == addon.RemediationUninstall,
 		tests:             p.Test.Enable,
 		ignored:           p.Test.IgnoreFailures,
+		maxRetries:        5, maxLost: 3, factor: 200,
+		initial: or(p.Backoff.Initial, 10*time.Second),
+		claim:   or(p.ActionTimeout, 2*time.Minute) + addon.ClaimGrace,
 	}
+	l.most = max(or(p.Backoff.Max, 5*time.Minute), l.initial)
+	backoff := l.most + time.Duration(int64(l.most)*jitter/100)
+	l.wait = max(backoff, or(p.RunningInterval, 5*time.Minute), or(p.CheckInterval, 5*time.Second), l.claim)
+	if p.MaxRetries != nil {
+		l.maxRetries = *p.MaxRetries
+	}
+	if p.MaxLostRetries != nil {
+		l.maxLost = *p.MaxLostRetries
+	}
+	if p.Backoff.FactorPercent > 0 {
+		l.factor = int64(p.Backoff.FactorPercent)
+	}
+	return l
+}
+
+// backoff is the shortest wait after failures failed attempts in a row:
+// Backoff.Initial, times the factor for each failure after the first, at
+// most Backoff.Max.
+func (l simLimits) backoff(failures int) time.Duration {
+	d := l.initial
+	for range failures - 1 {
+		if d >= l.most {
+			break
+		}
+		d = time.Duration(int64(d) * l.factor / 100)
+	}
+	return min(d, l.most)
 }
 
 func newSimulation(seed uint64) *simulation {
@@ -177,18 +225,19 @@ func newSimulation(seed uint64) *simulation {
 		clock:  clocktesting.NewFakeClock(t0),
 		store:  newSimStore(meshSpec),
 		faults: true, injected: map[string]int{},
+		ledger: map[int64]simCall{}, abandoned: map[int64]bool{}, attempts: map[string]simAttempts{},
 	}
+	s.world.passed = map[string]bool{}
 	s.policy = simPolicies[s.rng.IntN(len(simPolicies))]
 	s.limits = simLimitsOf(s.policy)
-	s.store.written = func(prev, next addon.Status) {
-		if next.LastGoodVersion != prev.LastGoodVersion && (next.LastGoodVersion != s.cluster || !s.seen) {
-			s.violate("the last good version became %s, which the world does not run or was not read healthy (it runs %q)", next.LastGoodVersion, s.cluster)
-		}
-	}
+	s.fencing = s.rng.IntN(3) > 0
+	s.skew[1] = []time.Duration{0, simSkew, -simSkew}[s.rng.IntN(3)]
+	s.store.written = s.written
+	s.store.crashed = s.crashed
 	drv := &simDriver{s: s}
 	for i := range s.machines {
-		m, err := addon.NewMachine(addon.Config{Driver: drv, Store: s.store, Owner: s.id(i), Policy: s.policy, Clock: s.clock,
-			Jitter: func() float64 { return 0.5 }})
+		m, err := addon.NewMachine(addon.Config{Driver: drv, Store: s.store, Owner: s.id(i), Policy: s.policy,
+			Clock: skewedClock{world: s.clock, skew: s.skew[i]}, Jitter: func() float64 { return 0.5 }})
 		if err != nil {
 			panic(err)
 		}
@@ -197,92 +246,10 @@ func newSimulation(seed uint64) *simulation {
 	return s
 }
 
-// simStore is an addon.Store that keeps the spec and the status apart, as a
-// host does that reads the spec from its informer's cache and keeps the
-// status on a resource of its own: the status has its own resource version,
-// so a status written over a stale spec does not conflict, and the engine
-// alone must refuse to act on a generation older than one it has seen. It
-// keeps every spec and status it held, for reconciles from a stale cache.
-type simStore struct {
-	mu        sync.Mutex
-	specs     []addon.Spec
-	statuses  []addon.Status // statuses[i] is at resource version i+1
-	conflicts int
-	// written, when set, checks each status the engine writes against the
-	// one before it, as the world is at the time of the write.
-	written func(prev, next addon.Status)
-}
-
-var _ addon.Store = (*simStore)(nil)
-
-func newSimStore(spec addon.Spec) *simStore {
-	return &simStore{specs: []addon.Spec{spec}, statuses: []addon.Status{{}}}
-}
-
-// object is the add-on with the spec and status at those indexes; its Host,
-// which the Machine hands to the driver, names the status's version.
-func (s *simStore) object(spec, status int) addon.Object {
-	rv := strconv.Itoa(status + 1)
-	return addon.Object{Spec: s.specs[spec], Status: *s.statuses[status].DeepCopy(), ResourceVersion: rv, Host: simHost(rv)}
-}
-
-// simHost is the version of the status a Machine decided from.
-type simHost string
-
-// currentStatus reports whether req was decided from the current status.
-func (s *simStore) currentStatus(req addon.Request) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return req.Host == simHost(strconv.Itoa(len(s.statuses)))
-}
-
-// current is the add-on as it is.
-func (s *simStore) current() addon.Object {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.object(len(s.specs)-1, len(s.statuses)-1)
-}
-
-// cached is the add-on as a cache read it: a spec and a status it held,
-// drawn by pick from the last n of each (0: the current one).
-func (s *simStore) cached(pickSpec, pickStatus func(n int) int) addon.Object {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.object(len(s.specs)-1-pickSpec(len(s.specs)), len(s.statuses)-1-pickStatus(len(s.statuses)))
-}
-
-func (s *simStore) updateSpec(f func(*addon.Spec)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	spec := s.specs[len(s.specs)-1]
-	f(&spec)
-	s.specs = append(s.specs, spec)
-}
-
-// writeStatus writes st as another writer would, over any version.
-func (s *simStore) writeStatus(st addon.Status) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.statuses = append(s.statuses, *st.DeepCopy())
-}
-
-func (s *simStore) Get(context.Context, string) (addon.Object, error) { return s.current(), nil }
-
-func (s *simStore) UpdateStatus(_ context.Context, obj addon.Object, st addon.Status) (addon.Object, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch {
-	case s.conflicts > 0:
-		s.conflicts--
-		return addon.Object{}, converge.Conflict(errors.New("sim: injected conflict"))
-	case obj.ResourceVersion != strconv.Itoa(len(s.statuses)):
-		return addon.Object{}, converge.Conflict(fmt.Errorf("sim: status at version %s, written over %s", strconv.Itoa(len(s.statuses)), obj.ResourceVersion))
-	}
-	if s.written != nil {
-		s.written(s.statuses[len(s.statuses)-1], st)
-	}
-	s.statuses = append(s.statuses, *st.DeepCopy())
-	return s.object(len(s.specs)-1, len(s.statuses)-1), nil
+// advance moves the world's clock forward by d: time passes.
+func (s *simulation) advance(d time.Duration) {
+	s.clock.Step(d)
+	s.elapsed += d
 }
 
 // simLog is a step of the log, formatted only when a schedule fails.
@@ -298,6 +265,7 @@ func (s *simulation) logf(format string, args ...any) {
 
 func (s *simulation) trace() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "\n  policy %+v, fencing %v, m2's clock off by %s", s.policy, s.fencing, s.skew[1])
 	for _, l := range s.log {
 		fmt.Fprintf(&b, "\n  %6s ", l.at.Round(time.Second))
 		fmt.Fprintf(&b, l.format, l.args...)
@@ -313,17 +281,13 @@ func (s *simulation) violate(format string, args ...any) {
 
 func (s *simulation) id(i int) string { return [...]string{"m1", "m2"}[i] }
 
-// healthy reports whether the world runs a version that serves (read
-// healthy and, when the policy tests it, tested since it changed) and that
-// the engine knows serves: st's last good version, which check holds to
-// the world. (A read the engine dropped, its write lost to another's,
-// tells the world but not the engine.)
-func (s *simulation) healthy(st addon.Status) bool {
-	return s.cluster != "" && s.read && (!s.limits.tests || s.tested) && st.LastGoodVersion == s.cluster
-}
-
 // run plays the faulty steps, then lets the world behave.
 func (s *simulation) run() error {
+	if s.rng.IntN(4) == 0 {
+		if err := s.rolledBack(); err != nil {
+			return err
+		}
+	}
 	s.prev = s.store.current().Status
 	for range simSteps {
 		s.step()
@@ -336,37 +300,65 @@ func (s *simulation) run() error {
 	return s.converge()
 }
 
+// rolledBack is the prologue of a quarter of the schedules, played without
+// faults: v1 runs, the upgrade to v2 fails and is remediated as the policy
+// says (rolled back, by default), so that the faults start where a failed
+// version is still asked for.
+func (s *simulation) rolledBack() error {
+	s.faults = false
+	defer func() { s.faults = true }()
+	s.logf("prologue: v1 runs, the upgrade to v2 fails")
+	if err := s.settle(); err != nil {
+		return err
+	}
+	s.store.updateSpec(func(sp *addon.Spec) { sp.Generation++; sp.Version = "v2" })
+	s.world.failNext = true
+	s.reconcile(0, s.store.current(), false)
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.settle()
+}
+
+// settle reconciles m1 until nothing is due at once, or the add-on is
+// Running, healthy, with nothing in flight.
+func (s *simulation) settle() error {
+	for range simConverge {
+		st := s.store.current().Status
+		if st.Phase == addon.PhaseRunning && st.Health == addon.HealthHealthy && st.InFlight == nil || st.Phase == addon.PhaseFailed {
+			return nil
+		}
+		s.reconcile(0, s.store.current(), false)
+		if err := s.check(); err != nil {
+			return err
+		}
+		st = s.store.current().Status
+		if st.NextAttemptTime != nil {
+			s.advance(st.NextAttemptTime.Sub(s.clock.Now()))
+		}
+	}
+	return nil
+}
+
 // step draws one thing that happens.
 func (s *simulation) step() {
 	switch r := s.rng.IntN(100); {
 	case r < 36:
 		s.reconcile(s.rng.IntN(2), s.store.current(), false)
 	case r < 44:
-		older := func(n int) int { return s.rng.IntN(min(n, 4)) }
-		now := func(int) int { return 0 }
-		spec, status, what := older, older, "spec and status"
-		switch s.rng.IntN(3) {
-		case 0:
-			status, what = now, "spec"
-		case 1:
-			spec, what = now, "status"
-		}
-		obj := s.store.cached(spec, status)
-		s.injected["stale cache read of the "+what]++
-		s.logf("reconcile from a stale cache of the %s (generation %d, status version %s)", what, obj.Spec.Generation, obj.ResourceVersion)
-		s.reconcile(s.rng.IntN(2), obj, true)
+		s.staleReconcile()
 	case r < 54:
 		d := []time.Duration{time.Second, 10 * time.Second, time.Minute, 5 * time.Minute, 11 * time.Minute}[s.rng.IntN(5)]
 		s.logf("clock +%s", d)
-		s.clock.Step(d)
+		s.advance(d)
 	case r < 56 && s.clockBack < 2:
 		s.clockBack++
 		s.injected["clock steps back an hour"]++
 		s.logf("clock -1h")
 		s.clock.SetTime(s.clock.Now().Add(-time.Hour))
-	case r < 80:
+	case r < 78:
 		s.changeSpec()
-	case r < 88:
+	case r < 86:
 		n := 1 + s.rng.IntN(2)
 		s.injected["status conflict"]++
 		s.logf("the next %d status writes conflict", n)
@@ -374,15 +366,46 @@ func (s *simulation) step() {
 		s.store.conflicts = n
 		s.store.mu.Unlock()
 	case r < 91:
-		st := s.store.current().Status
-		if c := st.InFlight; c != nil {
-			s.injected["claim stretched to year 9999"]++
-			s.logf("another writer stretches the claim of %s by %s to year 9999", c.Action, c.Owner)
-			stretched := *c
-			stretched.Expires = metav1.NewTime(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
-			st.InFlight = &stretched
-			s.store.writeStatus(st)
-		}
+		after := s.rng.IntN(2) == 0
+		s.injected[fmt.Sprintf("crash at a status write (landed: %v)", after)]++
+		s.logf("the next status write crashes its Machine (landed: %v)", after)
+		s.store.mu.Lock()
+		s.store.crash, s.store.crashAfter = true, after
+		s.store.mu.Unlock()
+	case r < 94:
+		s.stretchClaim()
+	}
+}
+
+// staleReconcile reconciles from a stale cache of the spec, the status or
+// both.
+func (s *simulation) staleReconcile() {
+	older := func(n int) int { return s.rng.IntN(min(n, 4)) }
+	now := func(int) int { return 0 }
+	spec, status, what := older, older, "spec and status"
+	switch s.rng.IntN(3) {
+	case 0:
+		status, what = now, "spec"
+	case 1:
+		spec, what = now, "status"
+	}
+	obj := s.store.cached(spec, status)
+	s.injected["stale cache read of the "+what]++
+	s.logf("reconcile from a stale cache of the %s (generation %d, status version %s)", what, obj.Spec.Generation, obj.ResourceVersion)
+	s.reconcile(s.rng.IntN(2), obj, true)
+}
+
+// stretchClaim writes the claim in flight, if any, as another writer
+// stretching it to year 9999.
+func (s *simulation) stretchClaim() {
+	st := s.store.current().Status
+	if c := st.InFlight; c != nil {
+		s.injected["claim stretched to year 9999"]++
+		s.logf("another writer stretches the claim of %s by %s to year 9999", c.Action, c.Owner)
+		stretched := *c
+		stretched.Expires = metav1.NewTime(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC))
+		st.InFlight = &stretched
+		s.store.writeStatus(st)
 	}
 }
 
@@ -416,7 +439,8 @@ func (s *simulation) changeSpec() {
 }
 
 // reconcile runs Machine i on obj (stale: from a stale cache). A panic
-// escaping Reconcile is a violation: the operator would crash.
+// escaping Reconcile is a violation (the operator would crash), but for the
+// crashes the schedule injects.
 func (s *simulation) reconcile(i int, obj addon.Object, stale bool) {
 	s.steps++
 	ctx, cancel := context.WithCancel(quiet)
@@ -427,15 +451,31 @@ func (s *simulation) reconcile(i int, obj addon.Object, stale bool) {
 	before := s.store.current().Status.InFlight
 	var res addon.Result
 	var err error
+	crashed := false
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
+				if _, ok := p.(simCrash); ok {
+					crashed = true
+					return
+				}
 				s.violate("m%d's Reconcile panicked: %v", i+1, p)
 			}
 		}()
 		res, err = s.machines[i].Reconcile(ctx, obj)
 	}()
-	if after := s.store.current().Status.InFlight; err == nil && after != nil && after.Owner == s.id(i) && (before == nil || !sameClaim(after, before)) {
+	if crashed {
+		s.logf("m%d crashed at a status write", i+1)
+		return
+	}
+	s.world.late[i] = false
+	s.reconciled(i, obj, stale, before, res, err)
+}
+
+// reconciled checks what Machine i's reconcile of obj returned.
+func (s *simulation) reconciled(i int, obj addon.Object, stale bool, before *addon.Claim, res addon.Result, err error) {
+	if after := s.store.current().Status.InFlight; err == nil && after != nil && after.Owner == s.id(i) && (before == nil || !sameClaim(after, before)) &&
+		!s.abandoned[after.Fence] {
 		s.violate("m%d returned without error but left its claim on %s: the outcome was lost", i+1, after.Action)
 	}
 	for _, e := range res.Events {
@@ -443,9 +483,10 @@ func (s *simulation) reconcile(i int, obj addon.Object, stale bool) {
 			s.violate("a secret reached an event: %s", e.Message)
 		}
 	}
-	if cur := s.store.current(); err == nil && !stale && cur.Spec == obj.Spec && s.healthy(cur.Status) && s.cluster == cur.Spec.Version &&
+	w := &s.world
+	if cur := s.store.current(); err == nil && !stale && cur.Spec == obj.Spec && s.healthy(cur.Status) && w.cluster == cur.Spec.Version &&
 		!cur.Spec.Deleting && !cur.Spec.Suspended && cur.Status.PendingAction == "" && cur.Status.InFlight == nil {
-		s.violate("the healthy %s, the version the spec asks for, is left unwatched in %s", s.cluster, cur.Status.Phase)
+		s.violate("the healthy %s, the version the spec asks for, is left unwatched in %s", w.cluster, cur.Status.Phase)
 	}
 	if res.RequeueAfter > s.limits.wait {
 		s.violate("m%d asks to wait %s, longer than any backoff, poll or claim of the policy (%s)", i+1, res.RequeueAfter, s.limits.wait)
@@ -457,7 +498,7 @@ func (s *simulation) reconcile(i int, obj addon.Object, stale bool) {
 }
 
 func sameClaim(a, b *addon.Claim) bool {
-	return a.Action == b.Action && a.Owner == b.Owner && a.Started.Equal(&b.Started)
+	return a.Action == b.Action && a.Owner == b.Owner && a.Fence == b.Fence && a.Started.Equal(&b.Started)
 }
 
 // check verifies the invariants after a step.
@@ -468,17 +509,16 @@ func (s *simulation) check() error {
 	cur := s.store.current()
 	st, prev := cur.Status, s.prev
 	s.prev = st
+	w := &s.world
 	switch {
 	case st.Validate() != nil:
 		return fmt.Errorf("a waiting phase without a deadline, or another invalid status: %v", st.Validate())
-	case s.inFlight != 0:
-		return fmt.Errorf("%d actions still in flight between steps", s.inFlight)
+	case len(w.calls) != 0:
+		return fmt.Errorf("%d actions still in flight between steps", len(w.calls))
 	case prev.LastGoodVersion != "" && st.LastGoodVersion == "":
 		return fmt.Errorf("the last good version %s was lost", prev.LastGoodVersion)
 	case st.ObservedGeneration < prev.ObservedGeneration || st.SeenGeneration < prev.SeenGeneration:
 		return fmt.Errorf("a generation went back: observed %d to %d, seen %d to %d", prev.ObservedGeneration, st.ObservedGeneration, prev.SeenGeneration, st.SeenGeneration)
-	case st.Phase == addon.PhaseDeleted && prev.Phase != addon.PhaseDeleted && (!s.uninstalled || st.InFlight != nil || s.cluster != ""):
-		return fmt.Errorf("Deleted without a successful uninstall (cluster runs %q, in flight %v)", s.cluster, st.InFlight)
 	case strings.Contains(st.Message, simSecret):
 		return fmt.Errorf("a secret reached the status: %s", st.Message)
 	}
@@ -486,6 +526,29 @@ func (s *simulation) check() error {
 		if strings.Contains(c.Message, simSecret) {
 			return fmt.Errorf("a secret reached condition %s: %s", c.Type, c.Message)
 		}
+	}
+	return s.honest(st)
+}
+
+// honest checks that what the status says the cluster runs (Mismatch when
+// one stands, else InstalledVersion) is what it runs, whenever no claim is
+// in flight: within the
+// reconcile that took over a claim or received a late outcome. Only an
+// inspection that failed, or a replica that landed a late action and
+// crashed before it recorded it, leaves the status blind meanwhile; a
+// Deleted add-on says nothing more.
+func (s *simulation) honest(st addon.Status) error {
+	w := &s.world
+	says := st.InstalledVersion
+	if st.Mismatch != nil {
+		says = st.Mismatch.Version
+	}
+	agrees := says == w.cluster
+	switch {
+	case agrees:
+		w.blind = false
+	case st.InFlight == nil && !w.blind && st.Phase != addon.PhaseDeleted:
+		return fmt.Errorf("the status says the cluster runs %q (installed %q) while it runs %q", says, st.InstalledVersion, w.cluster)
 	}
 	return nil
 }
@@ -498,7 +561,7 @@ func (s *simulation) converge() error {
 		s.store.updateSpec(func(sp *addon.Spec) { sp.Suspended = false })
 	}
 	s.store.mu.Lock()
-	s.store.conflicts = 0
+	s.store.conflicts, s.store.crash = 0, false
 	s.store.mu.Unlock()
 	requested := false
 	for range simConverge {
@@ -524,195 +587,10 @@ func (s *simulation) converge() error {
 		if res.RequeueAfter == 0 && st.Phase != addon.PhaseFailed && st.Phase != addon.PhaseDeleted && !(st.Phase == addon.PhaseDeleting && st.PendingAction == "") {
 			return fmt.Errorf("idle in %s with nothing to wait for", st.Phase)
 		}
-		s.clock.Step(res.RequeueAfter)
+		s.advance(res.RequeueAfter)
 	}
 	st := s.store.current().Status
 	return fmt.Errorf("neither Running nor Deleted within %d reconciles once faults stopped: %s (%s)", simConverge, st.Phase, st.Message)
-}
-
-// simDriver acts on the simulation's world with outcomes the schedule draws.
-type simDriver struct{ s *simulation }
-
-// mutate checks the invariants of an action about to change the world,
-// runs it with the outcome the schedule draws, and changes the world.
-func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Request) (revision string, err error) {
-	s := d.s
-	cur := s.store.current()
-	st, spec := cur.Status, cur.Spec
-	s.inFlight++
-	defer func() { s.inFlight-- }()
-	if s.inFlight > 1 {
-		s.violate("%s started while another action is in flight", a)
-	}
-	if a == addon.ActionInstall && st.InstalledVersion != "" {
-		s.violate("a fresh install while %s is installed", st.InstalledVersion)
-	}
-	if s.healthy(st) {
-		switch {
-		case a == addon.ActionUninstall && !spec.Deleting && !(s.failed != "" && s.failed != s.cluster && s.uninstallsFor(s.failedBy)):
-			s.violate("the healthy %s is uninstalled, neither deleted nor remediating a failure of another version (last failed: %q)", s.cluster, s.failed)
-		case (a == addon.ActionUpgrade || a == addon.ActionRollback) && req.To != s.cluster && req.To != spec.Version:
-			s.violate("the healthy %s is replaced by %s, which the spec (%s) does not ask for", s.cluster, req.To, spec.Version)
-		}
-	}
-	if a == addon.ActionRollback && !s.carries(req.Revision, req.To) {
-		s.violate("rollback to %s at revision %q, which carried %v", req.To, req.Revision, s.carried)
-	}
-	failed := func() {
-		s.uninstalled = false
-		switch a {
-		case addon.ActionInstall, addon.ActionUpgrade:
-			s.failed, s.failedBy = req.To, a
-		case addon.ActionTest:
-			s.tested = s.limits.ignored
-		}
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			failed()
-			panic(p)
-		}
-	}()
-	if err := d.fault(ctx, a); err != nil {
-		failed()
-		return "", err
-	}
-	switch a {
-	case addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback:
-		s.cluster, s.read, s.tested, s.seen = req.To, false, false, false
-		s.carried = append(s.carried, req.To)
-		revision = strconv.Itoa(len(s.carried))
-	case addon.ActionUninstall:
-		s.cluster, s.read, s.tested, s.seen = "", false, false, false
-	case addon.ActionTest:
-		s.tested = true
-	}
-	if a != addon.ActionTest {
-		s.failed, s.failedBy = "", ""
-	}
-	s.uninstalled = a == addon.ActionUninstall
-	return revision, nil
-}
-
-// carries reports whether the driver's revision carried version.
-func (s *simulation) carries(revision, version string) bool {
-	n, err := strconv.Atoi(revision)
-	return err == nil && n >= 1 && n <= len(s.carried) && s.carried[n-1] == version
-}
-
-func (s *simulation) uninstallsFor(a addon.Action) bool {
-	switch a {
-	case addon.ActionInstall:
-		return s.limits.installUninstalls
-	case addon.ActionUpgrade:
-		return s.limits.upgradeUninstalls
-	}
-	return false
-}
-
-// fault draws what goes wrong with a mutating call, if faults are on.
-func (d *simDriver) fault(ctx context.Context, a addon.Action) error {
-	s := d.s
-	if !s.faults {
-		return nil
-	}
-	switch r := s.rng.IntN(100); {
-	case r < 10:
-		s.injected[simTwoAtOnce]++
-		other := 1 - s.running
-		s.logf("  m%d reconciles while m%d's %s runs", other+1, s.running+1, a)
-		s.reconcile(other, s.store.current(), false)
-	case r < 15:
-		s.injected["spec change during an action"]++
-		s.logf("  spec changes while %s runs", a)
-		s.changeSpec()
-	case r < 20:
-		s.injected["crash between claim and outcome"]++
-		s.logf("  crash while %s runs", a)
-		s.cancel()
-		return ctx.Err()
-	case r < 25:
-		s.injected["hang past the action timeout"]++
-		s.logf("  %s hangs past the action timeout", a)
-		s.clock.Step(defaultActionTimeout)
-		return context.DeadlineExceeded
-	case r < 28:
-		s.injected["driver panic"]++
-		s.logf("  %s panics", a)
-		panic(fmt.Sprintf("sim: %s dereferenced a nil map, password=%s", a, simSecret))
-	case r < 45:
-		s.injected["action failed"]++
-		if s.rng.IntN(20) == 0 {
-			s.injected["action failed with a huge error"]++
-			return fmt.Errorf("sim: %s failed: password=%s %s", a, simSecret, simHugeError)
-		}
-		return fmt.Errorf("sim: %s failed: registry login password=%s rejected", a, simSecret)
-	}
-	return nil
-}
-
-func (d *simDriver) Install(ctx context.Context, req addon.Request) (string, error) {
-	return d.mutate(ctx, addon.ActionInstall, req)
-}
-
-func (d *simDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
-	if req.Rollback {
-		return d.mutate(ctx, addon.ActionRollback, req)
-	}
-	return d.mutate(ctx, addon.ActionUpgrade, req)
-}
-
-func (d *simDriver) Uninstall(ctx context.Context, req addon.Request) error {
-	_, err := d.mutate(ctx, addon.ActionUninstall, req)
-	return err
-}
-
-func (d *simDriver) Test(ctx context.Context, req addon.Request) error {
-	_, err := d.mutate(ctx, addon.ActionTest, req)
-	return err
-}
-
-// Health reads the world: nothing installed is unhealthy; with faults on a
-// read may panic, be unhealthy or unreadable, or last while another
-// Machine's action runs to its end. A read decided from the current status
-// is what the world's health is; it is taken before whatever happens while
-// it lasts.
-func (d *simDriver) Health(_ context.Context, req addon.Request) (addon.Health, error) {
-	s := d.s
-	h, err := addon.HealthHealthy, error(nil)
-	r := s.rng.IntN(100)
-	switch {
-	case s.cluster == "":
-		h = addon.HealthUnhealthy
-	case !s.faults:
-	case r < 3:
-		s.injected["health panic"]++
-		panic("sim: health probe crashed")
-	case r < 18:
-		h = addon.HealthUnhealthy
-	case r < 28:
-		h, err = addon.HealthUnknown, fmt.Errorf("sim: metrics token=%s expired", simSecret)
-	}
-	if s.store.currentStatus(req) {
-		s.read = err == nil && h == addon.HealthHealthy
-		s.seen = s.seen || s.read
-	}
-	if s.faults && r >= 90 {
-		s.injected["an action runs to its end during a health read"]++
-		other := 1 - s.running
-		s.logf("  the spec changes and m%d reconciles while m%d reads the health", other+1, s.running+1)
-		s.changeSpec()
-		s.reconcile(other, s.store.current(), false)
-	}
-	return h, err
-}
-
-func (d *simDriver) Drift(context.Context, addon.Request) (bool, string, error) {
-	s := d.s
-	if !s.faults {
-		return false, "", nil
-	}
-	return s.rng.IntN(10) == 0, "Deployment replicas changed by hand", nil
 }
 
 // TestSimAddonReplaysExactly: a seed names one schedule, step for step.

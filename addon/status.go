@@ -36,9 +36,16 @@ type Status struct {
 	Deadline *metav1.Time `json:"deadline,omitempty"`
 	// InFlight is the claim of the action running now: only its owner may
 	// record the outcome, and nothing else runs until it is recorded or the
-	// claim expires (its outcome is then lost and counts as a failure).
+	// claim expires (a lost attempt: see LostAttempts).
 	// +optional
 	InFlight *Claim `json:"inFlight,omitempty"`
+	// Fence is the fencing token of the newest claim taken on this add-on.
+	// Each claim takes Fence plus one (Claim.Fence), written with optimistic
+	// concurrency before its action runs, so every claim carries a larger
+	// token than all claims before it, whichever Machine took it; the Driver
+	// gets it in Request.Fence.
+	// +optional
+	Fence int64 `json:"fence,omitempty"`
 	// Verifying is the action whose result PhaseChecking verifies: Install,
 	// Upgrade or Rollback.
 	// +optional
@@ -55,11 +62,20 @@ type Status struct {
 	UpgradeFailures int32 `json:"upgradeFailures,omitempty"`
 	// +optional
 	UninstallFailures int32 `json:"uninstallFailures,omitempty"`
-	// Failures counts consecutive failed attempts of any action since the
-	// add-on was last healthy or its spec changed: the backoff step. Reset
-	// and force requests do not clear it, so requests are rate-limited too.
+	// Failures counts consecutive failed or lost attempts of any action
+	// since the add-on was last healthy or its spec changed: the backoff
+	// step. Reset and force requests do not clear it, so requests are
+	// rate-limited too.
 	// +optional
 	Failures int32 `json:"failures,omitempty"`
+	// LostAttempts counts the attempts in a row whose claim expired before
+	// their owner recorded an outcome (History outcome Lost). Up to
+	// Policy.MaxLostRetries of them are retried after the backoff without
+	// counting as failures of what they applied; beyond that a lost attempt
+	// is a failure. An outcome its owner recorded (or an attempt found
+	// applied), a request, a spec change and a deletion clear it.
+	// +optional
+	LostAttempts int32 `json:"lostAttempts,omitempty"`
 	// LastTransitionTime is when Phase was last entered, or started over by
 	// a request, a deletion or a passed deadline.
 	// +optional
@@ -76,6 +92,14 @@ type Status struct {
 	// driver has none).
 	// +optional
 	InstalledRevision string `json:"installedRevision,omitempty"`
+	// Mismatch is what the Driver's Inspector last reported the cluster
+	// runs, while that is not InstalledVersion (nil while they agree or when
+	// nothing was asked). It stands until an install, upgrade, rollback or
+	// uninstall succeeds or an inspection agrees; meanwhile Degraded (and,
+	// in Running, Ready) say so with reason InstalledVersionMismatch, and
+	// under Policy.Drift Correct a Running add-on restores InstalledVersion.
+	// +optional
+	Mismatch *Installed `json:"mismatch,omitempty"`
 	// LastGoodVersion is the last version seen healthy: the rollback target.
 	// +optional
 	LastGoodVersion string `json:"lastGoodVersion,omitempty"`
@@ -88,6 +112,13 @@ type Status struct {
 	// not tried again until the spec changes or a request arrives.
 	// +optional
 	FailedVersion string `json:"failedVersion,omitempty"`
+	// RestoreVersion is the version the pending upgrade applies when it
+	// restores what is installed (a drift correction, the retry of a failed
+	// re-apply) rather than the spec's version: InstalledVersion when it
+	// began, so that a correction never applies a version that failed. Empty
+	// while no restore is pending.
+	// +optional
+	RestoreVersion string `json:"restoreVersion,omitempty"`
 	// ReapplyTime is when the installed version, last seen healthy, is
 	// applied again after a re-apply of it failed (nil while none is owed).
 	// The add-on waits for it in Running, its health watched.
@@ -147,17 +178,22 @@ type Claim struct {
 	From string `json:"from,omitempty"`
 	// +optional
 	To string `json:"to,omitempty"`
-	// Started is when the action started; with Owner and Action it names
-	// the attempt.
+	// Started is when the action started; with Owner, Action and Fence it
+	// names the attempt.
 	Started metav1.Time `json:"started"`
 	// Expires is when the claim lapses: Policy.ActionTimeout after Started,
 	// plus a grace for the outcome's write.
 	Expires metav1.Time `json:"expires"`
+	// Fence is the claim's fencing token (Status.Fence when it was taken):
+	// larger than the token of every claim before it. Zero in a claim taken
+	// before fencing tokens existed.
+	// +optional
+	Fence int64 `json:"fence,omitempty"`
 }
 
 // same reports whether c and o name the same attempt.
 func (c *Claim) same(o *Claim) bool {
-	return c != nil && o != nil && c.Action == o.Action && c.Owner == o.Owner && c.Started.Equal(&o.Started)
+	return c != nil && o != nil && c.Action == o.Action && c.Owner == o.Owner && c.Fence == o.Fence && c.Started.Equal(&o.Started)
 }
 
 // Attempt is one entry of Status.History.
@@ -178,10 +214,15 @@ type Attempt struct {
 	// Started and Finished bound the attempt.
 	Started  metav1.Time `json:"started"`
 	Finished metav1.Time `json:"finished"`
+	// Fence is the fencing token it ran under (Claim.Fence), as a Driver
+	// may record it beside what it wrote (helmconverge labels each Helm
+	// revision with it).
+	// +optional
+	Fence int64 `json:"fence,omitempty"`
 }
 
 // Validate reports what a Decide could not continue from: an unknown phase,
-// action or health, negative counters, a claim that is not of the pending
+// action or health, negative counters or fences, a claim that is not of the pending
 // action, tests pending outside Checking, a Checking phase without the
 // action it verifies, a phase that waits without a deadline, and one that waits
 // with nothing to do (nothing pending and nothing in flight). A Deleting
@@ -196,7 +237,7 @@ func (s *Status) Validate() error {
 		problems = append(problems, "unknown phase "+quote(string(s.Phase)))
 	}
 	for _, a := range [...]Action{s.PendingAction, s.Verifying, s.LastFailedAction} {
-		if !a.known() || a == ActionRemediate {
+		if !a.pendable() {
 			problems = append(problems, "unknown action "+quote(string(a)))
 		}
 	}
@@ -211,8 +252,11 @@ func (s *Status) Validate() error {
 	default:
 		problems = append(problems, "unknown health "+quote(string(s.Health)))
 	}
-	if s.InstallFailures < 0 || s.UpgradeFailures < 0 || s.UninstallFailures < 0 || s.Failures < 0 {
+	if s.InstallFailures < 0 || s.UpgradeFailures < 0 || s.UninstallFailures < 0 || s.Failures < 0 || s.LostAttempts < 0 {
 		problems = append(problems, "negative failure counter")
+	}
+	if s.Fence < 0 || s.InFlight != nil && s.InFlight.Fence < 0 {
+		problems = append(problems, "negative fence")
 	}
 	if s.ObservedGeneration < 0 || s.SeenGeneration < 0 {
 		problems = append(problems, "negative generation")
@@ -232,13 +276,12 @@ func (s *Status) Validate() error {
 // valid is the allocation-free fast path of Validate.
 func (s *Status) valid() bool {
 	ok := (s.Phase == "" || s.Phase.known()) &&
-		s.PendingAction.known() && s.PendingAction != ActionRemediate &&
-		s.Verifying.known() && s.Verifying != ActionRemediate &&
-		s.LastFailedAction.known() && s.LastFailedAction != ActionRemediate &&
+		s.PendingAction.pendable() && s.Verifying.pendable() && s.LastFailedAction.pendable() &&
 		(s.InFlight == nil || (s.InFlight.Action.mutates() && s.InFlight.Owner != "" && s.InFlight.Action == s.PendingAction)) &&
 		(s.PendingAction != ActionTest || s.Phase == PhaseChecking) &&
 		(s.Health == "" || s.Health == HealthUnknown || s.Health == HealthHealthy || s.Health == HealthUnhealthy) &&
-		s.InstallFailures >= 0 && s.UpgradeFailures >= 0 && s.UninstallFailures >= 0 && s.Failures >= 0 &&
+		s.InstallFailures >= 0 && s.UpgradeFailures >= 0 && s.UninstallFailures >= 0 && s.Failures >= 0 && s.LostAttempts >= 0 &&
+		s.Fence >= 0 && (s.InFlight == nil || s.InFlight.Fence >= 0) &&
 		s.ObservedGeneration >= 0 && s.SeenGeneration >= 0 &&
 		(s.Phase != PhaseChecking || s.Verifying == ActionInstall || s.Verifying == ActionUpgrade || s.Verifying == ActionRollback) &&
 		(!s.Phase.waits() || s.Deadline != nil)

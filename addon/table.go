@@ -53,7 +53,7 @@ type Table struct {
 // VersionChanged, ResetRequested or ForceRequested row that stays in it
 // (every spec request leaves Failed); a row that enters a waiting phase
 // other than Deleting with nothing to do; a row that runs ActionTest (only
-// Policy.Test runs it); remediating rows without PhaseFailed (where an
+// Policy.Test runs it) or ActionInspect (only the engine does); remediating rows without PhaseFailed (where an
 // unusable rollback target stops); a phase that can fail an upgrade but has
 // no ReapplyFailed row, a ReapplyFailed row that runs anything but a health
 // check, or that enters a phase (other than Failed) without a ReapplyDue

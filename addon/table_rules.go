@@ -15,6 +15,7 @@ var tableRules = []func(t *Table) []string{
 	(*Table).deletedIsTerminal,
 	(*Table).deletionRequestedOnce,
 	(*Table).testsRunOnlyByPolicy,
+	(*Table).inspectionsRunOnlyByTheEngine,
 	(*Table).waitingPhasesHaveWork,
 	(*Table).entriesHaveOutcomeRows,
 	(*Table).failedReapplyIsWatched,
@@ -116,6 +117,17 @@ func (t *Table) testsRunOnlyByPolicy() []string {
 	return t.rowProblems(func(r Row) string {
 		if r.Action == ActionTest {
 			return fmt.Sprintf("%s runs only in %s, by Policy.Test", ActionTest, PhaseChecking)
+		}
+		return ""
+	})
+}
+
+// inspectionsRunOnlyByTheEngine: no row runs ActionInspect; Decide runs it
+// on its own, after a takeover or a late outcome.
+func (t *Table) inspectionsRunOnlyByTheEngine() []string {
+	return t.rowProblems(func(r Row) string {
+		if r.Action == ActionInspect {
+			return fmt.Sprintf("%s runs only after a takeover, by the engine", ActionInspect)
 		}
 		return ""
 	})

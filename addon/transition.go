@@ -56,24 +56,25 @@ func (d *decider) fire(t Trigger, msg string) bool {
 	return true
 }
 
-// clearFor clears what trigger t ends: a new spec, the failures of the
-// previous desire (a reset request keeps the backoff step); a reset or
-// force request, the failed version; a deletion, the failures before it;
+// clearFor clears what trigger t ends: a new spec, the failures and lost
+// attempts of the previous desire (a reset request keeps the backoff
+// step); a reset or force request, the failed version and the lost
+// attempts; a deletion, the failures and lost attempts before it;
 // a healthy version, the failures behind it, and it becomes the last good
 // one.
 func (d *decider) clearFor(t Trigger) {
 	st := &d.st
 	switch t {
 	case TriggerSpecChanged, TriggerVersionChanged:
-		st.InstallFailures, st.UpgradeFailures, st.UninstallFailures = 0, 0, 0
+		st.InstallFailures, st.UpgradeFailures, st.UninstallFailures, st.LostAttempts = 0, 0, 0, 0
 		st.FailedVersion, st.LastFailedAction = "", ActionNone
 		if !d.requested {
 			st.Failures = 0
 		}
 	case TriggerResetRequested, TriggerForceRequested:
-		st.FailedVersion, st.LastFailedAction = "", ActionNone
+		st.FailedVersion, st.LastFailedAction, st.LostAttempts = "", ActionNone, 0
 	case TriggerDeletionRequested:
-		st.UninstallFailures, st.Failures = 0, 0
+		st.UninstallFailures, st.Failures, st.LostAttempts = 0, 0, 0
 	case TriggerHealthy:
 		if st.Verifying == ActionInstall || st.Verifying == ActionUpgrade {
 			// The desired version serves: the failures behind it are over.
@@ -110,14 +111,19 @@ func (d *decider) entry(row Row, t Trigger) (Phase, Action) {
 }
 
 // enter moves the status from phase from into phase to, entered by trigger
-// t, with next pending: what Checking verifies, the re-apply owed (kept
-// only in Running, and not once it is due), and a new deadline when the
-// phase changes or t starts it over.
+// t, with next pending: what Checking verifies, the version an upgrade
+// restores (the installed one, after drift or a failed re-apply), the
+// re-apply owed (kept only in Running, and not once it is due), and a new
+// deadline when the phase changes or t starts it over.
 func (d *decider) enter(from, to Phase, next Action, t Trigger) {
 	st := &d.st
 	st.Verifying = ActionNone
 	if to == PhaseChecking {
 		st.Verifying = verifies(t)
+	}
+	st.RestoreVersion = ""
+	if next == ActionUpgrade && (t == TriggerDriftDetected || t == TriggerReapplyDue) {
+		st.RestoreVersion = st.InstalledVersion
 	}
 	if to != PhaseRunning || t == TriggerReapplyDue {
 		st.ReapplyTime = nil
@@ -198,7 +204,13 @@ func (d *decider) schedule(a Action, t Trigger) *metav1.Time {
 	default:
 		return nil
 	}
-	for _, until := range [...]*metav1.Time{st.Deadline, st.ReapplyTime} {
+	return d.within(wait)
+}
+
+// within returns when a wait from now ends, never past the phase deadline
+// or a re-apply owed; nil when that is now.
+func (d *decider) within(wait time.Duration) *metav1.Time {
+	for _, until := range [...]*metav1.Time{d.st.Deadline, d.st.ReapplyTime} {
 		if until != nil {
 			wait = min(wait, until.Sub(d.now.Time))
 		}

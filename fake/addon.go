@@ -10,7 +10,8 @@ import (
 	"github.com/converge-dev/converge/addon"
 )
 
-// AddonMethod names a method of addon.Driver, addon.DriftDetector or addon.Tester.
+// AddonMethod names a method of addon.Driver, addon.DriftDetector,
+// addon.Tester or addon.Inspector.
 type AddonMethod string
 
 // The methods AddonDriver implements.
@@ -21,6 +22,7 @@ const (
 	AddonHealth    AddonMethod = "Health"
 	AddonDrift     AddonMethod = "Drift"
 	AddonTest      AddonMethod = "Test"
+	AddonInspect   AddonMethod = "Inspect"
 )
 
 // AddonOutcome scripts one Driver call.
@@ -42,6 +44,9 @@ type AddonOutcome struct {
 	// Drifted and Detail are what a Drift call reports.
 	Drifted bool
 	Detail  string
+	// Installed, when not nil, is what an Inspect call reports; nil means
+	// what the driver last applied (see AddonDriver).
+	Installed *addon.Installed
 }
 
 // AddonCall is one recorded Driver call.
@@ -54,13 +59,19 @@ type AddonCall struct {
 	From, To string
 	Rollback bool
 	Revision string
+	// Fence is the request's fencing token.
+	Fence int64
 }
 
-// AddonDriver is a scripted addon.Driver that is also an addon.DriftDetector
-// and an addon.Tester. Each method takes the next outcome from its queue in
-// Script; with an empty queue it succeeds (Health reports healthy, Drift
-// none). Every call is recorded in Calls. Safe for concurrent use; read
-// Calls with Recorded while calls may still run.
+// AddonDriver is a scripted addon.Driver that is also an
+// addon.DriftDetector, an addon.Tester and an addon.Inspector. Each method
+// takes the next outcome from its queue in Script; with an empty queue it
+// succeeds (Health reports healthy, Drift none, Inspect what it last
+// applied: the version and revision of its last Install or Upgrade that
+// returned without error, nothing after such an Uninstall). Every call is
+// recorded in Calls. It applies whatever it is asked, whatever the fencing
+// token: a test plays a Driver that fences by scripting the refusal. Safe
+// for concurrent use; read Calls with Recorded while calls may still run.
 type AddonDriver struct {
 	mu sync.Mutex
 	// Script holds the queued outcomes per method, consumed in order.
@@ -69,12 +80,16 @@ type AddonDriver struct {
 	Calls []AddonCall
 	// revisions counts the Install and Upgrade calls.
 	revisions int
+	// applied is what the last successful Install, Upgrade or Uninstall
+	// left.
+	applied addon.Installed
 }
 
 var (
 	_ addon.Driver        = (*AddonDriver)(nil)
 	_ addon.DriftDetector = (*AddonDriver)(nil)
 	_ addon.Tester        = (*AddonDriver)(nil)
+	_ addon.Inspector     = (*AddonDriver)(nil)
 )
 
 // Push queues outcomes for method m.
@@ -110,7 +125,7 @@ func (d *AddonDriver) Count(m AddonMethod) int {
 func (d *AddonDriver) take(m AddonMethod, req addon.Request) AddonOutcome {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.Calls = append(d.Calls, AddonCall{Method: m, Name: req.Spec.Name, From: req.From, To: req.To, Rollback: req.Rollback, Revision: req.Revision})
+	d.Calls = append(d.Calls, AddonCall{Method: m, Name: req.Spec.Name, From: req.From, To: req.To, Rollback: req.Rollback, Revision: req.Revision, Fence: req.Fence})
 	var o AddonOutcome
 	if q := d.Script[m]; len(q) > 0 {
 		o, d.Script[m] = q[0], q[1:]
@@ -133,23 +148,49 @@ func (o AddonOutcome) result(ctx context.Context) error {
 	return o.Err
 }
 
+// apply notes what a call that returned err left: on success, what
+// Inspect reports next.
+func (d *AddonDriver) apply(err error, left addon.Installed) error {
+	if err == nil {
+		d.mu.Lock()
+		d.applied = left
+		d.mu.Unlock()
+	}
+	return err
+}
+
 // Install records the call and returns the next scripted outcome with its
 // revision.
 func (d *AddonDriver) Install(ctx context.Context, req addon.Request) (string, error) {
 	o := d.take(AddonInstall, req)
-	return o.Revision, o.result(ctx)
+	return o.Revision, d.apply(o.result(ctx), addon.Installed{Version: req.To, Revision: o.Revision})
 }
 
 // Upgrade records the call (a rollback too) and returns the next scripted
 // outcome with its revision.
 func (d *AddonDriver) Upgrade(ctx context.Context, req addon.Request) (string, error) {
 	o := d.take(AddonUpgrade, req)
-	return o.Revision, o.result(ctx)
+	return o.Revision, d.apply(o.result(ctx), addon.Installed{Version: req.To, Revision: o.Revision})
 }
 
 // Uninstall records the call and returns the next scripted outcome.
 func (d *AddonDriver) Uninstall(ctx context.Context, req addon.Request) error {
-	return d.take(AddonUninstall, req).result(ctx)
+	return d.apply(d.take(AddonUninstall, req).result(ctx), addon.Installed{})
+}
+
+// Inspect records the call and returns the next scripted outcome: its
+// Installed, or what the driver last applied.
+func (d *AddonDriver) Inspect(ctx context.Context, req addon.Request) (addon.Installed, error) {
+	o := d.take(AddonInspect, req)
+	if err := o.result(ctx); err != nil {
+		return addon.Installed{}, err
+	}
+	if o.Installed != nil {
+		return *o.Installed, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.applied, nil
 }
 
 // Health records the call and returns the next scripted outcome.

@@ -15,6 +15,42 @@ import (
 	"github.com/converge-dev/converge/fake"
 )
 
+// TestAddonDriverInspectsWhatItLastApplied: Inspect reports the version
+// and revision of the last Install or Upgrade that returned without error,
+// nothing after such an Uninstall, and a scripted answer first; every call
+// records its fencing token.
+func TestAddonDriverInspectsWhatItLastApplied(t *testing.T) {
+	boom := errors.New("boom")
+	d := &fake.AddonDriver{}
+	ctx := context.Background()
+	spec := addon.Spec{Name: "mesh", Version: "v2"}
+	inspect := func() addon.Installed {
+		t.Helper()
+		inst, err := d.Inspect(ctx, addon.Request{Spec: spec, Fence: 3})
+		require.NoError(t, err)
+		return inst
+	}
+	assert.Equal(t, addon.Installed{}, inspect(), "nothing applied yet")
+	_, err := d.Install(ctx, addon.Request{Spec: spec, To: "v1", Fence: 1})
+	require.NoError(t, err)
+	assert.Equal(t, addon.Installed{Version: "v1", Revision: "1"}, inspect())
+	d.Push(fake.AddonUpgrade, fake.AddonOutcome{Err: boom})
+	_, err = d.Upgrade(ctx, addon.Request{Spec: spec, From: "v1", To: "v2", Fence: 2})
+	require.ErrorIs(t, err, boom)
+	assert.Equal(t, addon.Installed{Version: "v1", Revision: "1"}, inspect(), "a failed upgrade applied nothing")
+	d.Push(fake.AddonInspect, fake.AddonOutcome{Installed: &addon.Installed{Version: "v9"}}, fake.AddonOutcome{Err: boom})
+	assert.Equal(t, addon.Installed{Version: "v9"}, inspect(), "a scripted answer")
+	_, err = d.Inspect(ctx, addon.Request{Spec: spec})
+	require.ErrorIs(t, err, boom)
+	require.NoError(t, d.Uninstall(ctx, addon.Request{Spec: spec, From: "v1", Fence: 4}))
+	assert.Equal(t, addon.Installed{}, inspect())
+	var fences []int64
+	for _, c := range d.Recorded() {
+		fences = append(fences, c.Fence)
+	}
+	assert.Equal(t, []int64{3, 1, 3, 2, 3, 3, 0, 4, 3}, fences)
+}
+
 func TestAddonDriverScriptsOutcomesInOrder(t *testing.T) {
 	boom := errors.New("boom")
 	d := &fake.AddonDriver{}

@@ -67,8 +67,9 @@ func (e *ExploreError) Error() string {
 
 // Explore checks, breadth-first, every state reachable from a new add-on
 // within opts.Depth steps. A state is the spec, the persisted status, the
-// time, and the world the add-on runs in: the version the cluster runs and
-// whether it was last read healthy. A step is one of:
+// time, and the world the add-on runs in: the version the cluster runs,
+// whether it was last read healthy, the versions whose tests passed, and
+// the newest fencing token it took a write under. A step is one of:
 //
 //   - a look by addon.Decide after the world moved: a new version, a new spec at
 //     the same version, a deletion, a suspension or a resume, a reset or
@@ -87,8 +88,13 @@ func (e *ExploreError) Error() string {
 //   - the outcome of the action a look claimed: it succeeds or fails at
 //     once, or stays in flight while other steps happen, and then succeeds,
 //     fails, or its Machine crashes after its claim was written, with the
-//     action applied or not (a crash between any two writes);
-//   - a health read: healthy, unhealthy or unknown.
+//     action applied or not (a crash between any two writes), or pauses
+//     past its claim's expiry and resumes later, after any other steps: its
+//     action lands unless the Driver fences it out (a newer claim wrote),
+//     and its outcome arrives;
+//   - a health read: healthy, unhealthy or unknown;
+//   - an inspection (the explorer's Driver is an addon.Inspector): what the
+//     cluster runs, or an error.
 //
 // After every decision it checks, against the world and the spec as they
 // are rather than against the status:
@@ -98,7 +104,8 @@ func (e *ExploreError) Error() string {
 //     chooses for a failed install or upgrade of a different version, and
 //     never replaced by another version the spec does not ask for, whatever
 //     failed before; while it is the version the spec asks for, it stays
-//     watched (something is pending: a health check, a re-apply);
+//     watched (something is pending: a health check, a re-apply; or a look
+//     is due at once, for a spec seen while a claim held);
 //   - no Install is chosen while a version is installed;
 //   - a spec generation below the highest one a decision was given is
 //     acted on in no way;
@@ -108,9 +115,20 @@ func (e *ExploreError) Error() string {
 //   - no wait (RequeueAfter) is longer than the longest backoff, poll
 //     interval or claim the policy sets, and no deadline lies further than
 //     the longest phase timeout, even after the clock stepped back;
-//   - Deleted follows a successful uninstall, the cluster empty and nothing
-//     in flight;
+//   - Deleted follows a successful uninstall (or an inspection that found
+//     nothing installed), the cluster empty and nothing in flight;
 //   - the last good version and the observed generation never go back;
+//   - every new claim carries a fencing token above every token before it;
+//   - whenever no claim is in flight, what the status says the cluster
+//     runs (Mismatch when one stands, else InstalledVersion) is what it
+//     runs, but while an inspection that failed left it blind;
+//   - an add-on enters Running only on a version whose tests passed, when
+//     the policy tests and does not ignore their failures;
+//   - a failure is counted (InstallFailures, UpgradeFailures,
+//     UninstallFailures) only when the Driver reported one: an error, a
+//     health read, or a lost attempt beyond Policy.MaxLostRetries;
+//   - a failed or lost attempt is retried no sooner than the policy's
+//     shortest backoff, or the phase's deadline when that comes first;
 //   - nothing is stuck: the status validates, and a decision that asks for
 //     no requeue waits for the spec (Failed, Deleted, a stopped deletion, a
 //     suspension);

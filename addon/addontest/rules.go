@@ -20,6 +20,10 @@ type exploreLimits struct {
 	// their failures do not count.
 	tests, ignored bool
 	actionTimeout  time.Duration
+	// maxLost is how many lost attempts in a row are retried without
+	// counting as failures; backoff the shortest retry wait.
+	maxLost int32
+	backoff time.Duration
 }
 
 func exploreLimitsOf(p addon.Policy) exploreLimits {
@@ -43,6 +47,14 @@ func exploreLimitsOf(p addon.Policy) exploreLimits {
 		ignored:           p.Test.IgnoreFailures,
 	}
 	l.claim = l.actionTimeout + addon.ClaimGrace
+	l.maxLost = 3
+	if p.MaxLostRetries != nil {
+		l.maxLost = *p.MaxLostRetries
+	}
+	l.backoff = or(p.Backoff.Initial, 10*time.Second)
+	if p.Backoff.Max.Duration > 0 {
+		l.backoff = min(l.backoff, p.Backoff.Max.Duration)
+	}
 	l.wait = max(backoff, or(p.RunningInterval, 5*time.Minute), or(p.CheckInterval, 5*time.Second), l.claim)
 	l.deadline = max(or(p.InstallTimeout, 10*time.Minute), or(p.CheckTimeout, 5*time.Minute), or(p.UpgradeTimeout, 10*time.Minute),
 		or(p.RemediationTimeout, 10*time.Minute), or(p.DeleteTimeout, 10*time.Minute))
@@ -72,7 +84,7 @@ func (e *explorer) decide(in addon.Input, s *exploreState, path *step, name stri
 		}
 	}
 	if e.healthy(*w) && w.cluster == s.spec.Version && !s.spec.Deleting && !s.spec.Suspended &&
-		after.PendingAction == addon.ActionNone && after.InFlight == nil {
+		after.PendingAction == addon.ActionNone && after.InFlight == nil && d.RequeueAfter != addon.RequeueNow {
 		return d, fail("the healthy %s, the version the spec asks for, is left unwatched in %s", w.cluster, after.Phase)
 	}
 	if d.Action == addon.ActionInstall && before.InstalledVersion != "" {
@@ -90,7 +102,9 @@ func (e *explorer) decide(in addon.Input, s *exploreState, path *step, name stri
 		if c.Expires.Time.Before(bound) {
 			bound = c.Expires.Time
 		}
-		holds := sameAttempt(after.InFlight, c)
+		// A takeover's inspection keeps the claim until it is recorded, in
+		// the same write.
+		holds := sameAttempt(after.InFlight, c) && d.Action != addon.ActionInspect
 		switch {
 		case in.Now.Before(bound) && d.Action != addon.ActionNone:
 			return d, fail("%s chosen while %s by %s is in flight", d.Action, c.Action, c.Owner)
@@ -98,8 +112,7 @@ func (e *explorer) decide(in addon.Input, s *exploreState, path *step, name stri
 			return d, fail("the claim of %s by %s holds past %s, the latest expiry the engine writes for it", c.Action, c.Owner, bound.UTC().Format(time.RFC3339))
 		}
 	}
-	if after.Phase == addon.PhaseDeleted && before.Phase != addon.PhaseDeleted &&
-		(in.Observation.Action != addon.ActionUninstall || in.Observation.Err != nil || after.InFlight != nil || w.cluster != "") {
+	if after.Phase == addon.PhaseDeleted && before.Phase != addon.PhaseDeleted && (!uninstalled(in.Observation) || after.InFlight != nil || w.cluster != "") {
 		return d, fail("Deleted without a successful uninstall (the cluster runs %q)", w.cluster)
 	}
 	if before.LastGoodVersion != "" && after.LastGoodVersion == "" {
@@ -108,7 +121,88 @@ func (e *explorer) decide(in addon.Input, s *exploreState, path *step, name stri
 	if after.ObservedGeneration < before.ObservedGeneration {
 		return d, fail("observed generation went back from %d to %d", before.ObservedGeneration, after.ObservedGeneration)
 	}
+	if err := e.processRules(in, d, s, fail); err != nil {
+		return d, err
+	}
 	return d, e.bounded(in, d, fail)
+}
+
+// uninstalled reports whether obs says the add-on is uninstalled: an
+// uninstall succeeded, or an inspection found nothing installed.
+func uninstalled(obs addon.Observation) bool {
+	switch obs.Action {
+	case addon.ActionUninstall:
+		return obs.Err == nil
+	case addon.ActionInspect:
+		return obs.Err == nil && obs.Installed != nil && obs.Installed.Version == ""
+	}
+	return false
+}
+
+// processRules checks what the process boundary asks of decision d,
+// decided from in for state s: fencing tokens that grow, a status that
+// agrees with the cluster or says it does not, Running only on a tested
+// version, failures counted only when the Driver reported one, and retries
+// no sooner than the shortest backoff.
+func (e *explorer) processRules(in addon.Input, d addon.Decision, s *exploreState, fail func(format string, args ...any) error) error {
+	before, after, obs, w := &in.Status, &d.Status, &in.Observation, &s.world
+	if c := after.InFlight; c != nil && !sameAttempt(c, before.InFlight) {
+		newest := max(before.Fence, w.fence)
+		if s.running != nil {
+			newest = max(newest, s.running.Fence)
+		}
+		if c.Fence <= newest {
+			return fail("the claim of %s carries fencing token %d, not above %d, the newest before it", c.Action, c.Fence, newest)
+		}
+	}
+	says := after.InstalledVersion
+	if after.Mismatch != nil {
+		says = after.Mismatch.Version
+	}
+	if d.Action != addon.ActionInspect && after.InFlight == nil && !w.blind && says != w.cluster {
+		return fail("the status says the cluster runs %q (installed %q) while it runs %q", says, after.InstalledVersion, w.cluster)
+	}
+	if e.limits.tests && !e.limits.ignored && after.Phase == addon.PhaseRunning && before.Phase != addon.PhaseRunning &&
+		w.passed&versionBit(after.InstalledVersion) == 0 {
+		return fail("Running on %s, whose tests never passed", after.InstalledVersion)
+	}
+	failures := func(st *addon.Status) int32 { return st.InstallFailures + st.UpgradeFailures + st.UninstallFailures }
+	lostBeyond := after.LostAttempts > e.limits.maxLost && after.LostAttempts > before.LostAttempts
+	if failures(after) > failures(before) && obs.Err == nil && obs.Action != addon.ActionCheckHealth && !lostBeyond {
+		return fail("a failure counted that the Driver never reported (%d lost attempts in a row, %d retried)", after.LostAttempts, e.limits.maxLost)
+	}
+	return e.spaced(in, d, fail)
+}
+
+// spaced checks that a decision that records a failure or a lost attempt
+// retries it no sooner than the shortest backoff of the policy, or the
+// phase's deadline when that comes first.
+func (e *explorer) spaced(in addon.Input, d addon.Decision, fail func(format string, args ...any) error) error {
+	before, after := &in.Status, &d.Status
+	if after.Failures <= before.Failures || after.InFlight != nil {
+		return nil
+	}
+	retried := in.Observation.Action
+	if c := before.InFlight; c != nil && (retried == addon.ActionNone || retried == addon.ActionInspect) {
+		retried = c.Action
+	}
+	floor := e.limits.backoff
+	if after.Deadline != nil {
+		floor = min(floor, after.Deadline.Sub(in.Now))
+	}
+	var wait time.Duration
+	switch {
+	case after.ReapplyTime != nil && !after.ReapplyTime.Equal(before.ReapplyTime):
+		wait = after.ReapplyTime.Sub(in.Now)
+	case after.PendingAction != retried:
+		return nil
+	case after.NextAttemptTime != nil:
+		wait = after.NextAttemptTime.Sub(in.Now)
+	}
+	if wait < floor {
+		return fail("the failed %s is due again after %s, sooner than the shortest backoff (%s)", retried, wait, floor)
+	}
+	return nil
 }
 
 // bounded checks the waits of d, decided from in: no longer than the
@@ -145,7 +239,8 @@ func (e *explorer) uninstallsFor(a addon.Action) bool {
 }
 
 // liveness checks that s converges once the world behaves: an action
-// running succeeds, then every look's action succeeds and reads healthy.
+// running succeeds (a paused one lands, unless fenced out), then every
+// look's action succeeds, reads healthy and inspects truthfully.
 func (e *explorer) liveness(s *exploreState) error {
 	k := e.key(s)
 	if e.live[k] {
@@ -155,13 +250,12 @@ func (e *explorer) liveness(s *exploreState) error {
 	cur.spec.Suspended = false
 	requested := false
 	var visited []string
+	fail := func(err error) error { return e.broken(s.path, "converging", "Decide failed: %v", err) }
 	if c := cur.running; c != nil {
-		cur.running = nil
-		d, err := addon.Decide(e.input(cur.spec, cur.status, cur.now, addon.Observation{Action: c.Action, Claim: c}))
-		if err != nil {
-			return e.broken(s.path, "converging", "Decide failed: %v", err)
+		cur.running, cur.paused = nil, false
+		if err := e.behave(&cur, addon.Observation{Action: c.Action, Claim: c}); err != nil {
+			return fail(err)
 		}
-		cur.status = d.Status
 	}
 	for i := 0; i < e.opts.Converge; i++ {
 		ck := e.key(&cur)
@@ -183,17 +277,17 @@ func (e *explorer) liveness(s *exploreState) error {
 		}
 		d, err := addon.Decide(e.input(cur.spec, cur.status, cur.now, addon.Observation{}))
 		if err != nil {
-			return e.broken(s.path, "converging", "Decide failed: %v", err)
+			return fail(err)
 		}
+		cur.status = d.Status
 		if d.Action != addon.ActionNone {
 			obs := addon.Observation{Action: d.Action, Claim: d.Status.InFlight, Health: addon.HealthHealthy}
-			if d, err = addon.Decide(e.input(cur.spec, d.Status, cur.now, obs)); err != nil {
-				return e.broken(s.path, "converging", "Decide failed: %v", err)
+			if err := e.behave(&cur, obs); err != nil {
+				return fail(err)
 			}
 		} else {
 			cur.now = cur.now.Add(d.RequeueAfter)
 		}
-		cur.status = d.Status
 		if i == e.opts.Converge-1 {
 			return e.broken(s.path, "converging", "neither Running nor Deleted within %d steps once the world behaves: %s (%s)",
 				e.opts.Converge, cur.status.Phase, cur.status.Message)
@@ -204,6 +298,30 @@ func (e *explorer) liveness(s *exploreState) error {
 		e.live[v] = true
 	}
 	return nil
+}
+
+// behave records in s what a well-behaved world returns for obs: a
+// mutating action lands (unless fenced out), a read inspects truthfully,
+// and an inspection the decision asks for follows.
+func (e *explorer) behave(s *exploreState, obs addon.Observation) error {
+	for {
+		if obs.Action == addon.ActionInspect || (obs.Action == addon.ActionCheckHealth && s.status.Mismatch != nil) {
+			obs.Installed = &addon.Installed{Version: s.world.cluster}
+		}
+		if c := obs.Claim; c != nil && c.Fence < s.world.fence {
+			obs.Err = errFenced
+		}
+		s.world = e.observed(s.world, obs)
+		d, err := addon.Decide(e.input(s.spec, s.status, s.now, obs))
+		if err != nil {
+			return err
+		}
+		s.status = d.Status
+		if d.Action != addon.ActionInspect {
+			return nil
+		}
+		obs = addon.Observation{Action: addon.ActionInspect}
+	}
 }
 
 func (e *explorer) broken(path *step, name, format string, args ...any) error {

@@ -31,8 +31,11 @@ type exploreState struct {
 	now   time.Time
 	world exploreWorld
 	// running is the claim of an action a Machine runs, its outcome still
-	// to come.
+	// to come; paused when that Machine stalled past the claim's expiry:
+	// it resumes later, lands its action unless the Driver fences it out,
+	// and records its outcome.
 	running *addon.Claim
+	paused  bool
 	// once marks what happens at most once a path: onceClockBack,
 	// onceStretched.
 	once uint8
@@ -58,6 +61,25 @@ type exploreWorld struct {
 	failedBy addon.Action
 	// maxGen is the highest spec generation a decision was given.
 	maxGen int64
+	// fence is the newest fencing token the cluster took a write under:
+	// the Driver refuses a write under an older one, as helmconverge does.
+	fence int64
+	// passed has bit i set once the tests of exploreVersions[i] passed (or
+	// failed, ignored by the policy).
+	passed uint8
+	// blind is true while an inspection that failed keeps the status from
+	// knowing what runs, until an inspection or a recorded action tells.
+	blind bool
+}
+
+// version returns the bit of version v in exploreWorld.passed.
+func versionBit(v string) uint8 {
+	for i, k := range exploreVersions {
+		if k == v {
+			return 1 << i
+		}
+	}
+	return 0
 }
 
 // step is one step of a path, linked to the one before it.
@@ -172,8 +194,15 @@ func (e *explorer) keyValues(k *stateKey, s *exploreState) {
 	k.num(s.spec.Generation - w.maxGen)
 	k.num(s.spec.Generation - s.prev.Generation)
 	k.num(int64(s.once))
+	k.num(min(int64(st.LostAttempts), int64(e.limits.maxLost)+1))
+	k.num(st.Fence - w.fence)
+	k.num(int64(w.passed))
+	k.str(st.RestoreVersion)
+	if st.Mismatch != nil {
+		k.str("m:" + st.Mismatch.Version)
+	}
 	for _, f := range [...]bool{s.spec.Deleting, s.spec.Suspended, s.spec.ResetToken != "" && s.spec.ResetToken != st.LastResetToken,
-		s.spec.ForceToken != "" && s.spec.ForceToken != st.LastForceToken, s.prev.Deleting, w.read, w.tested} {
+		s.spec.ForceToken != "" && s.spec.ForceToken != st.LastForceToken, s.prev.Deleting, w.read, w.tested, w.blind, s.paused} {
 		k.flag(f)
 	}
 	if e.condIs(st, addon.TypeDrifted) {
@@ -203,6 +232,7 @@ func (e *explorer) keyTimes(k *stateKey, s *exploreState) {
 			continue
 		}
 		k.b.WriteString("c" + string(c.Action) + "," + c.Owner + "," + c.From + "," + c.To + ";")
+		k.num(st.Fence - c.Fence)
 		k.rel("t", &c.Started.Time, long)
 		k.rel("x", &c.Expires.Time, 0)
 	}
@@ -210,12 +240,13 @@ func (e *explorer) keyTimes(k *stateKey, s *exploreState) {
 }
 
 // sameAttempt reports whether claims c and o name the same attempt: the
-// same action by the same owner, started at the same time, as Claim
-// documents it (its versions and expiry do not name it). The explorer
+// same action by the same owner under the same fencing token, started at
+// the same time, as Claim documents it (its versions and expiry do not
+// name it). The explorer
 // reads it from that documentation, as it reads the policy's defaults,
 // rather than from the engine it checks.
 func sameAttempt(c, o *addon.Claim) bool {
-	return c != nil && o != nil && c.Action == o.Action && c.Owner == o.Owner && c.Started.Equal(&o.Started)
+	return c != nil && o != nil && c.Action == o.Action && c.Owner == o.Owner && c.Fence == o.Fence && c.Started.Equal(&o.Started)
 }
 
 func timeOf(t *metav1.Time) *time.Time {

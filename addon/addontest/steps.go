@@ -92,13 +92,25 @@ func (e *explorer) worlds() []world {
 // advance moves s's clock forward to t; false when t is not ahead, or when
 // it passes the claim of an action still running: the Driver returns within
 // ActionTimeout, before its claim expires, so that action's Machine has
-// crashed first (a step of its own).
+// crashed or paused first (a step of its own).
 func (e *explorer) advance(s *exploreState, t time.Time) bool {
-	if !s.now.Before(t) || s.running != nil && !t.Before(s.running.Expires.Time) {
+	if !s.now.Before(t) || s.running != nil && !s.paused && !t.Before(runningUntil(s)) {
 		return false
 	}
 	s.now = t
 	return true
+}
+
+// runningUntil is when the claim of the action running in s lapses: when
+// the Machine wrote it to, or earlier where a look bounded it after the
+// clock stepped back (a bound that still lies ActionTimeout and ClaimGrace
+// after the look in real time, and so after the action returned).
+func runningUntil(s *exploreState) time.Time {
+	until := s.running.Expires.Time
+	if c := s.status.InFlight; sameAttempt(c, s.running) && c.Expires.Time.Before(until) {
+		until = c.Expires.Time
+	}
+	return until
 }
 
 func newToken(prefix, last string) string {
@@ -115,62 +127,19 @@ func otherVersion(v string) string {
 	return exploreVersions[0]
 }
 
-var errExplored = errors.New("explored failure")
+// errExplored is a failure the exploration draws; errFenced the refusal of
+// a Driver that fences out a write under an older token.
+var (
+	errExplored = errors.New("explored failure")
+	errFenced   = errors.New("fenced out: a newer claim wrote")
+)
 
 // successors tries every step from s, in a fixed order, checking the rules.
 func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
-	out := make([]exploreState, 0, 24)
-	add := func(n exploreState, name string) {
-		n.path = s.path.then(name, len(out))
-		out = append(out, n)
-	}
-	// addRecorded adds from after each of outcomes, decided with spec.
-	addRecorded := func(spec addon.Spec, from exploreState, outcomes []exploreOutcome, prefix string) error {
-		for _, o := range outcomes {
-			n, err := e.recorded(spec, from, o.obs, prefix+o.name)
-			if err != nil {
-				return err
-			}
-			add(n, prefix+o.name)
-		}
-		return nil
-	}
+	x := &expansion{e: e, s: s, out: make([]exploreState, 0, 24)}
 	for _, w := range e.worlds() {
-		moved := *s
-		if !w.move(&moved) {
-			continue
-		}
-		looked := moved.spec
-		if w.stale {
-			looked = moved.prev
-		}
-		in := e.input(looked, moved.status, moved.now, addon.Observation{})
-		d, err := e.decide(in, &moved, s.path, w.name)
-		if err != nil {
+		if err := x.look(w); err != nil {
 			return nil, err
-		}
-		base := moved
-		base.write(d.Status)
-		switch {
-		case d.Action == addon.ActionNone:
-			add(base, w.name)
-			if later := base; !w.stale && d.RequeueAfter > addon.RequeueNow && e.advance(&later, later.now.Add(d.RequeueAfter)) {
-				add(later, w.name+", then "+d.RequeueAfter.String()+" pass")
-			}
-		case d.Action == addon.ActionCheckHealth:
-			if err := addRecorded(in.Spec, base, healthReads, w.name+": "); err != nil {
-				return nil, err
-			}
-		default:
-			c := d.Status.InFlight
-			if err := addRecorded(in.Spec, base, e.outcomes(c), w.name+": "); err != nil {
-				return nil, err
-			}
-			if base.running == nil {
-				n := base
-				n.running = c
-				add(n, w.name+": "+string(c.Action)+" runs on")
-			}
 		}
 	}
 	if s.older != nil {
@@ -180,22 +149,120 @@ func (e *explorer) successors(s *exploreState) ([]exploreState, error) {
 	}
 	if c := s.running; c != nil {
 		done := *s
-		done.running = nil
-		if err := addRecorded(s.spec, done, e.outcomes(c), "the running "); err != nil {
+		done.running, done.paused = nil, false
+		prefix := "the running "
+		if s.paused {
+			prefix = "the paused Machine resumes: "
+		}
+		if err := x.addRecorded(s.spec, done, e.outcomes(c), prefix); err != nil {
 			return nil, err
 		}
-		for _, applied := range [...]bool{false, true} {
-			n := *s
-			n.running = nil
-			n.world = crashed(n.world, c, applied)
-			name := "the Machine running " + string(c.Action) + " crashes before it ran"
-			if applied {
-				name = "the Machine running " + string(c.Action) + " crashes after it applied"
+		if !s.paused {
+			for _, n := range e.interrupted(s, c) {
+				x.add(n.state, n.name)
 			}
-			add(n, name)
 		}
 	}
-	return out, nil
+	return x.out, nil
+}
+
+// expansion collects the successors of one state s.
+type expansion struct {
+	e   *explorer
+	s   *exploreState
+	out []exploreState
+}
+
+// add adds n, reached from s by the step name.
+func (x *expansion) add(n exploreState, name string) {
+	n.path = x.s.path.then(name, len(x.out))
+	x.out = append(x.out, n)
+}
+
+// addRecorded adds from after each of outcomes, decided with spec.
+func (x *expansion) addRecorded(spec addon.Spec, from exploreState, outcomes []exploreOutcome, prefix string) error {
+	for _, o := range outcomes {
+		n, err := x.e.recorded(spec, from, o.obs, prefix+o.name)
+		if err != nil {
+			return err
+		}
+		x.add(n, prefix+o.name)
+	}
+	return nil
+}
+
+// look adds what a look after the world moved as w says leads to: its
+// decision, the time it waits passing, or the outcomes of what it runs.
+func (x *expansion) look(w world) error {
+	e, s := x.e, x.s
+	moved := *s
+	if !w.move(&moved) {
+		return nil
+	}
+	looked := moved.spec
+	if w.stale {
+		looked = moved.prev
+	}
+	in := e.input(looked, moved.status, moved.now, addon.Observation{})
+	d, err := e.decide(in, &moved, s.path, w.name)
+	if err != nil {
+		return err
+	}
+	base := moved
+	base.write(d.Status)
+	switch {
+	case d.Action == addon.ActionNone:
+		x.add(base, w.name)
+		if later := base; !w.stale && d.RequeueAfter > addon.RequeueNow && e.advance(&later, later.now.Add(d.RequeueAfter)) {
+			x.add(later, w.name+", then "+d.RequeueAfter.String()+" pass")
+		}
+		return nil
+	case d.Action == addon.ActionCheckHealth:
+		return x.addRecorded(in.Spec, base, e.healthReads(&base), w.name+": ")
+	case d.Action == addon.ActionInspect:
+		return x.addRecorded(in.Spec, base, inspections(base.world), w.name+": ")
+	}
+	c := d.Status.InFlight
+	if err := x.addRecorded(in.Spec, base, e.outcomes(c), w.name+": "); err != nil {
+		return err
+	}
+	if base.running == nil {
+		n := base
+		n.running = c
+		x.add(n, w.name+": "+string(c.Action)+" runs on")
+	}
+	return nil
+}
+
+// interruption is a state a Machine running an action left.
+type interruption struct {
+	state exploreState
+	name  string
+}
+
+// interrupted is what the Machine running c leaves when it crashes before
+// its action ran or after it applied it, or when it pauses past its claim's
+// expiry (it resumes later: a step of its own).
+func (e *explorer) interrupted(s *exploreState, c *addon.Claim) []interruption {
+	var out []interruption
+	for _, applied := range [...]bool{false, true} {
+		n := *s
+		n.running = nil
+		if applied {
+			n.world = e.applied(n.world, c)
+		}
+		name := "the Machine running " + string(c.Action) + " crashes before it ran"
+		if applied {
+			name = "the Machine running " + string(c.Action) + " crashes after it applied"
+		}
+		out = append(out, interruption{n, name})
+	}
+	paused := *s
+	paused.paused = true
+	if until := runningUntil(s); paused.now.Before(until) {
+		paused.now = until
+	}
+	return append(out, interruption{paused, "the Machine running " + string(c.Action) + " pauses past its claim's expiry"})
 }
 
 // lookStale checks a look at s.older, the status before the latest write,
@@ -225,14 +292,25 @@ func (e *explorer) lookStale(s *exploreState) error {
 }
 
 func (e *explorer) input(spec addon.Spec, st addon.Status, now time.Time, obs addon.Observation) addon.Input {
-	return addon.Input{Spec: spec, Status: st, Observation: obs, Policy: e.opts.Policy, Table: e.opts.Table, Now: now, Owner: "explorer"}
+	return addon.Input{Spec: spec, Status: st, Observation: obs, Policy: e.opts.Policy, Table: e.opts.Table, Now: now, Owner: "explorer", Inspect: true}
 }
 
 // recorded is s once the Driver returned obs and Decide, given spec,
-// recorded it.
+// recorded it. A mutating action lands unless the Driver fences it out (its
+// claim's token is older than one the cluster took a write under): it then
+// returns errFenced. An outcome discarded for a claim no longer held is
+// followed, in the same write, by the inspection the engine asks for.
 func (e *explorer) recorded(spec addon.Spec, s exploreState, obs addon.Observation, name string) (exploreState, error) {
+	if c := obs.Claim; c != nil && obs.Err == nil && c.Fence < s.world.fence {
+		obs.Err = errFenced
+	}
 	s.world = e.observed(s.world, obs)
 	d, err := e.decide(e.input(spec, s.status, s.now, obs), &s, s.path, name)
+	if err == nil && d.Action == addon.ActionInspect {
+		read := inspections(s.world)[0].obs
+		s.world = e.observed(s.world, read)
+		d, err = e.decide(e.input(spec, d.Status, s.now, read), &s, s.path, name+", then the inspection")
+	}
 	s.write(d.Status)
 	return s, err
 }
@@ -242,10 +320,30 @@ type exploreOutcome struct {
 	obs  addon.Observation
 }
 
-var healthReads = []exploreOutcome{
-	{"healthy", addon.Observation{Action: addon.ActionCheckHealth, Health: addon.HealthHealthy}},
-	{"unhealthy", addon.Observation{Action: addon.ActionCheckHealth, Health: addon.HealthUnhealthy}},
-	{"health unknown", addon.Observation{Action: addon.ActionCheckHealth, Err: errExplored}},
+// healthReads are the health reads of s: healthy, unhealthy or unknown,
+// each beside a truthful inspection while a mismatch stands, as the
+// Machine asks.
+func (e *explorer) healthReads(s *exploreState) []exploreOutcome {
+	out := []exploreOutcome{
+		{"healthy", addon.Observation{Action: addon.ActionCheckHealth, Health: addon.HealthHealthy}},
+		{"unhealthy", addon.Observation{Action: addon.ActionCheckHealth, Health: addon.HealthUnhealthy}},
+		{"health unknown", addon.Observation{Action: addon.ActionCheckHealth, Err: errExplored}},
+	}
+	if s.status.Mismatch != nil {
+		for i := range out {
+			out[i].obs.Installed = &addon.Installed{Version: s.world.cluster}
+		}
+	}
+	return out
+}
+
+// inspections are what an Inspector reports in world w: what the cluster
+// runs, or an error.
+func inspections(w exploreWorld) []exploreOutcome {
+	return []exploreOutcome{
+		{"inspected", addon.Observation{Action: addon.ActionInspect, Installed: &addon.Installed{Version: w.cluster}}},
+		{"inspection fails", addon.Observation{Action: addon.ActionInspect, Err: errExplored}},
+	}
 }
 
 func (e *explorer) outcomes(c *addon.Claim) []exploreOutcome {
@@ -263,38 +361,36 @@ func (e *explorer) observed(w exploreWorld, obs addon.Observation) exploreWorld 
 	switch a := obs.Action; {
 	case a == addon.ActionCheckHealth:
 		w.read = obs.Err == nil && obs.Health == addon.HealthHealthy
+	case a == addon.ActionInspect:
+		w.blind = obs.Err != nil
+	case obs.Err == errFenced:
 	case a == addon.ActionTest:
 		w.tested = obs.Err == nil || e.limits.ignored
+		if w.tested {
+			w.passed |= versionBit(obs.Claim.To)
+		}
 	case obs.Err != nil:
 		if a == addon.ActionInstall || a == addon.ActionUpgrade {
 			w.failed, w.failedBy = obs.Claim.To, a
 		}
 	default:
-		w = applied(w, obs.Claim)
-		w.failed, w.failedBy = "", addon.ActionNone
+		w = e.applied(w, obs.Claim)
+		w.failed, w.failedBy, w.blind = "", addon.ActionNone, false
 	}
 	return w
 }
 
-// crashed is the world after the Machine running c crashed, c applied or
-// not: the engine will count it lost, a failure.
-func crashed(w exploreWorld, c *addon.Claim, done bool) exploreWorld {
-	if done {
-		w = applied(w, c)
-	}
-	if c.Action == addon.ActionInstall || c.Action == addon.ActionUpgrade {
-		w.failed, w.failedBy = c.To, c.Action
-	}
-	return w
-}
-
-// applied is the world once c changed the cluster.
-func applied(w exploreWorld, c *addon.Claim) exploreWorld {
+// applied is the world once c changed the cluster, the write under its
+// fencing token.
+func (e *explorer) applied(w exploreWorld, c *addon.Claim) exploreWorld {
 	switch c.Action {
 	case addon.ActionInstall, addon.ActionUpgrade, addon.ActionRollback:
 		w.cluster, w.read, w.tested = c.To, false, false
 	case addon.ActionUninstall:
 		w.cluster, w.read, w.tested = "", false, false
+	}
+	if c.Action != addon.ActionTest {
+		w.fence = max(w.fence, c.Fence)
 	}
 	return w
 }

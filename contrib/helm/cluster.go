@@ -20,7 +20,8 @@ import (
 // client that applies, reads and deletes the release's objects.
 type Cluster interface {
 	// Helm returns Helm's action configuration for the releases of
-	// namespace, logging to log. The driver makes one per call.
+	// namespace, logging to log. The driver asks for one per call, and
+	// wraps its Releases for that call (to label the revisions it writes).
 	Helm(namespace string, log slog.Handler) (*action.Configuration, error)
 }
 

@@ -34,6 +34,14 @@
 // unlocked by the next action, which then goes on: no add-on wedges on
 // "another operation (install/upgrade/rollback) is in progress".
 //
+// Each revision the driver writes carries the fencing token of the
+// engine's claim it ran under (addon.Request.Fence, the release label
+// converge.dev/fence), and a call whose token is older than the latest
+// revision's writes nothing and fails with ErrFenced: a replica that paused
+// past its claim and resumed cannot overwrite what the replica that took
+// over applied. Inspect (addon.Inspector) reports the version of the newest
+// deployed revision, which the engine asks after a takeover.
+//
 // Drift is detected as Flux's helm-controller detects it: a server-side
 // dry-run apply of every object of the deployed revision, as Helm's field
 // manager, compared with the object in the cluster; the detail names the

@@ -96,8 +96,17 @@ type Config struct {
 // an upgrade to the same version, which re-applies every object.
 //
 // Every call takes its bound from ctx (the engine's ActionTimeout): hooks
-// and tests are waited for until then. A Driver is safe for concurrent use
-// on different add-ons; the engine's claim keeps one action per add-on.
+// and tests are waited for until then, and a call whose ctx already ended
+// writes nothing. A Driver is safe for concurrent use on different
+// add-ons; the engine's claim keeps one action per add-on, and its fencing
+// token keeps a late one out: every revision the driver writes carries the
+// token of the claim it ran under (the release label converge.dev/fence),
+// and an install, upgrade, rollback, uninstall or test whose token is older
+// than the latest revision's writes nothing and fails with ErrFenced, the
+// pending revision of a newer claim included (an uninstall without
+// KeepHistory deletes the records, and their tokens with them). Inspect
+// reports the version of the newest deployed revision, for the engine's
+// takeovers.
 type Driver struct {
 	cfg Config
 }
@@ -106,6 +115,7 @@ var (
 	_ addon.Driver        = (*Driver)(nil)
 	_ addon.Tester        = (*Driver)(nil)
 	_ addon.DriftDetector = (*Driver)(nil)
+	_ addon.Inspector     = (*Driver)(nil)
 )
 
 // NewDriver validates cfg and returns a Driver. The error matches
@@ -305,6 +315,9 @@ func (d *Driver) Test(ctx context.Context, req addon.Request) (err error) {
 		return err
 	}
 	last, err := c.last()
+	if err == nil {
+		err = c.admit(last)
+	}
 	if err != nil {
 		return err
 	}

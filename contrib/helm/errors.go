@@ -21,6 +21,10 @@ var (
 	// upgrade, rollback or uninstall unlocks it (marks it failed) and goes
 	// on, as Flux's helm-controller does.
 	ErrReleasePending = errors.New("helm: release left pending")
+	// ErrFenced: the release's latest revision was written under a newer
+	// claim's fencing token than the call's (addon.Request.Fence): the call
+	// comes from a replica whose claim was taken over, and writes nothing.
+	ErrFenced = errors.New("helm: fenced out by a newer claim")
 )
 
 func invalid(what string, problems ...string) error {

@@ -57,7 +57,8 @@ func runPods(ctx context.Context, client kubernetes.Interface, namespace string)
 // storage, addon.Machine installs the chart, waits for its Deployment (the
 // simulated deployment controller), runs its tests, upgrades it, rolls a
 // failed upgrade (a failing pre-upgrade hook) back to the revision of the
-// last good version, corrects drift, and uninstalls it.
+// last good version, corrects drift, fences out a late upgrade under an
+// older token, and uninstalls it.
 func TestIntegrationHelmLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -186,6 +187,20 @@ func TestIntegrationHelmLifecycle(t *testing.T) {
 		return s.Phase == addon.PhaseRunning && findCondition(s, addon.TypeDrifted) == metav1.ConditionFalse && replicas() == 2
 	})
 	assert.Contains(t, fmt.Sprint(status().History), "Upgrade", "the correction is a re-apply")
+
+	// A replica that paused past its claim resumes with an older fencing
+	// token: Helm's Secret storage carries each revision's token, and its
+	// late upgrade writes nothing.
+	helmSecrets, err = client.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm,name=mesh,converge.dev/fence"})
+	require.NoError(t, err)
+	assert.NotEmpty(t, helmSecrets.Items, "every revision is labelled with its claim's token")
+	late := addon.Request{Spec: spec, From: v2, To: v1, Fence: 1}
+	_, err = driver.Upgrade(ctx, late)
+	require.ErrorIs(t, err, helmconverge.ErrFenced)
+	assert.Equal(t, int32(2), replicas())
+	inst, err := driver.Inspect(ctx, addon.Request{Spec: spec, From: v2, To: v2})
+	require.NoError(t, err)
+	assert.Equal(t, v2, inst.Version, "Inspect reads the deployed revision from the Secrets")
 
 	update(func(s *addon.Spec) { s.Deleting = true })
 	reach("uninstalled", func(s addon.Status) bool { return s.Phase == addon.PhaseDeleted })

@@ -61,12 +61,14 @@ func ReleaseOf(obj metav1.Object) (namespace, name string, ok bool) {
 	return namespace, name, namespace != "" && name != ""
 }
 
-// call is one driver call on one release.
+// call is one driver call on one release, under the fencing token of the
+// engine's claim (0: none).
 type call struct {
 	ctx             context.Context
 	cfg             *action.Configuration
 	namespace, name string
 	timeout         time.Duration
+	fence           int64
 }
 
 // defaultTimeout bounds hooks and tests when ctx has no deadline.
@@ -93,7 +95,8 @@ func (d *Driver) begin(ctx context.Context, req addon.Request) (*call, error) {
 	if cfg == nil || cfg.Releases == nil || isNil(cfg.KubeClient) {
 		return nil, invalidf("cluster", "Helm(%q) gave no release storage or kube client", ns)
 	}
-	c := &call{ctx: ctx, cfg: cfg, namespace: ns, name: name, timeout: defaultTimeout}
+	cfg.Releases = withFence(cfg.Releases, req.Fence)
+	c := &call{ctx: ctx, cfg: cfg, namespace: ns, name: name, timeout: defaultTimeout, fence: req.Fence}
 	if dl, ok := ctx.Deadline(); ok {
 		c.timeout = max(time.Until(dl), time.Second)
 	}
@@ -127,11 +130,15 @@ func (c *call) last() (*release.Release, error) {
 	return rel, nil
 }
 
-// unlocked returns the last revision, first marking it failed if an action
-// cut short left it pending: the engine's claim says no action of its own
-// runs now, so the one that left it is gone.
+// unlocked returns the last revision of a release the call may write (see
+// admit), first marking it failed if an action cut short left it pending:
+// the engine's claim says no action of its own runs now, so the one that
+// left it is gone.
 func (c *call) unlocked() (*release.Release, error) {
 	last, err := c.last()
+	if err == nil {
+		err = c.admit(last)
+	}
 	if err != nil || last == nil || !last.Info.Status.IsPending() {
 		return last, err
 	}
