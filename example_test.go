@@ -1,6 +1,7 @@
 package converge_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -68,4 +69,21 @@ func ExampleSortHolds() {
 	// Output:
 	// Paused ""
 	// RevisionFailing "node-b"
+}
+
+// A MicroTime writes microseconds and reads back a time written with seconds
+// only, as metav1.Time writes it, which metav1.MicroTime refuses.
+func ExampleMicroTime() {
+	var due struct {
+		At converge.MicroTime `json:"at"`
+	}
+	if err := json.Unmarshal([]byte(`{"at":"2026-01-01T00:00:00Z"}`), &due); err != nil {
+		fmt.Println(err)
+		return
+	}
+	due.At.Time = due.At.Add(1500 * time.Microsecond)
+	b, _ := json.Marshal(due)
+	fmt.Println(string(b))
+	// Output:
+	// {"at":"2026-01-01T00:00:00.001500Z"}
 }
