@@ -73,6 +73,7 @@ func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		w.notify()
 		from := Release{}
 		if last := lastCompleted(d.Status.History); last != nil {
 			from = Release{Version: last.Version, Image: last.Image}
@@ -170,6 +171,7 @@ func (w *Worker) load(ctx context.Context, release Release) (*Payload, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	w.notify()
 	var p *Payload
 	err := guard("loading the payload", func() error {
 		var err error

@@ -8,8 +8,9 @@ import (
 	"testing/fstest"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -183,7 +184,7 @@ func ExampleReadiness() {
 	runExample(payload.Config{
 		Loader: loader, Applier: applier, Readiness: ready,
 		Policy: payload.Policy{Workers: 1, ReconcileWorkers: 1},
-		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)}},
+		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: ptr.To(converge.NewMicroTime(time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)))},
 	}, 1, to)
 	// Output:
 	// event Normal UpdateStarted: Updating from 1.0.0 to 1.1.0
@@ -216,7 +217,7 @@ func ExamplePreconditions() {
 		Preconditions: payload.PreconditionsFunc(func(context.Context, payload.Release, payload.Release) error {
 			return errors.New("Cluster operator network is not upgradeable")
 		}),
-		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)}},
+		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: ptr.To(converge.NewMicroTime(time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)))},
 	}, 1, to, forced)
 	// Output:
 	// event Normal UpdateStarted: Updating from 1.0.0 to 1.1.0

@@ -434,7 +434,7 @@ func TestWorkerValidIsValidInEveryState(t *testing.T) {
 		payload.StateInitializing: {},
 		payload.StateUpdating: {Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour),
 			History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "2.0.0"}}},
-		payload.StateReconciling: {Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: t0}},
+		payload.StateReconciling: {Release: v1, State: payload.StateReconciling, NextApplyTime: ptr.To(converge.NewMicroTime(t0))},
 	}
 	for _, p := range []struct {
 		name    string
@@ -689,7 +689,7 @@ func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
 	}
 	h.worker.Update(1, v1)
 	for range 2 { // two polls of the level-20 ConfigMap before level 30 starts
-		h.waiters(2) // the apply's timeout and the readiness poll
+		h.waiters(3) // the apply's timeout, the readiness timeout and its poll
 		mu.Lock()
 		assert.NotContains(t, order, "ConfigMap/default/three", "the next run level waits")
 		mu.Unlock()
@@ -711,7 +711,7 @@ func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
 	t.Run("not ready in time", func(t *testing.T) {
 		h.worker.Update(2, v2)
 		for range 6 {
-			h.waiters(2)
+			h.waiters(3)
 			h.clk.Step(10 * time.Second)
 		}
 		d = h.next()
@@ -731,7 +731,7 @@ func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
 func TestWorkerPreconditionsBlockAnUpdateUnlessForced(t *testing.T) {
 	var checks []string
 	h := newHarness(t, func(c *payload.Config) {
-		c.Status = payload.Status{Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: t0.Add(time.Hour)},
+		c.Status = payload.Status{Release: v1, State: payload.StateReconciling, NextApplyTime: ptr.To(converge.NewMicroTime(t0.Add(time.Hour))),
 			History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "1.0.0", Image: v1.Image}}}
 		c.Preconditions = payload.PreconditionsFunc(func(_ context.Context, from, to payload.Release) error {
 			checks = append(checks, from.Version+"->"+to.Version)
@@ -897,7 +897,7 @@ func TestWorkerAwaitsReadinessAfterAReportedError(t *testing.T) {
 	h.applier.Push("ConfigMap/b/two", fake.PayloadOutcome{Err: &payload.UpdateError{Reason: "Slow", Message: "slow", Effect: payload.EffectReport}, Times: 1})
 	readiness.NotReadyFor("ConfigMap/b/two", 1)
 	h.worker.Update(1, v1)
-	h.waiters(2) // the apply's timeout and the readiness poll
+	h.waiters(3) // the apply's timeout, the readiness timeout and its poll
 	assert.NotContains(t, filesOf(h.applier.Recorded()), "0000_30_c_00_cm.yaml", "the next run level waits")
 	h.clk.Step(10 * time.Second)
 	d := h.next()
