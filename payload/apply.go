@@ -97,7 +97,7 @@ func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 	)
 	errs := graph.Run(ctx, g, opts, func(ctx context.Context, tasks []*graph.Task) error {
 		for _, t := range tasks {
-			err := w.applyTask(ctx, t, state)
+			err := w.runTask(ctx, t, state)
 			switch {
 			case errors.Is(err, errDeleted):
 				mu.Lock()

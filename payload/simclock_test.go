@@ -8,9 +8,11 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// simClock is the simulated world's clock: time moves only when the simulator steps
-// it, and its timers fire one at a time, in the order of their due times (then of
-// their arming), so that a schedule replays exactly. It is safe for concurrent use.
+// simClock is the simulated world's time: it moves only when the simulator steps it,
+// and its timers fire one at a time, in the order of their due times (then of their
+// arming), so that a schedule replays exactly. Its timers measure the time that
+// passes, as a process's do; what a process's clock reads is a simWall. It is safe
+// for concurrent use.
 type simClock struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -162,3 +164,42 @@ func (t *simTimer) Stop() bool {
 }
 
 func (t *simTimer) Reset(d time.Duration) bool { return t.clk.arm(t, d) }
+
+// simWall is what one process's clock reads: the world's time plus an offset, which
+// a replica's clock has from the start (its clock runs ahead or behind) and which
+// grows or shrinks when the clock steps. Its timers are the world's, and measure the
+// time that passes whatever the clock reads, as time.Time's monotonic reading does.
+type simWall struct {
+	*simClock
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+var _ clock.WithDelayedExecution = (*simWall)(nil)
+
+func newSimWall(c *simClock, offset time.Duration) *simWall {
+	return &simWall{simClock: c, offset: offset}
+}
+
+// Now is what the process's clock reads.
+func (w *simWall) Now() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.simClock.Now().Add(w.offset)
+}
+
+func (w *simWall) Since(t time.Time) time.Duration { return w.Now().Sub(t) }
+
+// jump steps what the clock reads by d, as an operator or NTP does.
+func (w *simWall) jump(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.offset += d
+}
+
+// skew is how far the clock reads from the world's time.
+func (w *simWall) skew() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.offset
+}

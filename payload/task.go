@@ -18,6 +18,19 @@ import (
 // errDeleted tells run that a task removed its object.
 var errDeleted = errors.New("payload: deleted")
 
+// runTask applies t (applyTask) and makes a panic or a runtime.Goexit of the host code
+// it calls a failure of t that names t: graph.Run would name the first task of t's
+// node, which may not be the one whose host code crashed.
+func (w *Worker) runTask(ctx context.Context, t *graph.Task, state State) error {
+	err := guard("applying a manifest", func() error { return w.applyTask(ctx, t, state) })
+	var crash *crashError
+	if errors.As(err, &crash) {
+		return &UpdateError{Nested: err, Effect: EffectFail, Reason: ReasonUpdatePayloadFailed, Task: t,
+			Message: fmt.Sprintf("Could not apply %s: %v", t, err)}
+	}
+	return err
+}
+
 // applyTask applies, or deletes, one manifest and waits for it to be ready. It returns
 // errDeleted when it removed an object.
 func (w *Worker) applyTask(ctx context.Context, t *graph.Task, state State) error {
@@ -146,9 +159,9 @@ func failure(t *graph.Task, verb string, lastErr, ctxErr error) error {
 // awaitReady polls ready until the object of t is ready, ready returns an
 // *UpdateError, ctx ends or Policy.ReadinessTimeout passes: then the error has
 // Policy.ReadinessEffect and says what the object waited on. The timeout runs on a
-// timer, which measures the time that passes whatever the clock reads, and the object
-// is checked once more when it ends. No check starts once ctx has ended, so that a
-// replaced release stops before its next host call.
+// timer, which measures the time that passes whatever the clock reads; the object is
+// checked once more when it ends between two checks. No check starts once ctx has
+// ended, so that a replaced release stops before its next host call.
 func (p pacing) awaitReady(ctx context.Context, t *graph.Task, ready func() error) error {
 	deadline := p.clock.NewTimer(p.policy.ReadinessTimeout.Duration)
 	defer deadline.Stop()
@@ -169,6 +182,13 @@ func (p pacing) awaitReady(ctx context.Context, t *graph.Task, ready func() erro
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if !expired { // the timeout may have passed during the check
+			select {
+			case <-deadline.C():
+				expired = true
+			default:
+			}
 		}
 		if expired {
 			return &UpdateError{

@@ -520,16 +520,25 @@ func conditionOf(s payload.Status, condType string) (metav1.Condition, bool) {
 
 // TestWorkerSurvivesCrashingHostCode protects "nothing crashes the host": a panic or a
 // runtime.Goexit (what t.FailNow does) in any host hook fails what it was doing, and the
-// worker carries on.
+// worker carries on. A crash in a manifest's host code fails that manifest and names
+// it, also when it is not the first of its node.
 func TestWorkerSurvivesCrashingHostCode(t *testing.T) {
 	tests := []struct {
 		name      string
 		configure func(c *payload.Config, crash func())
 		want      string
 	}{
-		{name: "applier panics", configure: func(c *payload.Config, crash func()) {
+		{name: "applier", configure: func(c *payload.Config, crash func()) {
 			c.Applier = payload.ApplierFunc(func(context.Context, *manifest.Manifest, payload.State) error { crash(); return nil })
-		}, want: `graph: running namespace "a" (1 of 6)`},
+		}, want: `Could not apply namespace "a" (1 of 6): payload: applying a manifest`},
+		{name: "applier of the second manifest of a node", configure: func(c *payload.Config, crash func()) {
+			c.Applier = payload.ApplierFunc(func(_ context.Context, m *manifest.Manifest, _ payload.State) error {
+				if m.Ref() == "ConfigMap/a/one" {
+					crash()
+				}
+				return nil
+			})
+		}, want: `Could not apply configmap "a/one" (2 of 6): payload: applying a manifest`},
 		{name: "loader", configure: func(c *payload.Config, crash func()) {
 			loader := c.Loader
 			c.Loader = payload.LoaderFunc(func(ctx context.Context, r payload.Release) (*payload.Payload, error) {
@@ -542,7 +551,7 @@ func TestWorkerSurvivesCrashingHostCode(t *testing.T) {
 		}, want: "payload: deciding which manifests to include"},
 		{name: "readiness", configure: func(c *payload.Config, crash func()) {
 			c.Readiness = payload.ReadinessFunc(func(context.Context, *manifest.Manifest) error { crash(); return nil })
-		}, want: "graph: running"},
+		}, want: `Could not apply namespace "a" (1 of 6): payload: applying a manifest`},
 		{name: "preconditions", configure: func(c *payload.Config, crash func()) {
 			c.Status = payload.Status{Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour)}
 			c.Preconditions = payload.PreconditionsFunc(func(context.Context, payload.Release, payload.Release) error { crash(); return nil })
