@@ -100,7 +100,8 @@ func (n *notifier) deliver(ctx context.Context) bool {
 }
 
 // run writes the status as it changes, until ctx ends. While a throttled status
-// waits, a newer one takes its place, and an edge is written at once.
+// waits, a newer one takes its place, and an edge is written at once. A write that
+// failed is tried again once the limiter allows, or at once for a new edge.
 func (n *notifier) run(ctx context.Context) {
 	for {
 		select {
@@ -117,8 +118,10 @@ func (n *notifier) run(ctx context.Context) {
 		if !edge && !n.throttle(ctx) {
 			return
 		}
-		if !n.deliver(ctx) && !n.throttle(ctx) {
-			return
+		for !n.deliver(ctx) {
+			if !n.throttle(ctx) {
+				return
+			}
 		}
 		if waiting, _ := n.take(); waiting {
 			n.poke()
