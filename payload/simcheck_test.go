@@ -31,8 +31,12 @@ func (s *sim) arrive(c *simCall) {
 	if !s.pass.started {
 		s.pass.started, s.pass.release, s.pass.version, s.pass.at = true, c.release, c.version, now
 		s.applies++
-		if s.due.release == c.release && now.Before(s.due.low) {
+		switch {
+		case s.due.release != c.release:
+		case now.Before(s.due.low):
 			s.fail("a pass of %s started at %s, before its interval or backoff ended at %s", c.version, now.Format("15:04:05.000000"), s.due.low.Format("15:04:05.000000"))
+		case now.After(s.due.high):
+			s.fail("a pass of %s started at %s, after its wait's own length ended at %s", c.version, now.Format("15:04:05.000000"), s.due.high.Format("15:04:05.000000"))
 		}
 	}
 	if !c.task() {

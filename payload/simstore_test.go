@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/payload"
@@ -85,6 +86,9 @@ func (s *sim) write(epoch int, st payload.Status) error {
 	if err != nil {
 		s.violations = append(s.violations, fmt.Sprintf("a status the worker wrote does not read back: %v\n%s", err, b))
 		return err
+	}
+	if !equality.Semantic.DeepEqual(after, st) {
+		s.violations = append(s.violations, fmt.Sprintf("the store does not keep the status written (its serialization drops a field): kept %+v, written %+v", after, st))
 	}
 	if sameStint(before, after) && after.Done < before.Done {
 		s.violations = append(s.violations, fmt.Sprintf("persisted progress went back within %s: %d after %d", after.Release, after.Done, before.Done))
