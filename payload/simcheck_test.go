@@ -9,7 +9,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/payload"
 )
 
@@ -130,6 +133,9 @@ func (s *sim) passEnded(st payload.Status) {
 	if ended && st.Failure != nil {
 		s.checkLedger(st.Failure)
 	}
+	if ended {
+		s.checkTimes(st)
+	}
 	if ended && st.Failures == 0 && st.Completed > 0 {
 		s.checkCompleted()
 	}
@@ -168,6 +174,26 @@ func (s *sim) checkLedger(f *payload.Failure) {
 		if strings.Contains(f.Message, o.ref) || strings.Contains(f.Message, o.id) {
 			named(o.ref)
 		}
+	}
+}
+
+// checkTimes holds for a decision: it records no progress later than its clock reads,
+// and Failing says what its last progress says of a failure of
+// EffectFailAfterInterval: True once no progress was made for an interval.
+func (s *sim) checkTimes(st payload.Status) {
+	wall := s.wall.Now()
+	if st.LastProgressTime != nil && st.LastProgressTime.After(wall) {
+		s.fail("the decision records progress at %s, later than its clock reads (%s)", st.LastProgressTime, wall)
+	}
+	if st.Failure == nil || st.Failure.Effect != payload.EffectFailAfterInterval {
+		return
+	}
+	want, since := true, "with no progress"
+	if st.LastProgressTime != nil {
+		want, since = wall.Sub(st.LastProgressTime.Time) >= simPolicy.Interval.Duration, wall.Sub(st.LastProgressTime.Time).String()+" after the last progress"
+	}
+	if failing := meta.IsStatusConditionTrue(st.Conditions, conditions.TypeFailing); failing != want {
+		s.fail("Failing is %t %s, with a failure of %s", failing, since, st.Failure.Effect)
 	}
 }
 
