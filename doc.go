@@ -39,7 +39,8 @@
 //
 // This package is the vocabulary the engines share, and imports none of
 // them: the Event a decision asks the host to emit, the Result a shell
-// returns, the Backoff every policy spaces its retries with, ErrConflict for
-// a status write that lost a race, and ErrInvalid for bad input anywhere in
-// converge.
+// returns, the Backoff every policy spaces its retries with, MicroTime for a
+// time persisted to the microsecond that reads back one written with seconds,
+// ErrConflict for a status write that lost a race, and ErrInvalid for bad
+// input anywhere in converge.
 package converge
