@@ -24,6 +24,7 @@ func (s *sim) arrive(c *simCall) {
 	}
 	s.logf("%s %s %s %s (ctx done: %t)", c.kind, c.version, c.state, c.ref, c.ctx.Err() != nil)
 	if c.dead {
+		s.injected["a call made after its process crashed"]++
 		s.logf("  (made after its process crashed: it reaches nothing)")
 		return
 	}

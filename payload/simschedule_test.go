@@ -172,6 +172,7 @@ func (s *sim) stop(crash bool) {
 // on the same machine's clock or is a replica whose clock is up to 5 minutes off;
 // unless its Config named the desired release, it is told it at once, or later.
 func (s *sim) restart(crash bool) {
+	s.injected["a restart"]++
 	s.mu.Lock()
 	crash = crash || s.crashed
 	s.mu.Unlock()
@@ -188,6 +189,7 @@ func (s *sim) restart(crash bool) {
 	persisted := s.persisted(s.rng.IntN(4) == 0)
 	s.resumeBy = &persisted
 	if s.rng.IntN(2) == 0 {
+		s.injected["a replica with its own clock"]++
 		s.wall = newSimWall(s.clk, time.Duration(s.rng.Int64N(int64(10*time.Minute)))-5*time.Minute)
 	}
 	s.last = persisted
@@ -205,6 +207,7 @@ func (s *sim) step() {
 		if s.rng.IntN(2) == 0 {
 			jump = -jump
 		}
+		s.injected["a clock jumps "+jump.String()]++
 		s.logf("the worker's clock jumps %s", jump)
 		s.wall.jump(jump)
 		return
@@ -250,6 +253,7 @@ func (s *sim) afterCrash() {
 	crashed := s.crashed
 	s.mu.Unlock()
 	if crashed {
+		s.injected["a crash right after a status write"]++
 		s.logf("the process crashed right after a status write")
 		s.restart(true)
 	}

@@ -104,6 +104,7 @@ func (s *sim) persisted(older bool) payload.Status {
 	b := s.stored
 	s.mu.Unlock()
 	if older && len(b) > 0 {
+		s.injected["a status written with seconds"]++
 		var err error
 		if b, err = secondsForm(b); err != nil {
 			s.fail("rewriting the persisted status with seconds: %v", err)

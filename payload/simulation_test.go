@@ -64,6 +64,7 @@ type sim struct {
 	last     payload.Status  // the worker's status after the last step
 	stopping bool
 	applies  int
+	injected map[string]int // the world's faults, counted
 }
 
 // simPass is the apply in progress, as far as the world saw it: between the first
@@ -143,7 +144,8 @@ func (s *sim) call(c *simCall) simVerdict {
 
 func newSim(t *testing.T, seed uint64) *sim {
 	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), writes: rand.New(rand.NewPCG(seed, 1)),
-		jitter: rand.New(rand.NewPCG(seed, 2)), clk: newSimClock(t0), faults: true, writeFaults: true, objects: map[string]string{}}
+		jitter: rand.New(rand.NewPCG(seed, 2)), clk: newSimClock(t0), faults: true, writeFaults: true, objects: map[string]string{},
+		injected: map[string]int{}}
 	s.wall = newSimWall(s.clk, 0)
 	for _, r := range simReleases {
 		for _, o := range simObjectsOf(r.Version) {
@@ -210,14 +212,15 @@ func (s *sim) converge() {
 	}
 }
 
-// runSchedule runs the schedule of seed in a bubble of its own and returns its log.
-func runSchedule(t *testing.T, seed uint64) (log []string, applies int) {
+// runSchedule runs the schedule of seed in a bubble of its own and returns its log,
+// its passes and the faults it injected.
+func runSchedule(t *testing.T, seed uint64) (log []string, applies int, injected map[string]int) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newSim(t, seed)
 		s.run(50)
-		log, applies = s.log, s.applies
+		log, applies, injected = s.log, s.applies, s.injected
 	})
-	return log, applies
+	return log, applies, injected
 }
 
 // TestSimPayload drives the Worker, its pools of one, two and three workers running
@@ -256,23 +259,26 @@ func TestSimPayload(t *testing.T) {
 		seeds = seeds[:min(len(seeds), 100)]
 	}
 	start := time.Now()
-	applies := 0
+	applies, injected := 0, map[string]int{}
 	for _, seed := range seeds {
-		_, n := runSchedule(t, seed)
+		_, n, faults := runSchedule(t, seed)
 		applies += n
+		for k, v := range faults {
+			injected[k] += v
+		}
 		if t.Failed() {
 			return
 		}
 	}
-	t.Logf("%d schedules, %d applies, in %s", len(seeds), applies, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d schedules, %d applies, in %s; faults: %v", len(seeds), applies, time.Since(start).Round(time.Millisecond), injected)
 }
 
 // TestSimPayloadReplays: a seed replays step for step, although the worker's
 // goroutines run for real, on as many threads as GOMAXPROCS gives.
 func TestSimPayloadReplays(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
-		first, _ := runSchedule(t, seed)
-		again, _ := runSchedule(t, seed)
+		first, _, _ := runSchedule(t, seed)
+		again, _, _ := runSchedule(t, seed)
 		if !slices.Equal(first, again) {
 			for i := range min(len(first), len(again)) {
 				if first[i] != again[i] {
