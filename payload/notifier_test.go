@@ -68,22 +68,26 @@ func TestIsEdge(t *testing.T) {
 	assert.False(t, isEdge(&withFailure, &other), "a different failure is not an edge")
 }
 
+// runNotifier runs n until the test ends.
+func runNotifier(t *testing.T, n *notifier) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
 func TestNotifier(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	got := make(chan Status, 10)
 	src := &source{}
 	n := newNotifier(10*time.Second, clk, src.latest, func(_ context.Context, s Status) error { got <- s; return nil })
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		n.run(ctx)
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	runNotifier(t, n)
 
 	receive := func() Status {
 		t.Helper()
@@ -233,17 +237,7 @@ func TestNotifierRetriesAFailedEdgeOnAChangeNotOnAPoke(t *testing.T) {
 		defer mu.Unlock()
 		return append([]int64(nil), tried...)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		n.run(ctx)
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	runNotifier(t, n)
 	waitFor := func(want []int64) {
 		t.Helper()
 		deadline := time.Now().Add(time.Minute) // a deadlock detector, not a timing

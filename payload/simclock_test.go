@@ -11,8 +11,8 @@ import (
 // simClock is the simulated world's time: it moves only when the simulator steps it,
 // and its timers fire one at a time, in the order of their due times (then of their
 // arming), so that a schedule replays exactly. Its timers measure the time that
-// passes, as a process's do; what a process's clock reads is a simWall. It is safe
-// for concurrent use.
+// passes, as a process's do; what a process's clock reads is an offsetClock over it.
+// It is safe for concurrent use.
 type simClock struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -165,41 +165,35 @@ func (t *simTimer) Stop() bool {
 
 func (t *simTimer) Reset(d time.Duration) bool { return t.clk.arm(t, d) }
 
-// simWall is what one process's clock reads: the world's time plus an offset, which
-// a replica's clock has from the start (its clock runs ahead or behind) and which
-// grows or shrinks when the clock steps. Its timers are the world's, and measure the
-// time that passes whatever the clock reads, as time.Time's monotonic reading does.
-type simWall struct {
-	*simClock
+// offsetClock reads its clock's time plus an offset: a process's clock, which runs
+// ahead or behind from the start (a replica) and steps when it is set. Its timers are
+// its clock's, and measure the time that passes whatever the clock reads, as
+// time.Time's monotonic reading does.
+type offsetClock struct {
+	clock.WithDelayedExecution
 	mu     sync.Mutex
 	offset time.Duration
 }
 
-var _ clock.WithDelayedExecution = (*simWall)(nil)
-
-func newSimWall(c *simClock, offset time.Duration) *simWall {
-	return &simWall{simClock: c, offset: offset}
-}
-
 // Now is what the process's clock reads.
-func (w *simWall) Now() time.Time {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.simClock.Now().Add(w.offset)
+func (c *offsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.WithDelayedExecution.Now().Add(c.offset)
 }
 
-func (w *simWall) Since(t time.Time) time.Duration { return w.Now().Sub(t) }
+func (c *offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // jump steps what the clock reads by d, as an operator or NTP does.
-func (w *simWall) jump(d time.Duration) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.offset += d
+func (c *offsetClock) jump(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
 }
 
-// skew is how far the clock reads from the world's time.
-func (w *simWall) skew() time.Duration {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.offset
+// skew is how far the clock reads from its clock's time.
+func (c *offsetClock) skew() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.offset
 }

@@ -190,7 +190,7 @@ func (s *sim) restart(crash bool) {
 	s.resumeBy = &persisted
 	if s.rng.IntN(2) == 0 {
 		s.injected["a replica with its own clock"]++
-		s.wall = newSimWall(s.clk, time.Duration(s.rng.Int64N(int64(10*time.Minute)))-5*time.Minute)
+		s.wall = &offsetClock{WithDelayedExecution: s.clk, offset: time.Duration(s.rng.Int64N(int64(10*time.Minute))) - 5*time.Minute}
 	}
 	s.last = persisted
 	s.start(nil, persisted)

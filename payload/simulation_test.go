@@ -34,7 +34,7 @@ type sim struct {
 	writes *rand.Rand // the outcomes of status writes
 	jitter *rand.Rand
 	clk    *simClock
-	wall   *simWall // what the running worker's clock reads
+	wall   *offsetClock // what the running worker's clock reads
 	log    []string
 	faults bool
 	failed bool
@@ -146,7 +146,7 @@ func newSim(t *testing.T, seed uint64) *sim {
 	s := &sim{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), writes: rand.New(rand.NewPCG(seed, 1)),
 		jitter: rand.New(rand.NewPCG(seed, 2)), clk: newSimClock(t0), faults: true, writeFaults: true, objects: map[string]string{},
 		injected: map[string]int{}}
-	s.wall = newSimWall(s.clk, 0)
+	s.wall = &offsetClock{WithDelayedExecution: s.clk}
 	for _, r := range simReleases {
 		for _, o := range simObjectsOf(r.Version) {
 			if o.delete && s.rng.IntN(2) == 0 { // some objects to remove exist, some never did

@@ -243,7 +243,7 @@ func idOf(m *manifest.Manifest) string {
 }
 
 // config returns the hooks of the worker of epoch: every host call asks the simulator.
-func (s *sim) config(epoch int, w **payload.Worker, clk *simWall) payload.Config {
+func (s *sim) config(epoch int, w **payload.Worker, clk *offsetClock) payload.Config {
 	state := func() payload.State { return (*w).Status().State }
 	task := func(ctx context.Context, kind string, m *manifest.Manifest, st payload.State) simVerdict {
 		return s.call(&simCall{kind: kind, release: digestOf(m), version: versionOf(m), ref: m.Ref(), id: idOf(m), state: st, ctx: ctx, epoch: epoch})

@@ -3,7 +3,6 @@ package payload_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,30 +74,6 @@ func TestDecideBoundsEveryWaitToItsLength(t *testing.T) {
 	})
 }
 
-// steppingClock reads a fake clock's time plus an offset that steps, while its timers
-// are the fake clock's: they measure the time that passes whatever the clock reads, as
-// a process's timers do when its wall clock is set back.
-type steppingClock struct {
-	*clocktesting.FakeClock
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *steppingClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.FakeClock.Now().Add(c.offset)
-}
-
-func (c *steppingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-
-// stepBack sets what the clock reads back by d.
-func (c *steppingClock) stepBack(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.offset -= d
-}
-
 // TestWorkerWaitsNoLongerThanItsLength: whatever the worker's clock reads, every pass
 // comes within its wait's own length: a clock that steps back an hour after an apply
 // (while the worker waits, or while the host handles the result) leaves a reconcile in
@@ -130,7 +105,8 @@ func TestWorkerWaitsNoLongerThanItsLength(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := &steppingClock{FakeClock: clocktesting.NewFakeClock(t0)}
+			fakeClock := clocktesting.NewFakeClock(t0)
+			clk := &offsetClock{WithDelayedExecution: fakeClock} // what it reads steps; its timers measure the time that passes
 			passes := make(chan struct{}, 100)
 			var applied atomic.Int32
 			applier := payload.ApplierFunc(func(context.Context, *manifest.Manifest, payload.State) error {
@@ -145,21 +121,21 @@ func TestWorkerWaitsNoLongerThanItsLength(t *testing.T) {
 					return
 				}
 				if tt.stepBack && !stepped.Swap(true) {
-					clk.FakeClock.SetTime(clk.FakeClock.Now().Add(-time.Hour))
+					fakeClock.SetTime(fakeClock.Now().Add(-time.Hour))
 				}
 				passes <- struct{}{}
 			}
 			w := startWaitingWorker(t, clk, applier, onResult, tt.status)
 			if tt.status.Release.IsZero() {
 				<-passes // the first apply
-				awaitWaiters(t, clk.FakeClock, 1)
+				awaitWaiters(t, fakeClock, 1)
 				if !tt.stepBack {
-					clk.stepBack(time.Hour)
+					clk.jump(-time.Hour)
 				}
 			}
 			for i, wait := range tt.waits {
-				awaitWaiters(t, clk.FakeClock, 1)
-				clk.Step(wait)
+				awaitWaiters(t, fakeClock, 1)
+				fakeClock.Step(wait)
 				select {
 				case <-passes:
 				case <-time.After(time.Minute): // a deadlock detector, not a timing
