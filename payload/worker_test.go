@@ -608,6 +608,7 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 		{"unknown readiness effect", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{ReadinessEffect: "Sometimes"}}},
 		{"a persisted status no worker writes", payload.Config{Loader: loader, Applier: applier, Status: payload.Status{Release: v1, State: "Paused"}}},
 		{"negative notify interval", payload.Config{Loader: loader, Applier: applier, NotifyInterval: -time.Second}},
+		{"negative flush timeout", payload.Config{Loader: loader, Applier: applier, FlushTimeout: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
