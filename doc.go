@@ -41,6 +41,8 @@
 // them: the Event a decision asks the host to emit, the Result a shell
 // returns, the Backoff every policy spaces its retries with, the Window
 // (maintenance window) every policy lets work start in, the Hold that says
-// what keeps an engine from moving, ErrConflict for a status write that
-// lost a race, and ErrInvalid for bad input anywhere in converge.
+// what keeps an engine from moving, MicroTime for a time persisted to the
+// microsecond that reads back one written with seconds, ErrConflict for a
+// status write that lost a race, and ErrInvalid for bad input anywhere in
+// converge.
 package converge

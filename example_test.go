@@ -1,6 +1,7 @@
 package converge_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -103,4 +104,21 @@ func ExampleWindowsOpen() {
 	// 2024-12-20 12:00:00: WindowClosed, the maintenance windows are closed until 2024-12-20T21:00:00Z; requeue after 9h0m0s
 	// 2024-12-20 22:00:00: open until 2024-12-21 05:00:00
 	// 2024-12-24 12:00:00: WindowClosed, the maintenance windows are closed until 2025-01-02T00:00:00Z; requeue after 204h0m0s
+}
+
+// A MicroTime writes microseconds and reads back a time written with seconds
+// only, as metav1.Time writes it, which metav1.MicroTime refuses.
+func ExampleMicroTime() {
+	var due struct {
+		At converge.MicroTime `json:"at"`
+	}
+	if err := json.Unmarshal([]byte(`{"at":"2026-01-01T00:00:00Z"}`), &due); err != nil {
+		fmt.Println(err)
+		return
+	}
+	due.At.Time = due.At.Add(1500 * time.Microsecond)
+	b, _ := json.Marshal(due)
+	fmt.Println(string(b))
+	// Output:
+	// {"at":"2026-01-01T00:00:00.001500Z"}
 }

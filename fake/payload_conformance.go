@@ -132,7 +132,7 @@ func racePayloadStatusWriters(ctx context.Context, round int, w, foreign payload
 func largestPayloadStatus(at time.Time) payload.Status {
 	t := func(d time.Duration) *metav1.Time { mt := metav1.NewTime(at.Add(d)); return &mt }
 	long := strings.Repeat("m", conditions.MaxMessageLength)
-	next := metav1.NewMicroTime(at.Add(time.Minute + 1500*time.Microsecond))
+	next := converge.NewMicroTime(at.Add(time.Minute + 1500*time.Microsecond))
 	s := payload.Status{
 		ObservedGeneration: 1<<53 + 1,
 		Release:            payload.Release{Version: "conformance-1.0.0", Image: "registry.example/release@sha256:0123"},

@@ -56,11 +56,10 @@ func TestPayloadWorkerAdoptedOnTheAPIServer(t *testing.T) {
 
 	ctx, stop := context.WithCancel(bg)
 	defer stop()
-	w, err := adoptPayload(ctx, client, dynamicClient, mapper, loader, recorder, nil)
+	w, err := adoptPayload(ctx, client, dynamicClient, mapper, loader, recorder, nil, 1, payload.Release{Version: "1.0.0"})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- w.Start(ctx) }()
-	w.Update(1, payload.Release{Version: "1.0.0"})
 
 	store, err := kube.NewConfigMapStatusStore[payload.Status](client.CoreV1(), "kube-payload", "payload-status", "")
 	require.NoError(t, err)
@@ -79,10 +78,12 @@ func TestPayloadWorkerAdoptedOnTheAPIServer(t *testing.T) {
 }
 
 // adoptPayload is a payload worker adopted with kube, as the README links
-// it: the host starts it once (w.Start) and tells it each release
-// (w.Update).
+// it: the host makes it with the release it wants and that release's
+// generation, so that its first apply is of that release and never of one
+// the persisted status was applying, starts it once (w.Start) and tells it
+// each later release (w.Update).
 func adoptPayload(ctx context.Context, client kubernetes.Interface, dynamicClient dynamic.Interface, mapper meta.RESTMapper,
-	loader payload.Loader, recorder events.EventRecorder, regarding runtime.Object) (*payload.Worker, error) {
+	loader payload.Loader, recorder events.EventRecorder, regarding runtime.Object, generation int64, desired payload.Release) (*payload.Worker, error) {
 	applier, err := kube.NewApplier(kube.ApplierConfig{Client: dynamicClient, Mapper: mapper, FieldManager: "my-operator", Force: true})
 	if err != nil {
 		return nil, err
@@ -98,7 +99,7 @@ func adoptPayload(ctx context.Context, client kubernetes.Interface, dynamicClien
 	return payload.NewWorker(payload.Config{
 		Loader:  loader,
 		Applier: applier, Deleter: applier, Readiness: applier,
-		Status:       persisted,
+		Status: persisted, Desired: desired, Generation: generation,
 		StatusWriter: kube.LatestStatusWriter[payload.Status]{Store: store},
 		OnResult:     func(r converge.Result) { kube.RecordEvents(recorder, regarding, "Apply", r.Events) },
 	})

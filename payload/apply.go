@@ -73,6 +73,7 @@ func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		w.notify()
 		from := Release{}
 		if last := lastCompleted(d.Status.History); last != nil {
 			from = Release{Version: last.Version, Image: last.Image}
@@ -96,7 +97,7 @@ func (w *Worker) run(ctx context.Context, d Decision, out *Observation) error {
 	)
 	errs := graph.Run(ctx, g, opts, func(ctx context.Context, tasks []*graph.Task) error {
 		for _, t := range tasks {
-			err := w.applyTask(ctx, t, state)
+			err := w.runTask(ctx, t, state)
 			switch {
 			case errors.Is(err, errDeleted):
 				mu.Lock()
@@ -170,6 +171,7 @@ func (w *Worker) load(ctx context.Context, release Release) (*Payload, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	w.notify()
 	var p *Payload
 	err := guard("loading the payload", func() error {
 		var err error

@@ -38,6 +38,10 @@ type Decision struct {
 //     resource stores and rounded up to it, so that no apply starts before its
 //     interval or backoff has elapsed, whatever their precision, and a worker
 //     restarted from the status keeps them.
+//   - No wait is longer than its own length: a NextApplyTime further from Now than
+//     the interval, or than the backoff at its largest jitter (the clock stepped
+//     back, or the status comes from a replica whose clock runs ahead), is pulled
+//     back to Now plus that length; a LastProgressTime in the future becomes Now.
 //   - A desired release that is not the status's (Release.Same) starts anew:
 //     Initializing while no release has completed, Updating after, with an entry in
 //     the history. The same release through a mirror starts nothing.
@@ -56,6 +60,7 @@ func Decide(in Input) (Decision, error) {
 	if obs := &in.Observation; !obs.Release.IsZero() && !s.Release.IsZero() && obs.Release.Same(s.Release) {
 		d.Events = fold(&s, obs, p, in.Now, in.Jitter)
 	}
+	boundWaits(&s, p, in.Now)
 	if !in.Desired.IsZero() {
 		s.ObservedGeneration = in.Generation
 		if s.State == "" || s.Release.IsZero() || !s.Release.Same(in.Desired) {
@@ -149,14 +154,14 @@ func fold(s *Status, out *Observation, p Policy, now time.Time, jitter float64) 
 }
 
 // dueAfter is now+d rounded up to the microsecond, the precision of a persisted
-// metav1.MicroTime: never sooner than d.
-func dueAfter(now time.Time, d time.Duration) *metav1.MicroTime {
+// converge.MicroTime: never sooner than d.
+func dueAfter(now time.Time, d time.Duration) *converge.MicroTime {
 	due := now.Add(d)
 	up := due.Truncate(time.Microsecond)
 	if up.Before(due) {
 		up = up.Add(time.Microsecond)
 	}
-	mt := metav1.NewMicroTime(up)
+	mt := converge.NewMicroTime(up)
 	return &mt
 }
 

@@ -21,8 +21,8 @@ func at(d time.Duration) *metav1.Time {
 	return &t
 }
 
-func dueAt(d time.Duration) *metav1.MicroTime {
-	t := metav1.NewMicroTime(t0.Add(d))
+func dueAt(d time.Duration) *converge.MicroTime {
+	t := converge.NewMicroTime(t0.Add(d))
 	return &t
 }
 

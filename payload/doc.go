@@ -4,10 +4,11 @@
 //
 // A host implements a Loader, which reads the manifests of a release (manifest.Load),
 // and an Applier (kube.Applier is one, and its Deleter and Readiness too), makes a
-// Worker with NewWorker, runs Start and names the release with Update; it persists the
-// Status through a StatusWriter and emits the events of the converge.Result it gets in
-// Config.OnResult (ExampleWorker). The task graph is package payload/graph's, the
-// loader package payload/manifest's.
+// Worker with NewWorker from the status it persisted and the release it wants
+// (Config.Status, Config.Desired), runs Start and names each later release with
+// Update; it persists the Status through a StatusWriter and emits the events of the
+// converge.Result it gets in Config.OnResult (ExampleWorker). The task graph is
+// package payload/graph's, the loader package payload/manifest's.
 //
 // # The worker
 //
@@ -30,16 +31,27 @@
 //     10,000 goroutines.
 //   - No pass starts before its interval or its backoff has elapsed, whatever their
 //     precision: Status.NextApplyTime keeps the due time to the microsecond, rounded
-//     up, and the loop waits exactly until then. A failed apply is retried after
+//     up (a converge.MicroTime, which reads back a time written with seconds too), and
+//     the loop waits exactly until then. A failed apply is retried after
 //     Policy.Backoff (by default Interval/8, /4, /2, then Interval, plus up to 20 %
 //     jitter), each manifest attempt after Policy.ManifestBackoff (by default 10 s ·
 //     1.3ⁿ up to 30 s, no jitter), as the cluster-version operator waits.
-//   - A worker given a persisted Status resumes its release at once, without waiting
-//     for Update: an interrupted apply in its state, a reconcile when it is due; a
-//     later Update may replace the release. A restart neither extends nor shortens a
-//     wait.
+//   - No wait is longer than its own length, whatever the clock reads: a due time
+//     further from now than its interval, or its backoff at the largest jitter (the
+//     clock stepped back, or the status comes from a replica whose clock runs ahead),
+//     is pulled back to now plus that length (Decide); the loop's wait, the readiness
+//     timeout and the apply timeout run on the clock's timers, which measure the time
+//     that passes, so a clock that steps back meanwhile does not stretch them.
+//   - A worker given a persisted Status carries on from it at once, without waiting
+//     for Update: an interrupted apply in its state, a reconcile when it is due. Its
+//     release is Config.Desired when the host names it, else the status's own; a later
+//     Update may replace it. A host that knows the release it wants names it in the
+//     Config, so that nothing of a release it no longer wants is applied, whatever the
+//     order of Start and Update. A restart neither extends nor shortens a wait.
 //   - A stop (the end of Start's context) is no failure and no warning: the status
-//     says Interrupted and the next start resumes the apply at once, in its state.
+//     says Interrupted, Start writes it and waits for that write up to
+//     Config.FlushTimeout (10 s), and the next start resumes the apply at once, in its
+//     state.
 //     Update to another release (Release.Same: two images of one digest are one
 //     release, whatever registry serves them) cancels the apply in flight before it
 //     returns, and no host call of the replaced release starts once Update has
@@ -64,23 +76,28 @@
 //   - Progress never goes back within a release (Status.Done is the most any apply
 //     of the release reached), in memory nor in what is persisted: the notifier
 //     writes the status as it is when it writes, never a copy handed over earlier.
+//     The worker tells it of a change right before it blocks (a host call, a wait),
+//     so that no write catches the status between the progress of an apply's last
+//     manifest and the decision that ends the apply.
 //   - Nothing crashes the host: a panic or runtime.Goexit in any host hook fails what
-//     it was doing. A bad Config, a Worker not made by NewWorker, and an Input with a
-//     bad Policy, Status or Observation or a zero Now are errors matching
-//     converge.ErrInvalid, in the wording every engine uses.
+//     it was doing; in a manifest's hooks, it fails that manifest and names it. A bad
+//     Config, a Worker not made by NewWorker, and an Input with a bad Policy, Status
+//     or Observation or a zero Now are errors matching converge.ErrInvalid, in the
+//     wording every engine uses.
 //   - The worker writes the reasons Reasons lists, and the reasons of the UpdateErrors
 //     a host's appliers return; its conditions are the cluster-version operator's
 //     (conditions.TypeAvailable, TypeProgressing and TypeFailing).
 //
 // # Tested under faults
 //
-// TestSimPayload runs the worker, its pools of two and three for real, in a synctest
-// bubble, where every host call blocks until the seeded schedule answers it, in any
-// order, with failures, hangs past their context, panics, unknown kinds, readiness
-// waits, Updates, restarts and crashes that lose the writes not yet made; it checks the
-// rules above after every step. A seed replays (go test ./payload -run
-// 'TestSimPayload$' -seed N -v), but for the status writes: the notifier reads the
-// status on a goroutine the schedule does not order with the loop's, so a few seeds in
-// a thousand can take another path after a write. hack/mutants/payload keeps the bug
+// TestSimPayload runs the worker, its pools of one, two and three for real, in a
+// synctest bubble, where every host call blocks until the seeded schedule answers it,
+// in any order, with failures, hangs past their context, panics, unknown kinds,
+// readiness waits, Updates, restarts and crashes between any two host calls (right
+// after a status write too), the status persisted through encoding/json, clocks that
+// jump an hour and replicas whose clocks are off; it checks the rules above against
+// the world after every step, and every failure a decision records against what
+// failed in the world. A seed replays step for step, whatever GOMAXPROCS (go test
+// ./payload -run 'TestSimPayload$' -seed N -v). hack/mutants/payload keeps the bug
 // classes it must catch.
 package payload

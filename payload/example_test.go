@@ -8,8 +8,9 @@ import (
 	"testing/fstest"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -140,6 +141,31 @@ func ExampleWorker() {
 	// 1.0.0 Reconciling: 5/5, next in 3m0s
 }
 
+// A host names the release it wants when it makes the worker: restarted from the
+// status of an update to 1.1.0 that the operator stopped in, while its resource went
+// back to 1.0.0, the worker updates to 1.0.0 and applies nothing of 1.1.0, whenever
+// the host's Update comes.
+func ExampleConfig_desired() {
+	manifests, _ := manifest.Load(exampleFS, manifest.Options{})
+	loader := &fake.PayloadLoader{}
+	for _, version := range []string{"1.0.0", "1.1.0"} {
+		loader.Add(&payload.Payload{Release: payload.Release{Version: version}, Manifests: manifests})
+	}
+	from, to := payload.Release{Version: "1.1.0"}, payload.Release{Version: "1.0.0"}
+	runExample(payload.Config{
+		Loader: loader, Applier: &fake.PayloadApplier{},
+		Status: payload.Status{Release: from, State: payload.StateUpdating, Interrupted: true, Total: 5,
+			History: []payload.UpdateHistory{{State: payload.UpdatePartial, Version: "1.1.0"}, {State: payload.UpdateCompleted, Version: "1.0.0"}}},
+		Desired: to, Generation: 2,
+	}, 1, to)
+	fmt.Println("loaded:", loader.Recorded())
+	// Output:
+	// event Normal UpdateStarted: Updating from 1.1.0 to 1.0.0
+	// event Normal PayloadApplied: Applied 5 manifests of 1.0.0
+	// 1.0.0 Reconciling: 5/5, next in 3m0s
+	// loaded: [1.0.0]
+}
+
 // A manifest annotated release.openshift.io/delete: "true" is removed in graph order;
 // an object already gone is success.
 func ExampleDeleter() {
@@ -183,7 +209,7 @@ func ExampleReadiness() {
 	runExample(payload.Config{
 		Loader: loader, Applier: applier, Readiness: ready,
 		Policy: payload.Policy{Workers: 1, ReconcileWorkers: 1},
-		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)}},
+		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: ptr.To(converge.NewMicroTime(time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)))},
 	}, 1, to)
 	// Output:
 	// event Normal UpdateStarted: Updating from 1.0.0 to 1.1.0
@@ -216,7 +242,7 @@ func ExamplePreconditions() {
 		Preconditions: payload.PreconditionsFunc(func(context.Context, payload.Release, payload.Release) error {
 			return errors.New("Cluster operator network is not upgradeable")
 		}),
-		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)}},
+		Status: payload.Status{Release: from, State: payload.StateReconciling, NextApplyTime: ptr.To(converge.NewMicroTime(time.Date(2026, 1, 1, 13, 0, 0, 0, time.UTC)))},
 	}, 1, to, forced)
 	// Output:
 	// event Normal UpdateStarted: Updating from 1.0.0 to 1.1.0

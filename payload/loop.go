@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/converge-dev/converge"
 )
 
 // loop decides, acts on the decision and waits, until ctx ends. The decision that
@@ -17,22 +19,15 @@ func (w *Worker) loop(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	var (
 		observed Observation
-		timer    clock.Timer
+		next     wait
 	)
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	defer next.stop()
 	select { // the first decision sees every Update made before Start
 	case <-w.wake:
 	default:
 	}
 	for {
-		w.mu.Lock()
-		in := Input{Desired: w.desired, Generation: w.generation, Status: w.status, Observation: observed,
-			Policy: w.policy, Now: w.clock.Now(), Jitter: w.jitter()}
-		w.mu.Unlock()
+		in := w.input(observed, next.elapsed)
 		d, err := Decide(in)
 		if err != nil {
 			return err
@@ -46,38 +41,111 @@ func (w *Worker) loop(ctx context.Context) error {
 			return nil
 		}
 		if d.Apply {
+			next.stop()
 			logger.V(2).Info("Applying payload", "release", d.Status.Release.String(), "state", d.Status.State)
 			observed = w.apply(ctx, d)
 			continue
 		}
-		// The wait ends at a time, not after a duration: the clock may have moved while
-		// the host handled the result.
-		var due <-chan time.Time
-		if d.RequeueAfter > 0 {
-			at := in.Now.Add(d.RequeueAfter)
-			wait := at.Sub(w.clock.Now())
-			if wait <= 0 {
-				continue
-			}
-			timer = w.clock.NewTimer(wait)
-			if !w.clock.Now().Before(at) { // the clock moved on before the timer was set
-				timer.Stop()
-				timer = nil
-				continue
-			}
-			due = timer.C()
+		if due := next.arm(w.clock, in.Now, d); due {
+			continue
 		}
-		select {
-		case <-ctx.Done():
-		case <-w.wake:
-		case <-due:
-		}
-		if timer != nil {
-			timer.Stop()
-			timer = nil
-		}
-		if ctx.Err() != nil {
+		w.notify()
+		if !next.await(ctx, w.wake) {
 			return nil
 		}
 	}
+}
+
+// input is what Decide decides from now. Once the loop's wait for the next pass has
+// elapsed, the pass is due, whatever the clock reads: a due time still ahead (the
+// clock stepped back during the wait) becomes now.
+func (w *Worker) input(observed Observation, elapsed bool) Input {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	in := Input{Desired: w.desired, Generation: w.generation, Status: w.status, Observation: observed,
+		Policy: w.policy, Now: w.clock.Now(), Jitter: w.jitter()}
+	if due := in.Status.NextApplyTime; elapsed && due != nil && in.Now.Before(due.Time) {
+		now := converge.NewMicroTime(in.Now)
+		in.Status.NextApplyTime = &now
+	}
+	return in
+}
+
+// wait is the loop's wait for the next pass. It runs on a timer of the worker's clock,
+// which measures the time that passes, not what the clock reads, so that the wait
+// lasts its length when the clock steps back; a wake (Update) that leaves the same
+// pass due does not start it again.
+type wait struct {
+	timer clock.Timer
+	pass  pass
+	// elapsed says the wait ended: the pass it waited for is due.
+	elapsed bool
+}
+
+// pass names the pass a wait is for: the next apply of a release after so many
+// completed and failed applies.
+type pass struct {
+	release             Release
+	completed, failures int32
+}
+
+// arm starts the wait for the pass d waits for, d.RequeueAfter from decided, unless
+// it waits for that pass already; it reports whether the pass is due already, so
+// that the loop decides again at once. A decision without RequeueAfter (no release)
+// waits for Update alone.
+func (wt *wait) arm(clk clock.WithDelayedExecution, decided time.Time, d Decision) (due bool) {
+	wt.elapsed = false
+	p := pass{release: d.Status.Release, completed: d.Status.Completed, failures: d.Status.Failures}
+	if wt.timer != nil && wt.pass.release.Same(p.release) && wt.pass.completed == p.completed && wt.pass.failures == p.failures {
+		return false
+	}
+	wt.stop()
+	if d.RequeueAfter <= 0 {
+		return false
+	}
+	// The wait ends at a time, not after a duration: the clock may have moved while the
+	// host handled the result. It is never longer than the decision's.
+	at := decided.Add(d.RequeueAfter)
+	length := min(at.Sub(clk.Now()), d.RequeueAfter)
+	if length <= 0 {
+		return true
+	}
+	timer := clk.NewTimer(length)
+	if !clk.Now().Before(at) { // the clock moved on before the timer was set
+		timer.Stop()
+		return true
+	}
+	wt.timer, wt.pass = timer, p
+	return false
+}
+
+// await waits for the wait to end, a wake or the end of ctx; it returns false when ctx
+// ended.
+func (wt *wait) await(ctx context.Context, wake <-chan struct{}) bool {
+	var due <-chan time.Time
+	if wt.timer != nil {
+		due = wt.timer.C()
+	}
+	select {
+	case <-ctx.Done():
+	case <-wake:
+	case <-due:
+		wt.timer, wt.elapsed = nil, true
+	}
+	if !wt.elapsed { // a wake and the end of the wait may come together: the end counts
+		select {
+		case <-due:
+			wt.timer, wt.elapsed = nil, true
+		default:
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// stop ends the wait.
+func (wt *wait) stop() {
+	if wt.timer != nil {
+		wt.timer.Stop()
+	}
+	wt.timer, wt.elapsed = nil, false
 }

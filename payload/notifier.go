@@ -24,8 +24,10 @@ func isEdge(last, next *Status) bool {
 // the worker when it writes (latest), never from a copy handed over earlier, so that
 // writes follow the status in order: progress a write persists never goes back within
 // a release. A write that fails is tried again with the latest status: at once after a
-// conflict (the worker owns its status), after the interval otherwise. poke is safe for
-// concurrent use and never blocks; run and deliver write, one at a time.
+// conflict (the worker owns its status), after the interval otherwise, or at once when
+// the status changes by an edge again; a poke that brings no change does not retry it.
+// poke is safe for concurrent use and never blocks; run and deliver write, one at a
+// time.
 type notifier struct {
 	limiter *rate.Limiter
 	clock   clock.WithDelayedExecution
@@ -34,10 +36,12 @@ type notifier struct {
 	write  func(context.Context, Status) error
 	signal chan struct{}
 
-	// The status written last and its version, owned by whoever writes.
+	// The status written last and its version, and the version tried last, owned by
+	// whoever writes.
 	last    Status
 	version uint64
 	sent    bool
+	tried   uint64
 }
 
 func newNotifier(interval time.Duration, clk clock.WithDelayedExecution, latest func() (Status, uint64), write func(context.Context, Status) error) *notifier {
@@ -58,13 +62,14 @@ func (n *notifier) poke() {
 	}
 }
 
-// take reports whether a status not written yet waits, and whether it is an edge.
+// take reports whether a status not written yet waits, and whether it is an edge not
+// tried yet, to be written at once.
 func (n *notifier) take() (waiting, edge bool) {
 	s, v := n.latest()
 	if n.sent && v == n.version {
 		return false, false
 	}
-	return true, !n.sent || isEdge(&n.last, &s)
+	return true, (!n.sent || isEdge(&n.last, &s)) && v != n.tried
 }
 
 // conflictRetries is how many conflicts in a row deliver answers with an
@@ -81,6 +86,7 @@ func (n *notifier) deliver(ctx context.Context) bool {
 		if n.sent && v == n.version {
 			return true
 		}
+		n.tried = v
 		err := n.write(ctx, s)
 		if err == nil {
 			n.last, n.version, n.sent = s, v, true
@@ -94,13 +100,16 @@ func (n *notifier) deliver(ctx context.Context) bool {
 }
 
 // run writes the status as it changes, until ctx ends. While a throttled status
-// waits, a newer one takes its place, and an edge is written at once.
+// waits, a newer one takes its place, and an edge is written at once. A write that
+// failed is tried again once the limiter allows, or at once for a new edge.
 func (n *notifier) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			return
 		case <-n.signal:
+		}
+		if ctx.Err() != nil { // an end that comes with a change wins: Start writes the last status
+			return
 		}
 		waiting, edge := n.take()
 		if !waiting {
@@ -109,8 +118,10 @@ func (n *notifier) run(ctx context.Context) {
 		if !edge && !n.throttle(ctx) {
 			return
 		}
-		if !n.deliver(ctx) && !n.throttle(ctx) {
-			return
+		for !n.deliver(ctx) {
+			if !n.throttle(ctx) {
+				return
+			}
 		}
 		if waiting, _ := n.take(); waiting {
 			n.poke()
@@ -134,8 +145,11 @@ func (n *notifier) throttle(ctx context.Context) bool {
 		case <-ctx.Done():
 			return false
 		case <-timer.C():
-			return true
+			return ctx.Err() == nil
 		case <-n.signal:
+			if ctx.Err() != nil {
+				return false
+			}
 			if _, edge := n.take(); edge {
 				reservation.CancelAt(n.clock.Now())
 				return true

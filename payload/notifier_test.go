@@ -68,22 +68,26 @@ func TestIsEdge(t *testing.T) {
 	assert.False(t, isEdge(&withFailure, &other), "a different failure is not an edge")
 }
 
+// runNotifier runs n until the test ends.
+func runNotifier(t *testing.T, n *notifier) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+}
+
 func TestNotifier(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	got := make(chan Status, 10)
 	src := &source{}
 	n := newNotifier(10*time.Second, clk, src.latest, func(_ context.Context, s Status) error { got <- s; return nil })
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		n.run(ctx)
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	runNotifier(t, n)
 
 	receive := func() Status {
 		t.Helper()
@@ -206,4 +210,63 @@ func TestNotifierKeepsAStatusWhoseWriteFailed(t *testing.T) {
 	fail = false
 	assert.True(t, n.deliver(context.Background()))
 	assert.Equal(t, []int32{3, 5}, written, "the write after a failure writes the status as it is then")
+}
+
+// TestNotifierRetriesAFailedEdgeOnAChangeNotOnAPoke: an edge whose write failed is
+// written again once the limiter allows (at once the first time: it starts full), at
+// once when the status changes by an edge again, or once the interval has passed;
+// being told again of the status it tried brings no write, however many goroutines
+// tell it.
+func TestNotifierRetriesAFailedEdgeOnAChangeNotOnAPoke(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	var mu sync.Mutex
+	var tried []int64
+	fail := true
+	src := &source{}
+	n := newNotifier(10*time.Second, clk, src.latest, func(_ context.Context, s Status) error {
+		mu.Lock()
+		defer mu.Unlock()
+		tried = append(tried, s.ObservedGeneration)
+		if fail {
+			return errors.New("apiserver down")
+		}
+		return nil
+	})
+	attempts := func() []int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]int64(nil), tried...)
+	}
+	runNotifier(t, n)
+	waitFor := func(want []int64) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute) // a deadlock detector, not a timing
+		for !assert.ObjectsAreEqual(want, attempts()) {
+			require.True(t, time.Now().Before(deadline), "attempts %v, want %v", attempts(), want)
+			runtime.Gosched()
+		}
+	}
+
+	throttled := func() {
+		t.Helper()
+		for !clk.HasWaiters() { // the failed write waits for the interval
+			runtime.Gosched()
+		}
+	}
+	src.set(n, Status{ObservedGeneration: 1})
+	waitFor([]int64{1, 1})
+	throttled()
+	for range 5 {
+		n.poke()
+	}
+	src.set(n, Status{ObservedGeneration: 1, Done: 1})
+	assert.Equal(t, []int64{1, 1}, attempts(), "no write again for pokes or progress")
+	src.set(n, Status{ObservedGeneration: 2, Done: 1})
+	waitFor([]int64{1, 1, 2})
+	throttled()
+	mu.Lock()
+	fail = false
+	mu.Unlock()
+	clk.Step(10 * time.Second)
+	waitFor([]int64{1, 1, 2, 2})
 }

@@ -8,9 +8,11 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// simClock is the simulated world's clock: time moves only when the simulator steps
-// it, and its timers fire one at a time, in the order of their due times (then of
-// their arming), so that a schedule replays exactly. It is safe for concurrent use.
+// simClock is the simulated world's time: it moves only when the simulator steps it,
+// and its timers fire one at a time, in the order of their due times (then of their
+// arming), so that a schedule replays exactly. Its timers measure the time that
+// passes, as a process's do; what a process's clock reads is an offsetClock over it.
+// It is safe for concurrent use.
 type simClock struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -162,3 +164,36 @@ func (t *simTimer) Stop() bool {
 }
 
 func (t *simTimer) Reset(d time.Duration) bool { return t.clk.arm(t, d) }
+
+// offsetClock reads its clock's time plus an offset: a process's clock, which runs
+// ahead or behind from the start (a replica) and steps when it is set. Its timers are
+// its clock's, and measure the time that passes whatever the clock reads, as
+// time.Time's monotonic reading does.
+type offsetClock struct {
+	clock.WithDelayedExecution
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+// Now is what the process's clock reads.
+func (c *offsetClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.WithDelayedExecution.Now().Add(c.offset)
+}
+
+func (c *offsetClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// jump steps what the clock reads by d, as an operator or NTP does.
+func (c *offsetClock) jump(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// skew is how far the clock reads from its clock's time.
+func (c *offsetClock) skew() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.offset
+}

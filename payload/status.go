@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 	"github.com/converge-dev/converge/internal/input"
 )
@@ -180,9 +181,9 @@ type Status struct {
 	// NextApplyTime is when the next apply of Release is due (the reconcile interval or
 	// the retry delay), rounded up to the microsecond, so that an interval below a
 	// second is kept as it is; it survives restarts, which neither extend nor shorten
-	// it.
+	// it. It reads back written with seconds too, as metav1.Time writes a time.
 	// +optional
-	NextApplyTime *metav1.MicroTime `json:"nextApplyTime,omitempty"`
+	NextApplyTime *converge.MicroTime `json:"nextApplyTime,omitempty"`
 	// History lists the releases the worker moved to, newest first, at most
 	// Policy.MaxHistory.
 	// +optional

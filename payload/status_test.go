@@ -3,12 +3,17 @@ package payload
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 )
 
@@ -43,6 +48,39 @@ func TestStatusDeepCopyAndJSON(t *testing.T) {
 	zero, err := json.Marshal(Status{})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"release":{}}`, string(zero), "an empty status is (nearly) empty")
+}
+
+// TestStatusReadsTimesOfEitherPrecision: every time a Status persists reads back
+// written with seconds, as metav1.Time writes a time (by an earlier version, or a
+// person who patched the status), or with microseconds, as the worker writes
+// NextApplyTime; and a status round-trips through runtime.DefaultUnstructuredConverter,
+// as a dynamic client or an unstructured object holds it.
+func TestStatusReadsTimesOfEitherPrecision(t *testing.T) {
+	const fields = `"lastProgressTime":%[1]q,"nextApplyTime":%[1]q,
+		"history":[{"state":"Partial","startedTime":%[1]q,"completionTime":%[1]q}],
+		"conditions":[{"type":"Available","status":"True","reason":"AsExpected","message":"","lastTransitionTime":%[1]q}]`
+	for _, at := range []string{"2026-01-02T03:04:05Z", "2026-01-02T03:04:05.000000Z"} {
+		var st Status
+		require.NoError(t, json.Unmarshal([]byte(fmt.Sprintf("{"+fields+"}", at)), &st), "times written as %s", at)
+		for _, got := range []time.Time{st.LastProgressTime.Time, st.NextApplyTime.Time, st.History[0].StartedTime.Time,
+			st.History[0].CompletionTime.Time, st.Conditions[0].LastTransitionTime.Time} {
+			assert.True(t, t0.Equal(got), "read %s as %s", at, got)
+		}
+	}
+
+	due := converge.NewMicroTime(t0.Add(1500 * time.Microsecond))
+	at := metav1.NewTime(t0)
+	st := Status{Release: Release{Version: "1.0.0"}, State: StateReconciling, LastProgressTime: &at, NextApplyTime: &due,
+		History: []UpdateHistory{{State: UpdateCompleted, StartedTime: at, CompletionTime: &at, Version: "1.0.0"}}}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&st)
+	require.NoError(t, err)
+	assert.Equal(t, "2026-01-02T03:04:05.001500Z", u["nextApplyTime"])
+	var back Status
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u, &back))
+	assert.True(t, equality.Semantic.DeepEqual(st, back), "round trip: %+v, want %+v", back, st)
+	u["nextApplyTime"] = "2026-01-02T03:04:05Z"
+	require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u, &back), "seconds read back unstructured too")
+	assert.True(t, t0.Equal(back.NextApplyTime.Time))
 }
 
 func TestFailureOf(t *testing.T) {

@@ -18,6 +18,19 @@ import (
 // errDeleted tells run that a task removed its object.
 var errDeleted = errors.New("payload: deleted")
 
+// runTask applies t (applyTask) and makes a panic or a runtime.Goexit of the host code
+// it calls a failure of t that names t: graph.Run would name the first task of t's
+// node, which may not be the one whose host code crashed.
+func (w *Worker) runTask(ctx context.Context, t *graph.Task, state State) error {
+	err := guard("applying a manifest", func() error { return w.applyTask(ctx, t, state) })
+	var crash *crashError
+	if errors.As(err, &crash) {
+		return &UpdateError{Nested: err, Effect: EffectFail, Reason: ReasonUpdatePayloadFailed, Task: t,
+			Message: fmt.Sprintf("Could not apply %s: %v", t, err)}
+	}
+	return err
+}
+
 // applyTask applies, or deletes, one manifest and waits for it to be ready. It returns
 // errDeleted when it removed an object.
 func (w *Worker) applyTask(ctx context.Context, t *graph.Task, state State) error {
@@ -29,6 +42,7 @@ func (w *Worker) applyTask(ctx context.Context, t *graph.Task, state State) erro
 	if m.Delete {
 		gone := false
 		err := pace.retry(ctx, t, "delete", func() error {
+			w.notify()
 			err := w.cfg.Deleter.Delete(ctx, m)
 			if isGone(err) {
 				gone = true
@@ -41,13 +55,19 @@ func (w *Worker) applyTask(ctx context.Context, t *graph.Task, state State) erro
 		}
 		return err
 	}
-	err := pace.retry(ctx, t, "update", func() error { return w.cfg.Applier.Apply(ctx, m, state) })
+	err := pace.retry(ctx, t, "update", func() error {
+		w.notify()
+		return w.cfg.Applier.Apply(ctx, m, state)
+	})
 	if err != nil && effectOf(err) != EffectReport {
 		return err
 	}
 	// A reported error does not stop the manifest: its object must be ready all the same.
 	if w.cfg.Readiness != nil && state != StateReconciling {
-		if notReady := pace.awaitReady(ctx, t, func() error { return w.cfg.Readiness.Ready(ctx, m) }); notReady != nil {
+		if notReady := pace.awaitReady(ctx, t, func() error {
+			w.notify()
+			return w.cfg.Readiness.Ready(ctx, m)
+		}); notReady != nil {
 			return notReady
 		}
 	}
@@ -138,11 +158,14 @@ func failure(t *graph.Task, verb string, lastErr, ctxErr error) error {
 
 // awaitReady polls ready until the object of t is ready, ready returns an
 // *UpdateError, ctx ends or Policy.ReadinessTimeout passes: then the error has
-// Policy.ReadinessEffect and says what the object waited on. No check starts once ctx
-// has ended, so that a replaced release stops before its next host call.
+// Policy.ReadinessEffect and says what the object waited on. The timeout runs on a
+// timer, which measures the time that passes whatever the clock reads; the object is
+// checked once more when it ends between two checks. No check starts once ctx has
+// ended, so that a replaced release stops before its next host call.
 func (p pacing) awaitReady(ctx context.Context, t *graph.Task, ready func() error) error {
-	clk := p.clock
-	deadline := clk.Now().Add(p.policy.ReadinessTimeout.Duration)
+	deadline := p.clock.NewTimer(p.policy.ReadinessTimeout.Duration)
+	defer deadline.Stop()
+	expired := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -160,15 +183,41 @@ func (p pacing) awaitReady(ctx context.Context, t *graph.Task, ready func() erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !clk.Now().Before(deadline) {
+		if !expired { // the timeout may have passed during the check
+			select {
+			case <-deadline.C():
+				expired = true
+			default:
+			}
+		}
+		if expired {
 			return &UpdateError{
 				Nested: err, Effect: p.policy.ReadinessEffect, Reason: ReasonManifestNotReady, Task: t,
 				Message: fmt.Sprintf("Timed out after %s waiting for %s to be ready: %v", p.policy.ReadinessTimeout.Duration, t, err),
 			}
 		}
-		if !sleep(ctx, clk, min(p.policy.ReadinessPoll.Duration, deadline.Sub(clk.Now()))) {
+		if expired = p.poll(ctx, deadline); ctx.Err() != nil {
 			return ctx.Err()
 		}
+	}
+}
+
+// poll waits Policy.ReadinessPoll, or until deadline fires, which it reports, or ctx
+// ends.
+func (p pacing) poll(ctx context.Context, deadline clock.Timer) (expired bool) {
+	next := p.clock.NewTimer(p.policy.ReadinessPoll.Duration)
+	defer next.Stop()
+	select {
+	case <-ctx.Done():
+	case <-deadline.C():
+		return true
+	case <-next.C():
+	}
+	select { // a poll and the deadline may come together: the deadline counts
+	case <-deadline.C():
+		return true
+	default:
+		return false
 	}
 }
 

@@ -45,14 +45,26 @@ type Config struct {
 	// Policy paces the worker; the zero value is every default.
 	Policy Policy
 	// Status is the last status the host persisted; the worker carries on from it at
-	// once, with its Release, until Update says otherwise.
+	// once: with Desired, or with the status's own Release when Desired is zero, until
+	// Update says otherwise.
 	Status Status
+	// Desired is the release the host wants when the worker is made, and Generation
+	// its generation, as the host would pass them to Update. A host that knows them
+	// (it read its resource) sets them, so that the worker's first apply is of that
+	// release whatever the order of Start and Update: given a persisted Status alone,
+	// a worker started before Update resumes the persisted release, which may be one
+	// the host no longer wants.
+	Desired    Release
+	Generation int64
 	// StatusWriter, when set, persists every new status: edges (release, state,
 	// generation, failure, interruption) at once, progress at most once per
 	// NotifyInterval.
 	StatusWriter StatusWriter
 	// NotifyInterval is the least time between two progress writes (default 1s).
 	NotifyInterval time.Duration
+	// FlushTimeout bounds the last status write, which Start makes after its context
+	// ended and waits for before it returns (default 10s).
+	FlushTimeout time.Duration
 	// OnResult, when set, is called on the worker's goroutine with the Result of every
 	// decision that follows an apply or emits events; Status then returns the status
 	// that decision made. The host emits the events with its recorder.
@@ -105,7 +117,7 @@ type Worker struct {
 
 // NewWorker validates cfg and returns a worker. A nil or typed-nil Loader or Applier,
 // a typed-nil optional interface, a bad Policy or Status, or a negative NotifyInterval
-// is an error matching converge.ErrInvalid that names every problem ("payload: invalid
+// or FlushTimeout is an error matching converge.ErrInvalid that names every problem ("payload: invalid
 // config: Loader is required").
 func NewWorker(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
@@ -124,8 +136,12 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if w.cfg.Jitter == nil {
 		w.cfg.Jitter = rand.Float64
 	}
-	// A persisted release is resumed at once; Update may replace it.
-	if !w.status.Release.IsZero() {
+	// The release the host wants, or else the persisted one, is applied at once;
+	// Update may replace it.
+	switch {
+	case !cfg.Desired.IsZero():
+		w.desired, w.generation = cfg.Desired, cfg.Generation
+	case !w.status.Release.IsZero():
 		w.desired, w.generation = w.status.Release, w.status.ObservedGeneration
 	}
 	if cfg.StatusWriter != nil {
@@ -188,8 +204,13 @@ func (cfg *Config) validate() error {
 		input.FieldValue{Name: "Preconditions", Value: cfg.Preconditions},
 		input.FieldValue{Name: "StatusWriter", Value: cfg.StatusWriter},
 	)
-	if cfg.NotifyInterval < 0 {
-		problems = append(problems, fmt.Sprintf("NotifyInterval %s is negative", cfg.NotifyInterval))
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"NotifyInterval", cfg.NotifyInterval}, {"FlushTimeout", cfg.FlushTimeout}} {
+		if d.d < 0 {
+			problems = append(problems, fmt.Sprintf("%s %s is negative", d.name, d.d))
+		}
 	}
 	problems = append(problems, input.Problems(cfg.Policy.validate(), "Policy: ")...)
 	problems = append(problems, input.Problems(cfg.Status.validate(), "Status: ")...)
@@ -210,8 +231,11 @@ var errSuperseded = errors.New("payload: apply superseded by a new desired relea
 var errApplyTimeout = errors.New("payload: apply timed out")
 
 // Start runs the worker until ctx ends and returns once every goroutine it started has
-// returned; the status then says whether an apply was interrupted. Calling Start while
-// it runs, with a nil context, or on a Worker not made by NewWorker is an error.
+// returned and, with a StatusWriter, the last status is written: once ctx has ended,
+// Start writes the status it stopped at, often the interrupted one, and waits for that
+// write up to Config.FlushTimeout. The status then says whether an apply was
+// interrupted. Calling Start while it runs, with a nil context, or on a Worker not
+// made by NewWorker is an error.
 func (w *Worker) Start(ctx context.Context) error {
 	if w == nil || w.wake == nil {
 		return input.NotMade("payload", "Worker")
@@ -244,23 +268,23 @@ func (w *Worker) Start(ctx context.Context) error {
 	wg.Wait()
 	if w.notifier != nil {
 		// The last status, often the interrupted one, is written even though ctx ended.
-		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDefault(w.cfg.FlushTimeout, defaultFlushTimeout))
 		defer cancel()
 		w.notifier.deliver(flushCtx)
 	}
 	return err
 }
 
-// flushTimeout bounds the last status write of a stopping worker.
-const flushTimeout = 10 * time.Second
+// defaultFlushTimeout bounds the last status write of a stopping worker
+// (Config.FlushTimeout).
+const defaultFlushTimeout = 10 * time.Second
 
-// publish makes s the worker's status and tells the notifier.
+// publish makes s the worker's status.
 func (w *Worker) publish(s Status) {
 	w.mu.Lock()
 	w.status = s
 	w.version++
 	w.mu.Unlock()
-	w.notify()
 }
 
 // latest returns a copy of the status and its version.
@@ -270,7 +294,11 @@ func (w *Worker) latest() (Status, uint64) {
 	return *w.status.DeepCopy(), w.version
 }
 
-// notify tells the notifier, if any, that the status changed.
+// notify tells the notifier, if any, that the status may have changed. The worker's
+// goroutines call it right before they block (a host call, the loop's wait), never
+// between two changes of the status: the notifier then reads a status that stands
+// still, and never writes one caught between the progress of an apply's last manifest
+// and the decision that ends the apply, which come from two goroutines.
 func (w *Worker) notify() {
 	if w.notifier != nil {
 		w.notifier.poke()
@@ -295,7 +323,6 @@ func (w *Worker) progress(release Release, done, total int32) {
 	setConditions(s, w.policy, now)
 	w.version++
 	w.mu.Unlock()
-	w.notify()
 }
 
 // report hands a result to the host.
@@ -303,6 +330,7 @@ func (w *Worker) report(ctx context.Context, r converge.Result) {
 	if w.cfg.OnResult == nil {
 		return
 	}
+	w.notify()
 	if err := guard("OnResult", func() error { w.cfg.OnResult(r); return nil }); err != nil {
 		klog.FromContext(ctx).Error(err, "OnResult failed")
 	}

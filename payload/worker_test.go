@@ -434,7 +434,7 @@ func TestWorkerValidIsValidInEveryState(t *testing.T) {
 		payload.StateInitializing: {},
 		payload.StateUpdating: {Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour),
 			History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "2.0.0"}}},
-		payload.StateReconciling: {Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: t0}},
+		payload.StateReconciling: {Release: v1, State: payload.StateReconciling, NextApplyTime: ptr.To(converge.NewMicroTime(t0))},
 	}
 	for _, p := range []struct {
 		name    string
@@ -520,16 +520,25 @@ func conditionOf(s payload.Status, condType string) (metav1.Condition, bool) {
 
 // TestWorkerSurvivesCrashingHostCode protects "nothing crashes the host": a panic or a
 // runtime.Goexit (what t.FailNow does) in any host hook fails what it was doing, and the
-// worker carries on.
+// worker carries on. A crash in a manifest's host code fails that manifest and names
+// it, also when it is not the first of its node.
 func TestWorkerSurvivesCrashingHostCode(t *testing.T) {
 	tests := []struct {
 		name      string
 		configure func(c *payload.Config, crash func())
 		want      string
 	}{
-		{name: "applier panics", configure: func(c *payload.Config, crash func()) {
+		{name: "applier", configure: func(c *payload.Config, crash func()) {
 			c.Applier = payload.ApplierFunc(func(context.Context, *manifest.Manifest, payload.State) error { crash(); return nil })
-		}, want: `graph: running namespace "a" (1 of 6)`},
+		}, want: `Could not apply namespace "a" (1 of 6): payload: applying a manifest`},
+		{name: "applier of the second manifest of a node", configure: func(c *payload.Config, crash func()) {
+			c.Applier = payload.ApplierFunc(func(_ context.Context, m *manifest.Manifest, _ payload.State) error {
+				if m.Ref() == "ConfigMap/a/one" {
+					crash()
+				}
+				return nil
+			})
+		}, want: `Could not apply configmap "a/one" (2 of 6): payload: applying a manifest`},
 		{name: "loader", configure: func(c *payload.Config, crash func()) {
 			loader := c.Loader
 			c.Loader = payload.LoaderFunc(func(ctx context.Context, r payload.Release) (*payload.Payload, error) {
@@ -542,7 +551,7 @@ func TestWorkerSurvivesCrashingHostCode(t *testing.T) {
 		}, want: "payload: deciding which manifests to include"},
 		{name: "readiness", configure: func(c *payload.Config, crash func()) {
 			c.Readiness = payload.ReadinessFunc(func(context.Context, *manifest.Manifest) error { crash(); return nil })
-		}, want: "graph: running"},
+		}, want: `Could not apply namespace "a" (1 of 6): payload: applying a manifest`},
 		{name: "preconditions", configure: func(c *payload.Config, crash func()) {
 			c.Status = payload.Status{Release: v2, State: payload.StateReconciling, NextApplyTime: dueAt(time.Hour)}
 			c.Preconditions = payload.PreconditionsFunc(func(context.Context, payload.Release, payload.Release) error { crash(); return nil })
@@ -599,6 +608,7 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 		{"unknown readiness effect", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{ReadinessEffect: "Sometimes"}}},
 		{"a persisted status no worker writes", payload.Config{Loader: loader, Applier: applier, Status: payload.Status{Release: v1, State: "Paused"}}},
 		{"negative notify interval", payload.Config{Loader: loader, Applier: applier, NotifyInterval: -time.Second}},
+		{"negative flush timeout", payload.Config{Loader: loader, Applier: applier, FlushTimeout: -time.Second}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -689,7 +699,7 @@ func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
 	}
 	h.worker.Update(1, v1)
 	for range 2 { // two polls of the level-20 ConfigMap before level 30 starts
-		h.waiters(2) // the apply's timeout and the readiness poll
+		h.waiters(3) // the apply's timeout, the readiness timeout and its poll
 		mu.Lock()
 		assert.NotContains(t, order, "ConfigMap/default/three", "the next run level waits")
 		mu.Unlock()
@@ -711,7 +721,7 @@ func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
 	t.Run("not ready in time", func(t *testing.T) {
 		h.worker.Update(2, v2)
 		for range 6 {
-			h.waiters(2)
+			h.waiters(3)
 			h.clk.Step(10 * time.Second)
 		}
 		d = h.next()
@@ -731,7 +741,7 @@ func TestWorkerWaitsForReadinessWhileUpdating(t *testing.T) {
 func TestWorkerPreconditionsBlockAnUpdateUnlessForced(t *testing.T) {
 	var checks []string
 	h := newHarness(t, func(c *payload.Config) {
-		c.Status = payload.Status{Release: v1, State: payload.StateReconciling, NextApplyTime: &metav1.MicroTime{Time: t0.Add(time.Hour)},
+		c.Status = payload.Status{Release: v1, State: payload.StateReconciling, NextApplyTime: ptr.To(converge.NewMicroTime(t0.Add(time.Hour))),
 			History: []payload.UpdateHistory{{State: payload.UpdateCompleted, Version: "1.0.0", Image: v1.Image}}}
 		c.Preconditions = payload.PreconditionsFunc(func(_ context.Context, from, to payload.Release) error {
 			checks = append(checks, from.Version+"->"+to.Version)
@@ -897,7 +907,7 @@ func TestWorkerAwaitsReadinessAfterAReportedError(t *testing.T) {
 	h.applier.Push("ConfigMap/b/two", fake.PayloadOutcome{Err: &payload.UpdateError{Reason: "Slow", Message: "slow", Effect: payload.EffectReport}, Times: 1})
 	readiness.NotReadyFor("ConfigMap/b/two", 1)
 	h.worker.Update(1, v1)
-	h.waiters(2) // the apply's timeout and the readiness poll
+	h.waiters(3) // the apply's timeout, the readiness timeout and its poll
 	assert.NotContains(t, filesOf(h.applier.Recorded()), "0000_30_c_00_cm.yaml", "the next run level waits")
 	h.clk.Step(10 * time.Second)
 	d := h.next()

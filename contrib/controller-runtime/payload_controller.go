@@ -37,13 +37,13 @@ type PayloadOptions struct {
 	// worker waits for the resource to be created.
 	Create bool
 	// Engine is the worker's configuration: its Loader (required),
-	// Include, Preconditions, NotifyInterval, Clock and Jitter, as
-	// payload.Config documents them and with its defaults. With a nil
-	// Applier, the Applier, Deleter and Readiness left nil are
+	// Include, Preconditions, NotifyInterval, FlushTimeout, Clock and
+	// Jitter, as payload.Config documents them and with its defaults. With
+	// a nil Applier, the Applier, Deleter and Readiness left nil are
 	// NewApplier's on the manager's client, as FieldManager. Its Policy,
-	// Status, StatusWriter and OnResult are the controller's (the
-	// resource's PayloadPolicy and status, and its events) and are left
-	// unset.
+	// Status, Desired, Generation, StatusWriter and OnResult are the
+	// controller's (the resource's PayloadPolicy, status, PayloadRelease
+	// and generation, and its events) and are left unset.
 	Engine payload.Config
 	// FieldManager is the default applier's server-side apply field
 	// manager; empty means Name.
@@ -72,10 +72,13 @@ type PayloadOptions struct {
 //
 // The first time the controller sees the resource on the leader it reads it
 // from the API server (the manager's API reader): the worker carries on from
-// the status persisted there, with the resource's PayloadPolicy, and is
-// given the resource's generation and PayloadRelease; every later change
-// of the release is handed over (Worker.Update), and a copy of the resource
-// from a cache older than the generation handed over is ignored. A changed
+// the status persisted there, with the resource's PayloadPolicy, and is made
+// with the resource's PayloadRelease and generation (payload.Config's
+// Desired and Generation), so that its first apply is of the release the
+// resource names, never of another one the persisted status was applying;
+// every later change of the release is handed over (Worker.Update), and a
+// copy of the resource from a cache older than the generation handed over is
+// ignored. A changed
 // policy restarts the worker, which carries on from the status the stopped
 // one reached; an invalid one is a terminal error, and the worker keeps
 // its policy. With opts.Create, a missing resource is created.
@@ -126,8 +129,8 @@ func newPayloadReconciler(mgr manager.Manager, opts PayloadOptions) (*payloadRec
 	if !check.IsNil(opts.For) && opts.For.GetName() == "" {
 		problems = append(problems, "For has no name")
 	}
-	if !reflect.ValueOf(e.Policy).IsZero() || !reflect.ValueOf(e.Status).IsZero() {
-		problems = append(problems, "Engine's Policy and Status are the resource's")
+	if !reflect.ValueOf(e.Policy).IsZero() || !reflect.ValueOf(e.Status).IsZero() || !e.Desired.IsZero() || e.Generation != 0 {
+		problems = append(problems, "Engine's Policy, Status, Desired and Generation are the resource's")
 	}
 	if e.StatusWriter != nil || e.OnResult != nil {
 		problems = append(problems, "Engine's StatusWriter and OnResult are the controller's")
@@ -325,8 +328,8 @@ func (w *payloadWorker) run(ctx context.Context) error {
 	}
 }
 
-// startNext makes the pending run's worker, given the latest release, and
-// the context that stops it; nil when no run is pending.
+// startNext makes the pending run's worker, given the latest release in its
+// Config, and the context that stops it; nil when no run is pending.
 func (w *payloadWorker) startNext(ctx context.Context) (*payload.Worker, context.Context, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -336,7 +339,7 @@ func (w *payloadWorker) startNext(ctx context.Context) (*payload.Worker, context
 	}
 	w.next = nil
 	cfg := w.base
-	cfg.Policy, cfg.Status = run.policy, w.last
+	cfg.Policy, cfg.Status, cfg.Desired, cfg.Generation = run.policy, w.last, w.release, w.generation
 	if run.status != nil {
 		cfg.Status = *run.status
 	}
@@ -346,7 +349,6 @@ func (w *payloadWorker) startNext(ctx context.Context) (*payload.Worker, context
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	w.running, w.policy, w.stop, w.started = worker, run.policy, cancel, true
-	worker.Update(w.generation, w.release)
 	return worker, wctx, nil
 }
 

@@ -202,6 +202,34 @@ func TestPayloadControllerCarriesOnFromThePersistedStatus(t *testing.T) {
 	assert.True(t, started.Equal(&st.History[0].StartedTime), "the history is the persisted one")
 }
 
+// TestPayloadControllerAppliesOnlyTheResourcesRelease: a worker started from a
+// persisted status whose release the resource no longer names (the operator was
+// down while its release went back) applies nothing of that release: it is made with
+// the resource's.
+func TestPayloadControllerAppliesOnlyTheResourcesRelease(t *testing.T) {
+	p := testPayload("1.0", 2)
+	p.Status = payload.Status{ObservedGeneration: 1, Release: payload.Release{Version: "1.1"}, State: payload.StateUpdating,
+		Interrupted: true, Total: 1, History: []payload.UpdateHistory{{State: payload.UpdatePartial, Version: "1.1"}}}
+	applied := make(chan string, 100)
+	h := newPayloadHarness(t, func(o *PayloadOptions) {
+		o.Engine.Applier = payload.ApplierFunc(func(_ context.Context, m *manifest.Manifest, _ payload.State) error {
+			version, _, _ := unstructured.NestedString(m.Object.Object, "data", "version")
+			applied <- version
+			return nil
+		})
+	}, nil, p)
+	require.NoError(t, h.reconcile())
+	h.await("the resource's release applied", func(st payload.Status) bool { return st.Release.Version == "1.0" && st.Completed > 0 })
+	for {
+		select {
+		case version := <-applied:
+			assert.Equal(t, "1.0", version, "a manifest of a release the resource no longer names was applied")
+		default:
+			return
+		}
+	}
+}
+
 func TestPayloadControllerRestartsTheWorkerOnANewPolicy(t *testing.T) {
 	h := newPayloadHarness(t, nil, nil, testPayload("1.0", 1))
 	require.NoError(t, h.reconcile())
@@ -336,8 +364,9 @@ func TestNewPayloadControllerRejectsBadOptions(t *testing.T) {
 		{name: "a For without a name", mgr: mgr, change: func(o *PayloadOptions) { o.For = &testapi.Payload{} }, want: "For has no name"},
 		{name: "no loader", mgr: mgr, change: func(o *PayloadOptions) { o.Engine.Loader = nil }, want: "Engine: "},
 		{name: "a typed nil loader", mgr: mgr, change: func(o *PayloadOptions) { o.Engine.Loader = (*fake.PayloadLoader)(nil) }, want: "Engine: "},
-		{name: "the engine's policy", mgr: mgr, change: func(o *PayloadOptions) { o.Engine.Policy.Workers = 3 }, want: "Policy and Status"},
-		{name: "the engine's status", mgr: mgr, change: func(o *PayloadOptions) { o.Engine.Status.Done = 3 }, want: "Policy and Status"},
+		{name: "the engine's policy", mgr: mgr, change: func(o *PayloadOptions) { o.Engine.Policy.Workers = 3 }, want: "Policy, Status, Desired and Generation"},
+		{name: "the engine's desired release", mgr: mgr, change: func(o *PayloadOptions) { o.Engine.Desired = payload.Release{Version: "9"} }, want: "Policy, Status, Desired and Generation"},
+		{name: "the engine's status", mgr: mgr, change: func(o *PayloadOptions) { o.Engine.Status.Done = 3 }, want: "Policy, Status, Desired and Generation"},
 		{name: "the engine's status writer", mgr: mgr, change: func(o *PayloadOptions) {
 			o.Engine.StatusWriter = &fake.PayloadStatusStore{}
 		}, want: "StatusWriter and OnResult"},

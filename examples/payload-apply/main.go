@@ -124,7 +124,10 @@ func runWorker(ctx context.Context, c *e2e.Cluster, o options, manifests, remova
 	workerCtx, stopWorker := context.WithCancel(ctx)
 	defer stopWorker()
 	var worker *payload.Worker
+	// The worker is told the release it must apply when it is made, so that it never
+	// resumes a release the persisted status names and the operator no longer wants.
 	worker, err = payload.NewWorker(payload.Config{
+		Desired: payload.Release{Version: o.release, Image: "embedded://payload-apply/manifests"}, Generation: 1,
 		Loader: payload.LoaderFunc(func(_ context.Context, desired payload.Release) (*payload.Payload, error) {
 			return e2e.ReleasePayload(manifests, removals, desired), nil
 		}),
@@ -148,7 +151,6 @@ func runWorker(ctx context.Context, c *e2e.Cluster, o options, manifests, remova
 	defer c.RunClock(ctx)()
 	done := make(chan error, 1)
 	go func() { done <- worker.Start(workerCtx) }()
-	worker.Update(1, payload.Release{Version: o.release, Image: "embedded://payload-apply/manifests"})
 	err = e2e.AwaitReconcile(ctx, c, persisted, progress, results)
 	stopWorker() // before the last status is saved, so that nothing overwrites it
 	if err = errors.Join(err, <-done); err != nil {

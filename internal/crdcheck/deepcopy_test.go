@@ -4,17 +4,20 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/converge-dev/converge"
 )
 
 // maxFillDepth stops fill in recursive types.
 const maxFillDepth = 8
 
-// fill sets every exported scalar (and metav1.Time) reachable from v to a
+// fill sets every exported scalar (and metav1.Time, converge.MicroTime) reachable from v to a
 // value derived from seed, making nil slices, maps and pointers non-empty on the way. Filling a
 // filled value with another seed changes every scalar in place, through the
 // slices, maps and pointers it already has: if a copy shares any of them with
@@ -23,8 +26,12 @@ func fill(v reflect.Value, seed, depth int) {
 	if depth > maxFillDepth {
 		return
 	}
-	if v.Type() == reflect.TypeFor[metav1.Time]() {
+	switch v.Type() {
+	case reflect.TypeFor[metav1.Time]():
 		v.Set(reflect.ValueOf(metav1.Unix(int64(seed)*1000, 0)))
+		return
+	case reflect.TypeFor[converge.MicroTime]():
+		v.Set(reflect.ValueOf(converge.NewMicroTime(time.Unix(int64(seed)*1000, int64(seed)*1000))))
 		return
 	}
 	switch v.Kind() {

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/converge-dev/converge"
 )
 
 // trustedPackages hold types that Kubernetes itself persists.
@@ -34,7 +36,7 @@ func contractProblems(t reflect.Type) []string {
 			walk(t.Elem())
 			return
 		}
-		if t.Kind() != reflect.Struct || seen[t] || trusted(t) {
+		if t.Kind() != reflect.Struct || seen[t] || trusted(t) || marshalsItself(t) {
 			return
 		}
 		seen[t] = true
@@ -75,6 +77,8 @@ func fieldTypeProblems(where string, t reflect.Type) []string {
 		return []string{where + ": time.Duration: use metav1.Duration"}
 	case t == reflect.TypeFor[time.Time]():
 		return []string{where + ": time.Time: use metav1.Time"}
+	case t == reflect.TypeFor[metav1.MicroTime]():
+		return []string{where + ": metav1.MicroTime reads no time written with seconds: use converge.MicroTime"}
 	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
 		return []string{where + ": a float: use an integer (percent, milli-units) or a string"}
 	case t.Kind() == reflect.Map && t.Elem().Kind() == reflect.Struct:
@@ -83,6 +87,14 @@ func fieldTypeProblems(where string, t reflect.Type) []string {
 		return []string{fmt.Sprintf("%s: a %s is not data: tag it json:\"-\" or leave it out", where, t.Kind())}
 	}
 	return nil
+}
+
+// marshalsItself reports whether t writes and reads its own JSON: it is one value,
+// whose schema its markers give, as controller-gen takes it, and its fields are not
+// walked.
+func marshalsItself(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return p.Implements(reflect.TypeFor[json.Marshaler]()) && p.Implements(reflect.TypeFor[json.Unmarshaler]())
 }
 
 func trusted(t reflect.Type) bool {
@@ -199,12 +211,13 @@ func objectProblems(path string, schema, obj map[string]any) []string {
 }
 
 type goodStatus struct {
-	Name       string             `json:"name"`
-	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	Wait       metav1.Duration    `json:"wait,omitempty"`
-	Since      *metav1.Time       `json:"since,omitempty"`
-	Counts     map[string]int32   `json:"counts,omitempty"`
-	Err        error              `json:"-"`
+	Name       string              `json:"name"`
+	Due        *converge.MicroTime `json:"due,omitempty"`
+	Conditions []metav1.Condition  `json:"conditions,omitempty"`
+	Wait       metav1.Duration     `json:"wait,omitempty"`
+	Since      *metav1.Time        `json:"since,omitempty"`
+	Counts     map[string]int32    `json:"counts,omitempty"`
+	Err        error               `json:"-"`
 	inner      float64
 }
 
@@ -221,6 +234,7 @@ type badStatus struct {
 	Ratio    float64               `json:"ratio"`
 	Timeout  time.Duration         `json:"timeout"`
 	When     time.Time             `json:"when"`
+	Due      metav1.MicroTime      `json:"due"`
 	ByName   map[string]goodStatus `json:"byName"`
 	Hook     func()                `json:"hook"`
 	Nested   []nested              `json:"nested"`
@@ -243,6 +257,7 @@ func TestContractProblems(t *testing.T) {
 			want: []string{
 				"crdcheck.Embedded.Share: a float: use an integer (percent, milli-units) or a string",
 				"crdcheck.badStatus.ByName: a map of structs: use a list with +listType=map",
+				"crdcheck.badStatus.Due: metav1.MicroTime reads no time written with seconds: use converge.MicroTime",
 				"crdcheck.badStatus.Hook: a func is not data: tag it json:\"-\" or leave it out",
 				"crdcheck.badStatus.Ratio: a float: use an integer (percent, milli-units) or a string",
 				"crdcheck.badStatus.Timeout: time.Duration: use metav1.Duration",
