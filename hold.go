@@ -46,3 +46,15 @@ func SortHolds(holds []Hold) []Hold {
 	holds = slices.Compact(holds)
 	return holds[:min(len(holds), MaxHolds):min(len(holds), MaxHolds)]
 }
+
+// HoldPaused is the reason of the hold every engine writes while its
+// Policy.Paused keeps it from starting work (Object ""): a rollout starts
+// no node, an add-on no install or upgrade, a payload no update. Work in
+// flight finishes. A pause is a wait, not a fault: it never turns Degraded.
+const HoldPaused = "Paused"
+
+// PausedHold returns the hold of an engine whose Policy.Paused is set; what
+// says what the pause keeps from starting ("no node is started").
+func PausedHold(what string) Hold {
+	return Hold{Reason: HoldPaused, Message: "paused: " + what}
+}

@@ -42,3 +42,11 @@ func TestSortHoldsIsWhatAStatusPersists(t *testing.T) {
 		})
 	}
 }
+
+// TestPausedHoldIsOneReasonForEveryEngine: a pause holds the whole engine
+// (Object "") under the one shared reason, saying what it keeps from
+// starting.
+func TestPausedHoldIsOneReasonForEveryEngine(t *testing.T) {
+	h := converge.PausedHold("no update is started")
+	assert.Equal(t, converge.Hold{Reason: "Paused", Message: "paused: no update is started"}, h)
+}

@@ -45,7 +45,7 @@ const (
 	// HoldPaused: Policy.Paused keeps the rollout, which has nodes to move,
 	// from starting any (Object ""). A pause alone is a wait: it neither
 	// sets Status.HeldSince nor turns Degraded.
-	HoldPaused = "Paused"
+	HoldPaused = converge.HoldPaused
 	// HoldSoaking: the node starts once every ready operand was ready for
 	// Policy.MinReadyDuration. A soak alone is a wait; beside another hold,
 	// or after one (Status.HeldSince set), it holds too, until a node moves.
@@ -100,7 +100,7 @@ func oldInstallerHold(node string) converge.Hold {
 }
 
 func pausedHold() converge.Hold {
-	return converge.Hold{Reason: HoldPaused, Message: "paused: no node is started"}
+	return converge.PausedHold("no node is started")
 }
 
 func soakingHold(node string, rev int32) converge.Hold {
