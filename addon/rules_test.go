@@ -19,7 +19,7 @@ import (
 
 // TestRuleStaleGenerationIsNeverActedOn: the engine never acts on a spec
 // generation older than one it has seen, whether it was acting at the time
-// (a claim held, a suspension, an outcome being recorded) or not; the
+// (a claim held, an outcome being recorded) or not; the
 // highest generation seen is Status.SeenGeneration, and ObservedGeneration
 // keeps its kstatus meaning (the generation the status reflects).
 func TestRuleStaleGenerationIsNeverActedOn(t *testing.T) {
