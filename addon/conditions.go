@@ -31,11 +31,6 @@ const (
 // phase; the Flux conditions were set where their outcomes were recorded.
 func (d *decider) setConditions() error {
 	st := &d.st
-	if st.SuspendedTime != nil && !d.in.Spec.Deleting {
-		d.removeCond(conditions.TypeStalled)
-		d.setCond(conditions.TypeReconciling, metav1.ConditionFalse, ReasonSuspended, st.Message)
-		return d.err
-	}
 	msg := conditions.TruncateMessage(st.Message, conditions.MaxMessageLength)
 	degraded, degradedReason, degradedMsg := metav1.ConditionFalse, conditions.ReasonAsExpected, ""
 	switch {
@@ -87,6 +82,7 @@ func (d *decider) setConditions() error {
 		degraded, degradedReason, degradedMsg = metav1.ConditionTrue, ReasonInstalledVersionMismatch, d.mismatchMessage()
 	}
 	d.setCond(conditions.TypeDegraded, degraded, degradedReason, degradedMsg)
+	d.showHold()
 	return d.err
 }
 

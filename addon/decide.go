@@ -19,8 +19,13 @@ type Input struct {
 	// Observation is what the host reported for this pass: zero for a look,
 	// or what its Driver returned for the action the previous decision chose.
 	Observation Observation
-	// Policy holds the retry, remediation, deadline and polling rules.
+	// Policy holds the retry, remediation, deadline, polling, pause and
+	// window rules.
 	Policy Policy
+	// Zones holds the location of every time zone Policy.Windows names
+	// (converge.Zones.Load; the Machine loads and keeps them), so that
+	// Decide does no I/O. A zone it lacks is invalid input.
+	Zones converge.Zones
 	// Table is the lifecycle; nil means DefaultTable.
 	Table *Table
 	// Now is the current time; stored timestamps are truncated to seconds.
@@ -59,8 +64,8 @@ type Decision struct {
 	// Result holds the events to emit, in order (each transition's reason is
 	// its trigger; Reasons lists every reason), and when to look again:
 	// RequeueNow when the next action is due at once, the time to the next
-	// retry, health check, deadline or claim expiry otherwise, and zero to
-	// wait for a change of the spec.
+	// retry, health check, deadline, claim expiry or windows' opening
+	// otherwise, and zero to wait for a change of the spec (a pause).
 	converge.Result
 	// Status is the new status to persist. It may share unchanged slices and
 	// pointers with Input.Status; Decide modifies neither.
@@ -87,9 +92,10 @@ type Decision struct {
 // With an empty Observation it looks: a stale spec generation is ignored;
 // an unexpired claim waits; an expired one is taken over (inspected first,
 // with Input.Inspect, else a lost attempt);
-// deletion, suspension, spec changes and requests fire their triggers; then
-// the pending action is returned (and claimed) if due. With an Observation
-// it records what the action did, if the claim it ran under still holds.
+// deletion, spec changes and requests fire their triggers; then the
+// pending action is returned (and claimed) if due and neither a pause nor
+// closed windows hold it. With an Observation it records what the action
+// did, if the claim it ran under still holds.
 func Decide(in Input) (Decision, error) {
 	if err := in.validate(); err != nil {
 		return Decision{}, err
@@ -101,6 +107,9 @@ func Decide(in Input) (Decision, error) {
 	if d.st.Phase == "" {
 		d.start()
 	}
+	if err := d.gate(); err != nil {
+		return Decision{}, err
+	}
 	d.staleSpec = in.Spec.Generation < max(d.st.SeenGeneration, d.st.ObservedGeneration)
 	if in.Observation.Action == ActionNone {
 		d.look()
@@ -108,6 +117,7 @@ func Decide(in Input) (Decision, error) {
 		d.record()
 	}
 	if !d.stale && d.waitUntil == nil {
+		d.markHolds()
 		if err := d.setConditions(); err != nil {
 			return Decision{}, err
 		}
@@ -174,6 +184,13 @@ type decider struct {
 	// requested is true while a reset request (not a new generation)
 	// fires a version change: it keeps the backoff of the failures before.
 	requested bool
+	// paused and closed are true when Policy.Paused or closed windows keep
+	// gated actions from starting (never during a deletion); opens is when
+	// the windows open, the zero time if no opening was found.
+	paused, closed bool
+	opens          time.Time
+	// holding is true when they hold the pending action (markHolds).
+	holding bool
 	// err is the first error a condition write reported.
 	err error
 }
@@ -211,7 +228,8 @@ func (d *decider) decision() Decision {
 		out.RequeueAfter = max(d.waitUntil.Sub(d.now.Time), RequeueNow)
 	case d.stale:
 		out.RequeueAfter = d.rules.checkInterval
-	case st.SuspendedTime != nil && !d.in.Spec.Deleting:
+	case d.holding:
+		out.RequeueAfter = d.holdRequeue()
 	case st.SeenGeneration > st.ObservedGeneration:
 		// A spec seen while a claim held, not yet acted on: a look takes
 		// it at once (the host saw it earlier and will not bring it again).

@@ -357,10 +357,8 @@ func TestRuleOneActionInFlight(t *testing.T) {
 	})
 }
 
-// TestRuleTimeAndGenerationsGoForward: a stale spec is ignored; suspension
-// moves deadlines on by the time suspended only.
+// TestRuleTimeAndGenerationsGoForward: a stale spec is ignored.
 func TestRuleTimeAndGenerationsGoForward(t *testing.T) {
-	upgrading := func(s *addon.Status) { s.ObservedGeneration = 2 }
 	runDecide(t, []decideRow{
 		{name: "a spec generation below the observed one is ignored, with an event",
 			status: st(addon.PhaseRunning, addon.ActionCheckHealth, func(s *addon.Status) { s.ObservedGeneration, s.NextAttemptTime = 3, at(tNow) }),
@@ -370,27 +368,6 @@ func TestRuleTimeAndGenerationsGoForward(t *testing.T) {
 					assert.Equal(t, int64(3), d.Status.ObservedGeneration)
 					assert.Equal(t, "StaleGeneration", d.Events[0].Reason)
 				}}},
-		{name: "suspension records its time, reason and conditions",
-			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, upgrading), spec: func(s *addon.Spec) { s.Generation, s.Version, s.Suspended = 2, "v2", true },
-			want: want{phase: addon.PhaseUpgrading, pending: addon.ActionUpgrade, reason: "Suspended",
-				check: func(t *testing.T, d addon.Decision) {
-					assert.Equal(t, at(tNow), d.Status.SuspendedTime)
-					assert.Equal(t, addon.ReasonSuspended, cond(t, d, conditions.TypeReconciling).Reason)
-					assert.Zero(t, d.RequeueAfter)
-				}}},
-		{name: "resume moves the deadline on by the time suspended",
-			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, upgrading, func(s *addon.Status) { s.SuspendedTime = at(t0.Add(4 * time.Minute)) }),
-			spec:   gen(2, "v2"), now: t0.Add(time.Hour),
-			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade, reason: "Resumed",
-				check: func(t *testing.T, d addon.Decision) {
-					assert.Equal(t, at(t0.Add(defaultUpgradeTimeout+56*time.Minute)), d.Status.Deadline)
-					assert.Nil(t, d.Status.SuspendedTime)
-					assert.Equal(t, string(addon.PhaseUpgrading), cond(t, d, conditions.TypeReconciling).Reason)
-				}}},
-		{name: "time before the suspension still counts: a deadline passed before it passes after",
-			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, upgrading, func(s *addon.Status) { s.SuspendedTime = at(t0.Add(12 * time.Minute)) }),
-			spec:   gen(2, "v2"), now: t0.Add(20 * time.Minute),
-			want: want{phase: addon.PhaseRemediating, action: addon.ActionRollback, pending: addon.ActionRollback, reason: "DeadlinePassed"}},
 	})
 }
 

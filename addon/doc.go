@@ -85,8 +85,8 @@
 //     API server moves the generation itself (fake.AddonStore.Update does,
 //     and the controller-runtime module's crtest.WithGenerations).
 //   - No generation older than one seen is acted on: Status.SeenGeneration
-//     is the highest spec generation any decision saw, while a claim held or
-//     a suspension lasted too, and a spec below it is a stale cache's,
+//     is the highest spec generation any decision saw, while a claim held
+//     too, and a spec below it is a stale cache's,
 //     ignored with a StaleGeneration warning. ObservedGeneration keeps its
 //     kstatus meaning (the generation the status reflects).
 //   - One action in flight, even across deletion: a mutating action is
@@ -127,9 +127,15 @@
 //     within its timeout, a claim taken "in the future" within ActionTimeout
 //     and ClaimGrace from now. By the clock that set it, a retry never
 //     comes sooner than its backoff, unless the phase's deadline does.
-//   - Every phase that waits has a deadline (see Policy); a suspension moves
-//     it on by the time suspended only. No healthy version is removed for
+//   - Every phase that waits has a deadline (see Policy); a pause or closed
+//     maintenance windows that hold the pending action move it on by the
+//     time held only. No healthy version is removed for
 //     being unhealthy: an unhealthy Running add-on stays Running, Degraded.
+//   - A pause (Policy.Paused) and closed maintenance windows
+//     (Policy.Windows) start no install, upgrade or test, and hold with
+//     HoldPaused or HoldWindowClosed in Status.Holds and Reconciling's
+//     reason; what runs finishes, and health checks, remediations and
+//     deletions go on. Closed windows are looked at again when they open.
 //   - Secrets in driver errors are redacted (Config.Redact, DefaultRedact)
 //     before they reach the status, the conditions or the events.
 package addon

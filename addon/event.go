@@ -19,11 +19,6 @@ const (
 	// ReasonStaleGeneration: a look ignored a spec whose generation is below
 	// one already seen, an old cache's (a Warning event).
 	ReasonStaleGeneration = "StaleGeneration"
-	// ReasonSuspended: Spec.Suspended holds the engine still (an event,
-	// Status.Reason, Reconciling False).
-	ReasonSuspended = "Suspended"
-	// ReasonResumed: a suspension ended (an event, Status.Reason).
-	ReasonResumed = "Resumed"
 	// ReasonOutcomeDiscarded: an outcome arrived under a claim the status no
 	// longer holds, and was not recorded (a Warning event).
 	ReasonOutcomeDiscarded = "OutcomeDiscarded"
@@ -74,7 +69,7 @@ const (
 // reasons is the closed list Reasons returns, sorted.
 var reasons = func() []string {
 	out := []string{
-		ReasonCreated, ReasonStaleGeneration, ReasonSuspended, ReasonResumed, ReasonOutcomeDiscarded,
+		ReasonCreated, ReasonStaleGeneration, ReasonOutcomeDiscarded, HoldPaused, HoldWindowClosed,
 		ReasonClaimExpiryBounded, ReasonClaimLost, ReasonInstalledVersionMismatch, ReasonInspectionFailed, ReasonRollbackTargetMissing, ReasonRollbackTargetUnusable, ReasonHealthUnknown,
 		ReasonUnhealthy, ReasonVersionFailed, ReasonUninstallFailing, ReasonNoDrift, ReasonTestSucceeded, ReasonTestFailed,
 		conditions.ReasonAsExpected,
@@ -91,7 +86,8 @@ var reasons = func() []string {
 
 // Reasons returns, sorted, every reason Decide writes in an event, in
 // Status.Reason or in a condition: the constants above, every Trigger,
-// every Phase, and conditions.ReasonAsExpected (Degraded False). A status
+// every Phase, the hold reasons (Reconciling while a hold keeps the pending
+// action from starting), and conditions.ReasonAsExpected (Degraded False). A status
 // written by someone else may carry a reason of its own, which Decide keeps
 // (sanitized, in the Stalled condition of a Failed add-on). The slice is
 // the caller's.

@@ -146,3 +146,35 @@ func ExampleDefaultRedact() {
 	// Output:
 	// pull https://[REDACTED]@registry.example/mesh: token=[REDACTED], status 401
 }
+
+// Maintenance windows hold an upgrade until they open: the hold says when,
+// and the decision looks again then. A rollback or a deletion would still
+// run.
+func ExamplePolicy_windows() {
+	now := time.Date(2026, 3, 28, 23, 0, 0, 0, time.UTC)
+	policy := addon.Policy{Windows: []converge.Window{
+		{Kind: converge.WindowAllow, Schedule: "30 2 * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Europe/Berlin"},
+	}}
+	zones, err := converge.Zones(nil).Load(policy.Windows) // the Machine does this once
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	d, err := addon.Decide(addon.Input{
+		Spec: addon.Spec{Name: "tke/mesh-manager", Generation: 2, Version: "v2"},
+		Status: addon.Status{Phase: addon.PhaseRunning, PendingAction: addon.ActionCheckHealth, InstalledVersion: "v1",
+			LastGoodVersion: "v1", ObservedGeneration: 1, Health: addon.HealthHealthy, NextAttemptTime: &metav1.Time{Time: now.Add(time.Minute)}},
+		Policy: policy, Zones: zones, Now: now,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(d.Status.Phase, "pending", d.Status.PendingAction+", nothing started:", d.Action == addon.ActionNone)
+	fmt.Println(d.Status.Holds[0].Reason+":", d.Status.Holds[0].Message)
+	fmt.Println("look again after", d.RequeueAfter)
+	// Output:
+	// Upgrading pending Upgrade, nothing started: true
+	// WindowClosed: the maintenance windows are closed until 2026-03-29T01:00:00Z
+	// look again after 2h0m0s
+}

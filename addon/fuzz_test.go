@@ -47,7 +47,7 @@ func FuzzDecide(f *testing.F) {
 			Verifying: actions[pick(4)], LastFailedAction: actions[pick(3)],
 			InstallFailures: int32(pick(8)), UpgradeFailures: int32(pick(8)), UninstallFailures: int32(pick(8)), Failures: int32(pick(10)),
 			LastAttemptTime: ts(), InstalledVersion: versions[pick(3)], LastGoodVersion: versions[pick(3)], FailedVersion: versions[pick(3)],
-			ObservedGeneration: int64(pick(4)), SeenGeneration: int64(pick(5)), LastResetToken: versions[pick(3)], SuspendedTime: ts(),
+			ObservedGeneration: int64(pick(4)), SeenGeneration: int64(pick(5)), LastResetToken: versions[pick(3)], HeldSince: ts(),
 			ReapplyTime: ts(),
 			Health:      []addon.Health{"", addon.HealthHealthy, addon.HealthUnhealthy, addon.HealthUnknown}[pick(4)], HealthUnknownSince: ts(),
 		}
@@ -59,7 +59,7 @@ func FuzzDecide(f *testing.F) {
 			started := metav1.NewTime(t0.Add(time.Duration(pick(40)-20) * time.Minute))
 			st.InFlight = &addon.Claim{Action: a, Owner: []string{"m1", "m2"}[pick(2)], To: versions[pick(3)], Started: started, Expires: *exp}
 		}
-		spec := addon.Spec{Name: "mesh", Generation: int64(pick(5)), Version: versions[1+pick(2)], Deleting: pick(4) == 0, Suspended: pick(4) == 0,
+		spec := addon.Spec{Name: "mesh", Generation: int64(pick(5)), Version: versions[1+pick(2)], Deleting: pick(4) == 0,
 			ResetToken: versions[pick(3)], ForceToken: versions[pick(3)]}
 		var obs addon.Observation
 		switch pick(4) {
@@ -74,6 +74,10 @@ func FuzzDecide(f *testing.F) {
 			}
 		}
 		policy := []addon.Policy{{}, {Drift: addon.DriftCorrect, Test: addon.TestPolicy{Enable: true}}, {MaxRetries: ptr.To[int32](0), UpgradeRemediation: addon.RemediationUninstall}}[pick(3)]
+		policy.Paused = pick(4) == 0
+		if pick(4) == 0 {
+			policy.Windows = fuzzWindows
+		}
 		d, err := addon.Decide(addon.Input{Spec: spec, Status: st, Observation: obs, Policy: policy, Now: t0.Add(time.Duration(pick(30)) * time.Minute), Owner: "m1"})
 		if err != nil {
 			if !errors.Is(err, converge.ErrInvalid) {
@@ -84,6 +88,9 @@ func FuzzDecide(f *testing.F) {
 		if err := d.Status.Validate(); err != nil {
 			t.Fatalf("Decide accepted %+v and returned an invalid status: %v", st, err)
 		}
+		if gated(d.Action) && !spec.Deleting && (policy.Paused || policy.Windows != nil) {
+			t.Fatalf("%s started while paused or the windows are closed", d.Action)
+		}
 		if d.Action == addon.ActionInstall && st.InstalledVersion != "" && st.Phase != "" {
 			t.Fatalf("Install chosen while %s is installed", st.InstalledVersion)
 		}
@@ -92,4 +99,14 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("a look at the stale generation %d acted (seen %d): %+v", spec.Generation, max(st.SeenGeneration, st.ObservedGeneration), d)
 		}
 	})
+}
+
+// fuzzWindows are closed at every time FuzzDecide draws: a Deny window
+// through 1 January 2026.
+var fuzzWindows = []converge.Window{{Kind: converge.WindowDeny, Schedule: "0 0 1 1 *", Duration: metav1.Duration{Duration: 24 * time.Hour}}}
+
+// gated reports whether a is what a pause or closed windows keep from
+// starting, as Policy.Paused documents it.
+func gated(a addon.Action) bool {
+	return a == addon.ActionInstall || a == addon.ActionUpgrade || a == addon.ActionTest
 }

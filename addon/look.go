@@ -7,8 +7,7 @@ import (
 )
 
 // look handles a fresh reconcile: the spec's generation, the stored waits,
-// claims (claim.go), suspension, the spec's triggers, then the pending
-// action.
+// claims (claim.go), the spec's triggers, then the pending action.
 func (d *decider) look() {
 	st := &d.st
 	spec := &d.in.Spec
@@ -26,11 +25,6 @@ func (d *decider) look() {
 	if d.claimHolds() {
 		return
 	}
-	if spec.Suspended && !spec.Deleting {
-		d.suspend()
-		return
-	}
-	d.resume()
 	reset := spec.ResetToken != "" && spec.ResetToken != st.LastResetToken
 	if reset {
 		d.reset()
@@ -43,17 +37,6 @@ func (d *decider) look() {
 	st.LastResetToken, st.LastForceToken = spec.ResetToken, spec.ForceToken
 	st.ObservedGeneration = spec.Generation
 	d.takeDue()
-}
-
-// suspend holds the engine still: the time suspended is recorded once, so
-// that resume moves the deadline on by it.
-func (d *decider) suspend() {
-	st := &d.st
-	if st.SuspendedTime == nil {
-		st.SuspendedTime = d.at(0)
-		d.event(converge.EventTypeNormal, ReasonSuspended, "reconciliation suspended in "+string(st.Phase))
-	}
-	st.Reason, st.Message = ReasonSuspended, "suspended in "+string(st.Phase)
 }
 
 // forced reports a new force request.
@@ -106,12 +89,17 @@ func (d *decider) requestChanges(reset bool) {
 // takeDue ends a phase whose deadline passed, unless the retry of a lost
 // attempt is pending (a lost attempt fails nothing, the deadline neither),
 // and takes the pending action once it is due. Deleting only ever
-// uninstalls, whatever a table row says.
+// uninstalls, whatever a table row says. A pause or closed windows hold
+// the gated actions: neither their deadline passes nor they start.
 func (d *decider) takeDue() {
 	st := &d.st
 	if p := st.PendingAction; st.Phase == PhaseDeleting && p != ActionUninstall && p != ActionNone {
 		st.PendingAction, st.NextAttemptTime = ActionUninstall, nil
 	}
+	if d.held() {
+		return
+	}
+	d.lift()
 	if st.PendingAction != ActionNone && st.Phase != PhaseChecking && d.pastDeadline() && !d.lostRetryPending() {
 		d.expire()
 	}
@@ -157,22 +145,6 @@ func (d *decider) target(a Action) string {
 		return d.st.InstalledVersion
 	}
 	return ""
-}
-
-// resume ends a suspension: the deadline moves on by the time suspended,
-// never further than the phase's timeout from now.
-func (d *decider) resume() {
-	st := &d.st
-	if st.SuspendedTime == nil {
-		return
-	}
-	suspended := d.now.Sub(st.SuspendedTime.Time)
-	if st.Deadline != nil {
-		d.setDeadline(st.Deadline.Add(max(suspended, 0)))
-	}
-	st.SuspendedTime = nil
-	st.Reason, st.Message = ReasonResumed, fmt.Sprintf("resumed in %s after %s", st.Phase, suspended)
-	d.event(converge.EventTypeNormal, ReasonResumed, st.Message)
 }
 
 // reset clears what failures recorded against the retries (Flux's resetAt);

@@ -78,10 +78,15 @@ type Machine struct {
 	drift     DriftDetector
 	tester    Tester
 	inspector Inspector
+	// zones are the locations of the time zones Policy.Windows names,
+	// loaded once by NewMachine for every decision.
+	zones converge.Zones
 }
 
-// NewMachine validates cfg and returns a Machine. The error matches
-// converge.ErrInvalid.
+// NewMachine validates cfg, loads the time zones of its Policy.Windows
+// (converge.Zones.Load: the Machine keeps them, so its decisions do no
+// I/O), and returns a Machine. The error matches converge.ErrInvalid; it
+// names a time zone that cannot be loaded.
 func NewMachine(cfg Config) (*Machine, error) {
 	problems := input.Fields(
 		input.FieldValue{Name: "Driver", Value: cfg.Driver, Required: true},
@@ -93,6 +98,9 @@ func NewMachine(cfg Config) (*Machine, error) {
 		problems = append(problems, "Table has no rows (build tables with NewTable)")
 	}
 	m := &Machine{cfg: cfg, rules: cfg.Policy.rules()}
+	zones, err := converge.Zones(nil).Load(cfg.Policy.Windows)
+	problems = append(problems, input.Problems(err, "Policy: ")...)
+	m.zones = zones
 	m.drift, _ = cfg.Driver.(DriftDetector)
 	m.tester, _ = cfg.Driver.(Tester)
 	m.inspector, _ = cfg.Driver.(Inspector)
@@ -267,7 +275,7 @@ func (m *Machine) done(log klog.Logger, res Result, d Decision) Result {
 
 func (m *Machine) decide(obj Object, obs Observation) (Decision, error) {
 	return Decide(Input{
-		Spec: obj.Spec, Status: obj.Status, Observation: obs, Policy: m.cfg.Policy, Table: m.cfg.Table,
+		Spec: obj.Spec, Status: obj.Status, Observation: obs, Policy: m.cfg.Policy, Zones: m.zones, Table: m.cfg.Table,
 		Now: m.cfg.Clock.Now(), Jitter: m.jitter(), Owner: m.cfg.Owner, Inspect: m.inspector != nil, Redact: m.cfg.Redact,
 	})
 }

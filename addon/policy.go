@@ -99,7 +99,7 @@ var defaultBackoff = converge.Backoff{
 //
 // Every phase that waits for something has a deadline (Status.Deadline),
 // set when the phase is entered (or restarted by a request, a deletion or a
-// passed deadline) and moved on by the time spent suspended:
+// passed deadline) and moved on by the time spent held (Paused, Windows):
 //
 //	phase           deadline            when it passes (default table)
 //	Initializing    InstallTimeout      DeadlinePassed: remediate, retry in Reinitializing
@@ -196,12 +196,29 @@ type Policy struct {
 	// means 10 min.
 	// +optional
 	DeleteTimeout metav1.Duration `json:"deleteTimeout,omitempty"`
+	// Paused keeps the add-on from starting an install, an upgrade (a new
+	// version, a forced or re-apply, a drift correction) or a test; it
+	// holds with HoldPaused (Status.Holds, Reconciling's reason). What
+	// already runs finishes and its outcome is recorded; health checks and
+	// inspections go on; a remediation (the rollback or uninstall after a
+	// failed install or upgrade) and a deletion still run. The phase's
+	// deadline does not run while held (Status.HeldSince), so a pause never
+	// fails the add-on by itself.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// Windows are the maintenance windows (converge.Window): while they
+	// are closed the add-on starts what Paused keeps from starting, and
+	// nothing else, holding with HoldWindowClosed until they open, when it
+	// looks again. None means always open.
+	// +optional
+	// +listType=atomic
+	Windows []converge.Window `json:"windows,omitempty"`
 }
 
 // Validate reports negative durations, MaxRetries below -1, a negative
-// MaxLostRetries, an invalid
-// Backoff (converge.Backoff.Validate), a history limit outside 0..10 and
-// values that do not apply. The error matches converge.ErrInvalid.
+// MaxLostRetries, an invalid Backoff (converge.Backoff.Validate), a history
+// limit outside 0..10, windows converge.ValidateWindows refuses and values
+// that do not apply. The error matches converge.ErrInvalid.
 func (p Policy) Validate() error {
 	var problems []string
 	if p.MaxRetries != nil && *p.MaxRetries < -1 {
@@ -243,6 +260,7 @@ func (p Policy) Validate() error {
 	default:
 		problems = append(problems, fmt.Sprintf("drift %q is not Ignore (empty), Warn or Correct", p.Drift))
 	}
+	problems = append(problems, input.Problems(converge.ValidateWindows(p.Windows), "")...)
 	return input.Invalid("addon", "policy", problems...)
 }
 

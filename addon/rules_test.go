@@ -19,7 +19,7 @@ import (
 
 // TestRuleStaleGenerationIsNeverActedOn: the engine never acts on a spec
 // generation older than one it has seen, whether it was acting at the time
-// (a claim held, a suspension, an outcome being recorded) or not; the
+// (a claim held, an outcome being recorded) or not; the
 // highest generation seen is Status.SeenGeneration, and ObservedGeneration
 // keeps its kstatus meaning (the generation the status reflects).
 func TestRuleStaleGenerationIsNeverActedOn(t *testing.T) {
@@ -44,12 +44,6 @@ func TestRuleStaleGenerationIsNeverActedOn(t *testing.T) {
 			status: st(addon.PhaseChecking, addon.ActionCheckHealth, seen4, func(s *addon.Status) { s.InstalledVersion = "v2" }), spec: gen(4, "v3"),
 			want: want{phase: addon.PhaseUpgrading, action: addon.ActionUpgrade, pending: addon.ActionUpgrade, reason: "VersionChanged",
 				check: func(t *testing.T, d addon.Decision) { claimOf(t, d, "v2", "v3") }}},
-		{name: "a generation seen while suspended is recorded",
-			status: st(addon.PhaseRunning, addon.ActionCheckHealth), spec: func(s *addon.Spec) { s.Generation, s.Version, s.Suspended = 3, "v2", true },
-			want: want{phase: addon.PhaseRunning, pending: addon.ActionCheckHealth, check: func(t *testing.T, d addon.Decision) {
-				assert.Equal(t, int64(3), d.Status.SeenGeneration)
-				assert.Equal(t, int64(1), d.Status.ObservedGeneration)
-			}}},
 		{name: "a generation seen with an outcome is recorded",
 			status: st(addon.PhaseUpgrading, addon.ActionUpgrade, upgrading, claimed(addon.ActionUpgrade, "v1", "v2")), spec: gen(5, "v3"), obs: outcome(nil),
 			want: want{phase: addon.PhaseChecking, pending: addon.ActionCheckHealth, check: func(t *testing.T, d addon.Decision) {

@@ -222,6 +222,7 @@ func (d *simDriver) mutate(ctx context.Context, a addon.Action, req addon.Reques
 	st, spec := cur.Status, cur.Spec
 	call := simCall{machine: s.running, action: a, to: req.To, fence: req.Fence}
 	s.started(call, st)
+	s.gateHeld(call, req.Spec)
 	s.protected(a, req, st, spec)
 	w.calls = append(w.calls, call)
 	defer func() {

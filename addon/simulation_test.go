@@ -45,7 +45,8 @@ const simSecret = "hunter2"
 const simSkew = 5 * time.Minute
 
 // TestSimAddon drives two Machines on one add-on through seeded schedules of
-// spec changes, deletions, suspensions, reset and force requests, driver
+// spec changes, deletions, pauses, maintenance windows (drawn per
+// schedule), reset and force requests, driver
 // failures and panics, hangs past the action timeout, unhealthy and
 // unreadable health, drift, status conflicts, reconciles from stale cache
 // reads of the spec, of the status or of both, crashes at every point
@@ -116,7 +117,10 @@ type simulation struct {
 	// (a crash).
 	running int
 	cancel  context.CancelFunc
-	world   simWorld
+	// runPaused is whether the policy of the Machine whose reconcile is on
+	// was paused when it began.
+	runPaused bool
+	world     simWorld
 	// ledger is what every mutating driver call did, by fencing token;
 	// abandoned holds the tokens of the claims whose Machine crashed.
 	ledger    map[int64]simCall
@@ -229,11 +233,18 @@ func newSimulation(seed uint64) *simulation {
 	}
 	s.world.passed = map[string]bool{}
 	s.policy = simPolicies[s.rng.IntN(len(simPolicies))]
+	s.policy.Windows = simWindows[s.rng.IntN(len(simWindows))]
 	s.limits = simLimitsOf(s.policy)
 	s.fencing = s.rng.IntN(3) > 0
 	s.skew[1] = []time.Duration{0, simSkew, -simSkew}[s.rng.IntN(3)]
 	s.store.written = s.written
 	s.store.crashed = s.crashed
+	s.newMachines()
+	return s
+}
+
+// newMachines builds the two Machines on the schedule's policy.
+func (s *simulation) newMachines() {
 	drv := &simDriver{s: s}
 	for i := range s.machines {
 		m, err := addon.NewMachine(addon.Config{Driver: drv, Store: s.store, Owner: s.id(i), Policy: s.policy,
@@ -243,7 +254,6 @@ func newSimulation(seed uint64) *simulation {
 		}
 		s.machines[i] = m
 	}
-	return s
 }
 
 // advance moves the world's clock forward by d: time passes.
@@ -422,7 +432,9 @@ func (s *simulation) changeSpec() {
 	case r == 2:
 		what, f = "deletion", func(sp *addon.Spec) { sp.Deleting = true }
 	case r == 3:
-		what, f = "suspend or resume", func(sp *addon.Spec) { sp.Suspended = !sp.Suspended }
+		s.logf("policy: paused %v", !s.policy.Paused)
+		s.setPaused(!s.policy.Paused)
+		return
 	case r == 4:
 		s.tokens++
 		tok := fmt.Sprintf("r%d", s.tokens)
@@ -445,9 +457,9 @@ func (s *simulation) reconcile(i int, obj addon.Object, stale bool) {
 	s.steps++
 	ctx, cancel := context.WithCancel(quiet)
 	defer cancel()
-	outer, outerCancel := s.running, s.cancel
-	s.running, s.cancel = i, cancel
-	defer func() { s.running, s.cancel = outer, outerCancel }()
+	outer, outerCancel, outerPaused := s.running, s.cancel, s.runPaused
+	s.running, s.cancel, s.runPaused = i, cancel, s.policy.Paused
+	defer func() { s.running, s.cancel, s.runPaused = outer, outerCancel, outerPaused }()
 	before := s.store.current().Status.InFlight
 	var res addon.Result
 	var err error
@@ -485,10 +497,13 @@ func (s *simulation) reconciled(i int, obj addon.Object, stale bool, before *add
 	}
 	w := &s.world
 	if cur := s.store.current(); err == nil && !stale && cur.Spec == obj.Spec && s.healthy(cur.Status) && w.cluster == cur.Spec.Version &&
-		!cur.Spec.Deleting && !cur.Spec.Suspended && cur.Status.PendingAction == "" && cur.Status.InFlight == nil {
+		!cur.Spec.Deleting && cur.Status.PendingAction == "" && cur.Status.InFlight == nil {
 		s.violate("the healthy %s, the version the spec asks for, is left unwatched in %s", w.cluster, cur.Status.Phase)
 	}
-	if res.RequeueAfter > s.limits.wait {
+	if cur := s.store.current(); err == nil && !stale && cur.Spec == obj.Spec {
+		s.holdsHonest(cur.Status, cur.Spec.Deleting, res.RequeueAfter)
+	}
+	if closed, opens := s.closedAt(s.machineNow()); res.RequeueAfter > s.limits.wait && !(closed && res.RequeueAfter <= opens.Sub(s.machineNow())) {
 		s.violate("m%d asks to wait %s, longer than any backoff, poll or claim of the policy (%s)", i+1, res.RequeueAfter, s.limits.wait)
 	}
 	s.logf("m%d reconciled: after %s, events %v, err %v", i+1, res.RequeueAfter, res.Events, err)
@@ -554,11 +569,12 @@ func (s *simulation) honest(st addon.Status) error {
 }
 
 // converge lets the world behave: every action succeeds and reads healthy;
-// a suspension is lifted; a Failed add-on or a stopped deletion gets one
+// a pause is lifted and closed windows are waited out; a Failed add-on or a stopped deletion gets one
 // reset, as an operator would send.
 func (s *simulation) converge() error {
-	if s.store.current().Spec.Suspended {
-		s.store.updateSpec(func(sp *addon.Spec) { sp.Suspended = false })
+	if s.policy.Paused {
+		s.logf("policy: paused false")
+		s.setPaused(false)
 	}
 	s.store.mu.Lock()
 	s.store.conflicts, s.store.crash = 0, false

@@ -20,9 +20,6 @@ type Spec struct {
 	// Deleting is true once the object has a deletion timestamp. The host
 	// keeps a finalizer until Result.Deleted.
 	Deleting bool `json:"deleting,omitempty"`
-	// Suspended holds the engine still: no action, and time suspended does
-	// not count against a phase deadline. Deletion overrides it.
-	Suspended bool `json:"suspended,omitempty"`
 	// ResetToken requests a reset (Flux's reconcile.fluxcd.io/resetAt): any
 	// new non-empty value clears the failure counters and the failed
 	// version, leaves PhaseFailed, and restarts a deletion stopped at its

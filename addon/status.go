@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/internal/input"
 )
 
@@ -18,7 +19,7 @@ type Status struct {
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 	// Reason is the trigger that caused the last transition (or why nothing
-	// moves, such as "Suspended"); Message explains it.
+	// moves, such as "ClaimLost"); Message explains it.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// +optional
@@ -30,7 +31,7 @@ type Status struct {
 	// +optional
 	NextAttemptTime *metav1.Time `json:"nextAttemptTime,omitempty"`
 	// Deadline is when the phase gives up waiting (Policy.Timeout after it
-	// was entered, moved on by the time spent suspended). Every phase that
+	// was entered, moved on by the time spent held: see HeldSince). Every phase that
 	// waits has one; Running, Failed and Deleted have none.
 	// +optional
 	Deadline *metav1.Time `json:"deadline,omitempty"`
@@ -129,8 +130,8 @@ type Status struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// SeenGeneration is the highest spec generation any decision has seen,
-	// acted on or not: one seen while a claim held or while suspended
-	// counts too. It is at least ObservedGeneration, and a spec below it is
+	// acted on or not: one seen while a claim held counts too. It is at
+	// least ObservedGeneration, and a spec below it is
 	// stale (an old cache) and ignored, so the engine never acts on a
 	// generation older than one it has seen.
 	// +optional
@@ -141,10 +142,18 @@ type Status struct {
 	LastResetToken string `json:"lastResetToken,omitempty"`
 	// +optional
 	LastForceToken string `json:"lastForceToken,omitempty"`
-	// SuspendedTime is when Spec.Suspended last held the engine still (nil
-	// while it runs). On resume the deadline moves on by the time suspended.
+	// HeldSince is when a pause or closed maintenance windows (Holds) began
+	// keeping the pending action from starting (nil while nothing holds it).
+	// The phase's deadline does not run while it is held: when the hold
+	// lifts, the deadline moves on by the time held.
 	// +optional
-	SuspendedTime *metav1.Time `json:"suspendedTime,omitempty"`
+	HeldSince *metav1.Time `json:"heldSince,omitempty"`
+	// Holds are what keeps the pending action from starting
+	// (converge.SortHolds): HoldPaused and HoldWindowClosed, Object "";
+	// nil while nothing does.
+	// +optional
+	// +listType=atomic
+	Holds []converge.Hold `json:"holds,omitempty"`
 	// Health is the last health read.
 	// +optional
 	Health Health `json:"health,omitempty"`

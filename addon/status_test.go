@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 )
 
@@ -20,7 +21,7 @@ func fullStatus() addon.Status {
 		InFlight:  &addon.Claim{Action: addon.ActionTest, Owner: "m1", From: "v2", To: "v2", Started: metav1.NewTime(t0), Expires: metav1.NewTime(t0.Add(time.Minute))},
 		Verifying: addon.ActionUpgrade, LastFailedAction: addon.ActionUpgrade, InstallFailures: 1, UpgradeFailures: 2, UninstallFailures: 3, Failures: 4,
 		LastTransitionTime: metav1.NewTime(t0), LastAttemptTime: at(t0), InstalledVersion: "v2", LastGoodVersion: "v1",
-		FailedVersion: "v3", ObservedGeneration: 4, LastResetToken: "r", LastForceToken: "f", SuspendedTime: at(t0),
+		FailedVersion: "v3", ObservedGeneration: 4, LastResetToken: "r", LastForceToken: "f", HeldSince: at(t0), Holds: []converge.Hold{converge.PausedHold("no install, upgrade or test is started")},
 		Health: addon.HealthUnknown, HealthUnknownSince: at(t0),
 		History:    []addon.Attempt{{Action: addon.ActionUpgrade, Version: "v2", Outcome: addon.OutcomeSucceeded, Started: metav1.NewTime(t0), Finished: metav1.NewTime(t0)}},
 		Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionUnknown, Reason: "Checking", LastTransitionTime: metav1.NewTime(t0)}},

@@ -132,6 +132,11 @@ func (d *decider) enter(from, to Phase, next Action, t Trigger) {
 	if from != to || restartsPhase(t) {
 		st.LastTransitionTime = d.now
 		st.Deadline = nil
+		if st.HeldSince != nil {
+			// The new deadline counts from now: time held before it is
+			// not owed to it.
+			st.HeldSince = d.at(0)
+		}
 		if to.waits() {
 			st.Deadline = d.at(d.rules.timeout(to))
 		}

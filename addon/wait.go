@@ -15,10 +15,10 @@ import (
 // than its backoff, poll interval, deadline or claim: a retry is due
 // within its backoff, a health check within its interval and no later than
 // a re-apply owed, a re-apply within its backoff, a phase's deadline within
-// its timeout (unless suspended), and a claim lapses ActionTimeout plus
+// its timeout (unless held), and a claim lapses ActionTimeout plus
 // ClaimGrace after it was taken (or after now, if it claims to be taken
 // later). Times in the future that count from the past (the last attempt,
-// unreadable health) become now.
+// unreadable health, a hold) become now.
 func (d *decider) boundWaits() {
 	st := &d.st
 	now := d.now.Time
@@ -29,10 +29,10 @@ func (d *decider) boundWaits() {
 			st.NextAttemptTime = st.ReapplyTime
 		}
 	}
-	if st.Deadline != nil && st.SuspendedTime == nil {
+	if st.Deadline != nil && st.HeldSince == nil {
 		d.setDeadline(st.Deadline.Time)
 	}
-	for _, t := range [...]**metav1.Time{&st.LastAttemptTime, &st.HealthUnknownSince} {
+	for _, t := range [...]**metav1.Time{&st.LastAttemptTime, &st.HealthUnknownSince, &st.HeldSince} {
 		if *t != nil && (*t).After(now) {
 			*t = d.at(0)
 		}

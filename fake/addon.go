@@ -258,8 +258,7 @@ func (s *AddonStore) put(obj addon.Object) addon.Object {
 
 // Update changes the spec of the add-on named name with f, keeping its
 // status, and returns it as stored; false when there is none. When f
-// changes what the API server keeps in an object's spec (Version,
-// Suspended) or marks the add-on deleted (Deleting), and leaves Generation
+// changes what the API server keeps in an object's spec (Version) or marks the add-on deleted (Deleting), and leaves Generation
 // as it was, Update moves Generation on by one, as the API server moves
 // metadata.generation: the engine takes a changed spec as news only under
 // a new generation. The reset and force tokens are annotations, which move
@@ -283,7 +282,7 @@ func (s *AddonStore) Update(name string, f func(*addon.Spec)) (addon.Object, boo
 // generation of an add-on whose spec went from was to now: a change of its
 // spec, or the deletion timestamp set.
 func movesGeneration(was, now addon.Spec) bool {
-	return was.Version != now.Version || was.Suspended != now.Suspended || !was.Deleting && now.Deleting
+	return was.Version != now.Version || !was.Deleting && now.Deleting
 }
 
 func (s *AddonStore) copyOf(obj addon.Object) addon.Object {

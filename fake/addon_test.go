@@ -181,7 +181,6 @@ func TestAddonStoreUpdateMovesTheGenerationAsTheAPIServerDoes(t *testing.T) {
 		want   int64
 	}{
 		{name: "a new version", change: func(s *addon.Spec) { s.Version = "v2" }, want: 4},
-		{name: "a suspension", change: func(s *addon.Spec) { s.Suspended = true }, want: 4},
 		{name: "a deletion", change: func(s *addon.Spec) { s.Deleting = true }, want: 4},
 		{name: "a generation set by the update is kept", change: func(s *addon.Spec) { s.Generation, s.Version = 7, "v2" }, want: 7},
 		{name: "a reset request is an annotation", change: func(s *addon.Spec) { s.ResetToken = "r1" }, want: 3},

@@ -25,18 +25,17 @@ const (
 
 // DefaultAddonSpec reads an add-on's Spec from a custom resource: Name is
 // "namespace/name" (or the name of a cluster-scoped object), Generation is
-// metadata.generation, Version is spec.version, Suspended is spec.suspend,
-// Deleting is a deletion timestamp, and the reset and force tokens are the
+// metadata.generation, Version is spec.version, Deleting is a deletion
+// timestamp, and the reset and force tokens are the
 // AnnotationResetAt and AnnotationForceAt annotations.
 func DefaultAddonSpec(obj *unstructured.Unstructured) addon.Spec {
 	version, _, _ := unstructured.NestedString(obj.Object, "spec", "version")
-	suspend, _, _ := unstructured.NestedBool(obj.Object, "spec", "suspend")
 	name := obj.GetName()
 	if obj.GetNamespace() != "" {
 		name = obj.GetNamespace() + "/" + name
 	}
 	return addon.Spec{
-		Name: name, Generation: obj.GetGeneration(), Version: version, Suspended: suspend,
+		Name: name, Generation: obj.GetGeneration(), Version: version,
 		Deleting:   obj.GetDeletionTimestamp() != nil,
 		ResetToken: obj.GetAnnotations()[AnnotationResetAt],
 		ForceToken: obj.GetAnnotations()[AnnotationForceAt],

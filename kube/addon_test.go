@@ -40,13 +40,13 @@ func addonObject(version string, annotations map[string]any) *unstructured.Unstr
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "example.com/v1", "kind": "Addon",
 		"metadata": map[string]any{"name": "mesh", "namespace": "tke", "generation": int64(2), "annotations": annotations},
-		"spec":     map[string]any{"version": version, "suspend": true},
+		"spec":     map[string]any{"version": version},
 	}}
 }
 
 func TestDefaultAddonSpec(t *testing.T) {
 	got := DefaultAddonSpec(addonObject("v2", map[string]any{AnnotationResetAt: "r1", AnnotationForceAt: "f1"}))
-	assert.Equal(t, addon.Spec{Name: "tke/mesh", Generation: 2, Version: "v2", Suspended: true, ResetToken: "r1", ForceToken: "f1"}, got)
+	assert.Equal(t, addon.Spec{Name: "tke/mesh", Generation: 2, Version: "v2", ResetToken: "r1", ForceToken: "f1"}, got)
 	cluster := addonObject("v1", nil)
 	cluster.SetNamespace("")
 	assert.Equal(t, "mesh", DefaultAddonSpec(cluster).Name, "a cluster-scoped add-on is named by its name")
@@ -57,7 +57,6 @@ func TestDefaultAddonSpec(t *testing.T) {
 func TestAddonObjectsDriveAMachine(t *testing.T) {
 	ctx := context.Background()
 	obj := addonObject("v1", nil)
-	unstructured.RemoveNestedField(obj.Object, "spec", "suspend")
 	client, objects := newAddons(t, obj)
 	clk := clocktesting.NewFakeClock(t0)
 	m, err := addon.NewMachine(addon.Config{Driver: &fake.AddonDriver{}, Store: objects, Owner: "c0", Clock: clk, Jitter: func() float64 { return 0 }})

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/internal/input"
 )
@@ -19,6 +20,11 @@ type ExploreOptions struct {
 	Policy addon.Policy
 	// Depth is how many steps from a new add-on the exploration goes.
 	Depth int
+	// Gates adds two steps: the policy is paused or resumed, and its
+	// maintenance windows close or open (a Deny window is added to
+	// Policy.Windows or taken away). Once the world behaves, for the
+	// liveness rule, neither holds.
+	Gates bool
 	// Converge is the k of the liveness rule: from every reachable state,
 	// once the world behaves, Running (healthy: at the desired version, or
 	// at the last good one after a failed upgrade) or Deleted is reached
@@ -72,8 +78,8 @@ func (e *ExploreError) Error() string {
 // the newest fencing token it took a write under. A step is one of:
 //
 //   - a look by addon.Decide after the world moved: a new version, a new spec at
-//     the same version, a deletion, a suspension or a resume, a reset or
-//     force request, time jumping to a deadline, a claim's expiry or the
+//     the same version, a deletion, a pause or resume and windows that
+//     close or open (with ExploreOptions.Gates), a reset or force request, time jumping to a deadline, a claim's expiry or the
 //     next requeue, the clock stepping back an hour, another writer
 //     stretching a claim's expiry to year 9999;
 //   - a look at a stale spec: the one before the latest generation, as an
@@ -113,8 +119,13 @@ func (e *ExploreError) Error() string {
 //     expiry the engine writes (ActionTimeout plus ClaimGrace after it was
 //     taken, or after now if that lies in the future);
 //   - no wait (RequeueAfter) is longer than the longest backoff, poll
-//     interval or claim the policy sets, and no deadline lies further than
-//     the longest phase timeout, even after the clock stepped back;
+//     interval or claim the policy sets (but for closed windows, looked
+//     at again when they open, no later), and no deadline lies further
+//     than the longest phase timeout, even after the clock stepped back;
+//   - no install, upgrade or test starts while the policy is paused or
+//     its windows are closed, but for a deletion; the status holds
+//     (Status.Holds) only while they keep the pending action, not in
+//     flight, from starting, never during a deletion;
 //   - Deleted follows a successful uninstall (or an inspection that found
 //     nothing installed), the cluster empty and nothing in flight;
 //   - the last good version and the observed generation never go back;
@@ -131,7 +142,7 @@ func (e *ExploreError) Error() string {
 //     shortest backoff, or the phase's deadline when that comes first;
 //   - nothing is stuck: the status validates, and a decision that asks for
 //     no requeue waits for the spec (Failed, Deleted, a stopped deletion, a
-//     suspension);
+//     pause that holds);
 //
 // and from every state the liveness rule of ExploreOptions.Converge. The
 // error is an *ExploreError.
@@ -145,7 +156,11 @@ func Explore(opts ExploreOptions) (ExploreReport, error) {
 	if opts.Table == nil {
 		opts.Table = addon.DefaultTable()
 	}
-	e := &explorer{opts: opts, limits: exploreLimitsOf(opts.Policy), seen: map[string]bool{}, live: map[string]bool{}, reasons: map[string]bool{}}
+	zones, err := converge.Zones(nil).Load(opts.Policy.Windows)
+	if err != nil {
+		return ExploreReport{}, err
+	}
+	e := &explorer{opts: opts, limits: exploreLimitsOf(opts.Policy), zones: zones, seen: map[string]bool{}, live: map[string]bool{}, reasons: map[string]bool{}}
 	start := exploreState{spec: addon.Spec{Name: "explore/addon", Generation: 1, Version: exploreVersions[0]}, now: exploreEpoch}
 	if opts.Replay != "" {
 		return e.replay(start)
@@ -212,6 +227,7 @@ func (e *explorer) replay(start exploreState) (ExploreReport, error) {
 type explorer struct {
 	opts        ExploreOptions
 	limits      exploreLimits
+	zones       converge.Zones
 	seen        map[string]bool
 	live        map[string]bool
 	transitions int

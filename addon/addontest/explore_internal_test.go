@@ -41,7 +41,7 @@ func TestExploreChecksWhatAStaleStatusDecides(t *testing.T) {
 		{name: "an Install claimed while v1 runs is refused", older: initializing, spec: addon.Spec{Name: spec.Name, Generation: 1, Version: "v1"}, cluster: "v1", acts: addon.ActionInstall},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := addon.Decide(e.input(tc.spec, tc.older, exploreEpoch, addon.Observation{}))
+			d, err := addon.Decide(e.input(tc.spec, tc.older, exploreEpoch, addon.Observation{}, 0))
 			require.NoError(t, err)
 			require.Equal(t, tc.acts, d.Action)
 			s := &exploreState{spec: tc.spec, older: &tc.older, now: exploreEpoch, world: exploreWorld{cluster: tc.cluster}}

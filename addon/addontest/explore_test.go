@@ -83,20 +83,24 @@ func ownTable(t *testing.T) *addon.Table {
 }
 
 // TestExploreOtherPoliciesAndTables runs the same checks on the default
-// table under other policies, and on a small table of one's own.
+// table under other policies, one of them paused and resumed and its
+// windows closed and opened (ExploreOptions.Gates), and on a small table
+// of one's own.
 func TestExploreOtherPoliciesAndTables(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		table  *addon.Table
 		policy addon.Policy
+		gates  bool
 	}{
-		{"no retries, uninstall after a failed upgrade", nil, addon.Policy{MaxRetries: ptr.To[int32](0), UpgradeRemediation: addon.RemediationUninstall}},
-		{"no remediation, unlimited retries", nil, addon.Policy{MaxRetries: ptr.To[int32](-1), InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone}},
-		{"tests and drift correction, last failure kept", nil, addon.Policy{Test: addon.TestPolicy{Enable: true}, Drift: addon.DriftCorrect, RemediateLastFailure: ptr.To(false)}},
-		{"a table of its own", ownTable(t), addon.Policy{}},
+		{"no retries, uninstall after a failed upgrade", nil, addon.Policy{MaxRetries: ptr.To[int32](0), UpgradeRemediation: addon.RemediationUninstall}, false},
+		{"no remediation, unlimited retries", nil, addon.Policy{MaxRetries: ptr.To[int32](-1), InstallRemediation: addon.RemediationNone, UpgradeRemediation: addon.RemediationNone}, false},
+		{"tests and drift correction, last failure kept", nil, addon.Policy{Test: addon.TestPolicy{Enable: true}, Drift: addon.DriftCorrect, RemediateLastFailure: ptr.To(false)}, false},
+		{"a table of its own", ownTable(t), addon.Policy{}, false},
+		{"paused and closed windows, tests and drift correction", nil, addon.Policy{Test: addon.TestPolicy{Enable: true}, Drift: addon.DriftCorrect}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			explore(t, addontest.ExploreOptions{Table: tc.table, Policy: tc.policy, Depth: 4})
+			explore(t, addontest.ExploreOptions{Table: tc.table, Policy: tc.policy, Depth: 4, Gates: tc.gates})
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	"github.com/converge-dev/converge/addon/addontest"
 )
@@ -20,8 +21,9 @@ import (
 // what Decide writes. The explorations check that no decision writes a
 // reason it does not list; here every reason it lists is written: by the
 // decisions of explorations to depth 4 under three policies, and, for what
-// they do not reach (a drift read, which the explorer does not make, and
-// states more steps away), by the decisions below.
+// they do not reach (a drift read, which the explorer does not make, states
+// more steps away, a pause and closed windows, which these explorations do
+// not draw), by the decisions below.
 func TestEveryReasonAddonListsIsWritten(t *testing.T) {
 	written := map[string]bool{}
 	for _, policy := range []addon.Policy{
@@ -44,6 +46,7 @@ func TestEveryReasonAddonListsIsWritten(t *testing.T) {
 		return s
 	}
 	v1 := addon.Spec{Name: "tke/mesh", Generation: 1, Version: "v1"}
+	v2 := addon.Spec{Name: "tke/mesh", Generation: 2, Version: "v2"}
 	for _, tc := range []struct {
 		reason string
 		in     addon.Input
@@ -55,6 +58,9 @@ func TestEveryReasonAddonListsIsWritten(t *testing.T) {
 		{string(addon.TriggerReapplyDue), addon.Input{Spec: v1, Status: running(func(s *addon.Status) { s.ReapplyTime, s.Failures = at(-time.Second), 1 })}},
 		{addon.ReasonVersionFailed, addon.Input{Spec: addon.Spec{Name: "tke/mesh", Generation: 1, Version: "v2"},
 			Status: running(func(s *addon.Status) { s.FailedVersion, s.NextAttemptTime = "v2", at(time.Minute) })}},
+		{addon.HoldPaused, addon.Input{Spec: v2, Status: running(func(*addon.Status) {}), Policy: addon.Policy{Paused: true}}},
+		{addon.HoldWindowClosed, addon.Input{Spec: v2, Status: running(func(*addon.Status) {}), Policy: addon.Policy{Windows: []converge.Window{
+			{Kind: converge.WindowDeny, Schedule: "0 12 * * *", Duration: metav1.Duration{Duration: time.Hour}}}}}},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			tc.in.Now = now

@@ -83,7 +83,7 @@ func (e *explorer) decide(in addon.Input, s *exploreState, path *step, name stri
 			return d, fail("the healthy %s is replaced by %s, which the spec (%s) does not ask for", w.cluster, c.To, s.spec.Version)
 		}
 	}
-	if e.healthy(*w) && w.cluster == s.spec.Version && !s.spec.Deleting && !s.spec.Suspended &&
+	if e.healthy(*w) && w.cluster == s.spec.Version && !s.spec.Deleting &&
 		after.PendingAction == addon.ActionNone && after.InFlight == nil && d.RequeueAfter != addon.RequeueNow {
 		return d, fail("the healthy %s, the version the spec asks for, is left unwatched in %s", w.cluster, after.Phase)
 	}
@@ -122,6 +122,9 @@ func (e *explorer) decide(in addon.Input, s *exploreState, path *step, name stri
 		return d, fail("observed generation went back from %d to %d", before.ObservedGeneration, after.ObservedGeneration)
 	}
 	if err := e.processRules(in, d, s, fail); err != nil {
+		return d, err
+	}
+	if err := e.gated(in, d, fail); err != nil {
 		return d, err
 	}
 	return d, e.bounded(in, d, fail)
@@ -209,17 +212,17 @@ func (e *explorer) spaced(in addon.Input, d addon.Decision, fail func(format str
 // policy's, and none without an end but for the spec.
 func (e *explorer) bounded(in addon.Input, d addon.Decision, fail func(format string, args ...any) error) error {
 	after := &d.Status
-	if d.RequeueAfter > e.limits.wait {
+	if d.RequeueAfter > e.limits.wait && !e.waitsForOpening(in, d) {
 		return fail("waits %s, longer than any backoff, poll or claim of the policy (%s)", d.RequeueAfter, e.limits.wait)
 	}
-	if after.Deadline != nil && after.SuspendedTime == nil && after.Deadline.Sub(in.Now) > e.limits.deadline {
+	if after.Deadline != nil && after.HeldSince == nil && after.Deadline.Sub(in.Now) > e.limits.deadline {
 		return fail("the deadline lies %s ahead, further than any phase timeout of the policy (%s)", after.Deadline.Sub(in.Now), e.limits.deadline)
 	}
 	if err := after.Validate(); err != nil {
 		return fail("stuck: %v", err)
 	}
 	waitsForSpec := after.Phase == addon.PhaseFailed || after.Phase == addon.PhaseDeleted || (after.Phase == addon.PhaseDeleting && after.PendingAction == addon.ActionNone) ||
-		(after.SuspendedTime != nil && !in.Spec.Deleting)
+		(len(after.Holds) > 0 && in.Policy.Paused)
 	if d.Action == addon.ActionNone && d.RequeueAfter == 0 && !waitsForSpec {
 		return fail("stuck: %s waits for nothing with %s pending", after.Phase, after.PendingAction)
 	}
@@ -247,7 +250,7 @@ func (e *explorer) liveness(s *exploreState) error {
 		return nil
 	}
 	cur := *s
-	cur.spec.Suspended = false
+	cur.gate = 0
 	requested := false
 	var visited []string
 	fail := func(err error) error { return e.broken(s.path, "converging", "Decide failed: %v", err) }
@@ -275,7 +278,7 @@ func (e *explorer) liveness(s *exploreState) error {
 			}
 			requested = true
 		}
-		d, err := addon.Decide(e.input(cur.spec, cur.status, cur.now, addon.Observation{}))
+		d, err := addon.Decide(e.input(cur.spec, cur.status, cur.now, addon.Observation{}, cur.gate))
 		if err != nil {
 			return fail(err)
 		}
@@ -312,7 +315,7 @@ func (e *explorer) behave(s *exploreState, obs addon.Observation) error {
 			obs.Err = errFenced
 		}
 		s.world = e.observed(s.world, obs)
-		d, err := addon.Decide(e.input(s.spec, s.status, s.now, obs))
+		d, err := addon.Decide(e.input(s.spec, s.status, s.now, obs, s.gate))
 		if err != nil {
 			return err
 		}

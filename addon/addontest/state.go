@@ -36,6 +36,9 @@ type exploreState struct {
 	// and records its outcome.
 	running *addon.Claim
 	paused  bool
+	// gate holds the pause and closed windows the state draws (gatePaused,
+	// gateClosed).
+	gate uint8
 	// once marks what happens at most once a path: onceClockBack,
 	// onceStretched.
 	once uint8
@@ -201,7 +204,8 @@ func (e *explorer) keyValues(k *stateKey, s *exploreState) {
 	if st.Mismatch != nil {
 		k.str("m:" + st.Mismatch.Version)
 	}
-	for _, f := range [...]bool{s.spec.Deleting, s.spec.Suspended, s.spec.ResetToken != "" && s.spec.ResetToken != st.LastResetToken,
+	k.num(int64(s.gate))
+	for _, f := range [...]bool{s.spec.Deleting, s.spec.ResetToken != "" && s.spec.ResetToken != st.LastResetToken,
 		s.spec.ForceToken != "" && s.spec.ForceToken != st.LastForceToken, s.prev.Deleting, w.read, w.tested, w.blind, s.paused} {
 		k.flag(f)
 	}
@@ -218,12 +222,12 @@ func (e *explorer) keyTimes(k *stateKey, s *exploreState) {
 	long := -(e.limits.deadline + e.limits.wait)
 	k.rel("n", timeOf(st.NextAttemptTime), 0)
 	k.rel("r", timeOf(st.ReapplyTime), 0)
-	if st.SuspendedTime != nil && st.Deadline != nil {
-		k.b.WriteString("ds" + strconv.FormatInt(int64(max(st.Deadline.Sub(st.SuspendedTime.Time), 0)/time.Second), 10) + ";")
+	if st.HeldSince != nil && st.Deadline != nil {
+		k.b.WriteString("ds" + strconv.FormatInt(int64(max(st.Deadline.Sub(st.HeldSince.Time), 0)/time.Second), 10) + ";")
 	} else {
 		k.rel("d", timeOf(st.Deadline), 0)
 	}
-	k.rel("s", timeOf(st.SuspendedTime), long)
+	k.rel("s", timeOf(st.HeldSince), long)
 	k.rel("a", timeOf(st.LastAttemptTime), long)
 	k.rel("h", timeOf(st.HealthUnknownSince), long)
 	for _, c := range [...]*addon.Claim{st.InFlight, s.running} {

@@ -28,6 +28,12 @@ func (e *explorer) worlds() []world {
 		s.spec.Version = version
 		return true
 	}
+	gate := func(g uint8) func(s *exploreState) bool {
+		return func(s *exploreState) bool {
+			s.gate ^= g
+			return e.opts.Gates
+		}
+	}
 	return []world{
 		{name: "look", move: func(*exploreState) bool { return true }},
 		{name: "new version", move: func(s *exploreState) bool { return newGeneration(s, otherVersion(s.spec.Version)) }},
@@ -39,13 +45,8 @@ func (e *explorer) worlds() []world {
 			s.spec.Deleting = true
 			return true
 		}},
-		{name: "suspend or resume", move: func(s *exploreState) bool {
-			if s.spec.Deleting {
-				return false
-			}
-			s.spec.Suspended = !s.spec.Suspended
-			return true
-		}},
+		{name: "pause or resume", move: gate(gatePaused)},
+		{name: "windows close or open", move: gate(gateClosed)},
 		{name: "reset", move: func(s *exploreState) bool {
 			s.spec.ResetToken = newToken("r", s.status.LastResetToken)
 			return true
@@ -203,7 +204,7 @@ func (x *expansion) look(w world) error {
 	if w.stale {
 		looked = moved.prev
 	}
-	in := e.input(looked, moved.status, moved.now, addon.Observation{})
+	in := e.input(looked, moved.status, moved.now, addon.Observation{}, moved.gate)
 	d, err := e.decide(in, &moved, s.path, w.name)
 	if err != nil {
 		return err
@@ -276,7 +277,7 @@ func (e *explorer) lookStale(s *exploreState) error {
 	fail := func(format string, args ...any) error {
 		return e.broken(s.path, "a look at the status before the latest write", format, args...)
 	}
-	in := e.input(s.spec, *s.older, s.now, addon.Observation{})
+	in := e.input(s.spec, *s.older, s.now, addon.Observation{}, s.gate)
 	d, err := addon.Decide(in)
 	if err != nil {
 		return fail("Decide failed: %v", err)
@@ -291,8 +292,10 @@ func (e *explorer) lookStale(s *exploreState) error {
 	return e.bounded(in, d, fail)
 }
 
-func (e *explorer) input(spec addon.Spec, st addon.Status, now time.Time, obs addon.Observation) addon.Input {
-	return addon.Input{Spec: spec, Status: st, Observation: obs, Policy: e.opts.Policy, Table: e.opts.Table, Now: now, Owner: "explorer", Inspect: true}
+// input is what Decide is given for spec, st, now and obs under the gates
+// of gate.
+func (e *explorer) input(spec addon.Spec, st addon.Status, now time.Time, obs addon.Observation, gate uint8) addon.Input {
+	return addon.Input{Spec: spec, Status: st, Observation: obs, Policy: e.policy(gate), Zones: e.zones, Table: e.opts.Table, Now: now, Owner: "explorer", Inspect: true}
 }
 
 // recorded is s once the Driver returned obs and Decide, given spec,
@@ -305,11 +308,11 @@ func (e *explorer) recorded(spec addon.Spec, s exploreState, obs addon.Observati
 		obs.Err = errFenced
 	}
 	s.world = e.observed(s.world, obs)
-	d, err := e.decide(e.input(spec, s.status, s.now, obs), &s, s.path, name)
+	d, err := e.decide(e.input(spec, s.status, s.now, obs, s.gate), &s, s.path, name)
 	if err == nil && d.Action == addon.ActionInspect {
 		read := inspections(s.world)[0].obs
 		s.world = e.observed(s.world, read)
-		d, err = e.decide(e.input(spec, d.Status, s.now, read), &s, s.path, name+", then the inspection")
+		d, err = e.decide(e.input(spec, d.Status, s.now, read, s.gate), &s, s.path, name+", then the inspection")
 	}
 	s.write(d.Status)
 	return s, err

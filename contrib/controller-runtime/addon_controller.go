@@ -289,12 +289,11 @@ func (s *addonStore) patchFinalizer(ctx context.Context, finalizer string, chang
 	return nil
 }
 
-// addonSpec is the engine's spec of obj: its AddonVersion and, when it is
-// an AddonSuspender, whether it is suspended; its name, generation and
-// deletion from its metadata; a reset or a forced re-apply from kube's
-// annotations.
+// addonSpec is the engine's spec of obj: its AddonVersion; its name,
+// generation and deletion from its metadata; a reset or a forced re-apply
+// from kube's annotations.
 func addonSpec(obj AddonObject) addon.Spec {
-	spec := addon.Spec{
+	return addon.Spec{
 		Name:       keyString(client.ObjectKeyFromObject(obj)),
 		Generation: obj.GetGeneration(),
 		Version:    obj.AddonVersion(),
@@ -302,8 +301,4 @@ func addonSpec(obj AddonObject) addon.Spec {
 		ResetToken: obj.GetAnnotations()[kube.AnnotationResetAt],
 		ForceToken: obj.GetAnnotations()[kube.AnnotationForceAt],
 	}
-	if s, ok := obj.(AddonSuspender); ok {
-		spec.Suspended = s.AddonSuspended()
-	}
-	return spec
 }

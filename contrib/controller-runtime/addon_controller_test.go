@@ -182,15 +182,16 @@ func TestAddonControllerReconciles(t *testing.T) {
 			assert.Equal(t, []string{"other.example.com/keep"}, get(t, c).Finalizers)
 			assert.Empty(t, driver.Recorded(), "the engine waits for the finalizer")
 		}},
-		{name: "a suspended add-on is left alone", run: func(t *testing.T) {
+		{name: "a paused add-on starts no install", run: func(t *testing.T) {
 			a := testAddon("v1")
-			a.Spec.Suspend = true
+			a.Spec.Policy.Paused = true
 			c := newTestClient(t, a)
 			mgr, _ := testManager(t, c, nil)
 			driver := &fake.AddonDriver{}
 			_, err := reconcileAddon(t, mgr, addonOptions(driver), 3)
 			require.NoError(t, err)
 			assert.Empty(t, driver.Recorded())
+			assert.Equal(t, []converge.Hold{converge.PausedHold("no install, upgrade or test is started")}, get(t, c).Status.Holds)
 		}},
 		{name: "a missing resource is nothing to do", run: func(t *testing.T) {
 			mgr, _ := testManager(t, newTestClient(t), nil)
@@ -208,24 +209,16 @@ func TestAddonSpecReadsTheObject(t *testing.T) {
 	now := metav1.Now()
 	a := testAddon("v3")
 	a.Generation = 7
-	a.Spec.Suspend = true
 	a.DeletionTimestamp = &now
 	a.Annotations = map[string]string{kube.AnnotationResetAt: "r1", kube.AnnotationForceAt: "f1"}
-	assert.Equal(t, addon.Spec{Name: "ns/mesh", Generation: 7, Version: "v3", Deleting: true, Suspended: true,
+	assert.Equal(t, addon.Spec{Name: "ns/mesh", Generation: 7, Version: "v3", Deleting: true,
 		ResetToken: "r1", ForceToken: "f1"}, addonSpec(a))
 
-	cluster := &unsuspendable{Addon: *testAddon("v1")}
+	cluster := testAddon("v1")
 	cluster.Namespace = ""
-	cluster.Spec.Suspend = true
 	assert.Equal(t, addon.Spec{Name: "mesh", Generation: 1, Version: "v1"}, addonSpec(cluster),
-		"a cluster-scoped add-on is named by its name; a type without AddonSuspended is never suspended")
+		"a cluster-scoped add-on is named by its name")
 }
-
-// unsuspendable is an AddonObject that is no AddonSuspender.
-type unsuspendable struct{ testapi.Addon }
-
-// AddonSuspended hides the promoted AddonSuspender method with another shape.
-func (unsuspendable) AddonSuspended() {}
 
 func TestAddonControllerWatches(t *testing.T) {
 	deployments := appsv1.SchemeGroupVersion.WithKind("Deployment")

@@ -19,8 +19,7 @@
 //
 // The resource's Go type tells the controller where its engine's inputs
 // and status are through a small accessor interface, RolloutObject,
-// AddonObject (with AddonSuspender when it can be suspended) or
-// PayloadObject: its spec's policy, the revision, version or release to
+// AddonObject or PayloadObject: its spec's policy, the revision, version or release to
 // reach, and its status field:
 //
 //	func (a *Addon) AddonPolicy() addon.Policy  { return a.Spec.Policy }

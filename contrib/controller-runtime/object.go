@@ -49,9 +49,9 @@ type RolloutObject interface {
 // The rest of the engine's addon.Spec comes from the object's metadata: its
 // name ("namespace/name", or "name" when cluster-scoped), generation and
 // deletion timestamp, and a reset or forced re-apply requested with the
-// annotations kube.AnnotationResetAt and kube.AnnotationForceAt. A type that
-// can be suspended implements AddonSuspender too. The kind needs a status
-// subresource.
+// annotations kube.AnnotationResetAt and kube.AnnotationForceAt. Its
+// policy pauses it (addon.Policy.Paused) and gives its maintenance windows
+// (addon.Policy.Windows). The kind needs a status subresource.
 type AddonObject interface {
 	client.Object
 	// AddonPolicy is the add-on's policy (its spec's).
@@ -61,14 +61,6 @@ type AddonObject interface {
 	// AddonStatus is the object's status field, which the controller reads
 	// and writes.
 	AddonStatus() *addon.Status
-}
-
-// AddonSuspender is implemented by an AddonObject whose spec can hold the
-// engine still (addon.Spec.Suspended); without it, an add-on is never
-// suspended.
-type AddonSuspender interface {
-	// AddonSuspended reports whether the add-on is suspended.
-	AddonSuspended() bool
 }
 
 // PayloadObject is the custom resource whose release NewPayloadController

@@ -81,7 +81,6 @@ type Addon struct {
 // AddonSpec is the add-on's version and how to keep it.
 type AddonSpec struct {
 	Version string       `json:"version,omitempty"`
-	Suspend bool         `json:"suspend,omitempty"`
 	Policy  addon.Policy `json:"policy,omitempty"`
 }
 
@@ -93,9 +92,6 @@ func (a *Addon) AddonVersion() string { return a.Spec.Version }
 
 // AddonStatus implements crconverge.AddonObject.
 func (a *Addon) AddonStatus() *addon.Status { return &a.Status }
-
-// AddonSuspended implements crconverge.AddonSuspender.
-func (a *Addon) AddonSuspended() bool { return a.Spec.Suspend }
 
 // DeepCopyObject implements runtime.Object.
 func (a *Addon) DeepCopyObject() runtime.Object {

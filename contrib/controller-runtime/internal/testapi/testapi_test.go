@@ -68,9 +68,9 @@ func TestAccessorsReadTheSpecAndWriteTheStatus(t *testing.T) {
 	r.RolloutStatus().LatestAvailableRevision = 3
 	assert.Equal(t, int32(3), r.Status.LatestAvailableRevision)
 
-	a := &Addon{Spec: AddonSpec{Version: "v2", Suspend: true}}
+	a := &Addon{Spec: AddonSpec{Version: "v2", Policy: addon.Policy{Paused: true}}}
 	assert.Equal(t, "v2", a.AddonVersion())
-	assert.True(t, a.AddonSuspended())
+	assert.True(t, a.AddonPolicy().Paused)
 	a.AddonStatus().InstalledVersion = "v1"
 	assert.Equal(t, "v1", a.Status.InstalledVersion)
 

@@ -11,10 +11,8 @@ type AddonSpec struct {
 	// Version is the add-on version to run.
 	// +kubebuilder:validation:MinLength=1
 	Version string `json:"version"`
-	// Suspend holds the add-on where it is.
-	// +optional
-	Suspend bool `json:"suspend,omitempty"`
-	// Policy tunes retries, remediation and deadlines.
+	// Policy tunes retries, remediation and deadlines, pauses the add-on
+	// (policy.paused) and gives its maintenance windows (policy.windows).
 	// +optional
 	Policy addon.Policy `json:"policy,omitempty"`
 }
@@ -43,10 +41,6 @@ func (a *Addon) AddonVersion() string { return a.Spec.Version }
 
 // AddonStatus is the Addon's status field (crconverge.AddonObject).
 func (a *Addon) AddonStatus() *addon.Status { return &a.Status }
-
-// AddonSuspended reports whether the Addon is held where it is
-// (crconverge.AddonSuspender).
-func (a *Addon) AddonSuspended() bool { return a.Spec.Suspend }
 
 // AddonList is a list of Addons.
 //

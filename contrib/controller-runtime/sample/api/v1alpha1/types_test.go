@@ -46,10 +46,9 @@ func TestDeepCopySharesNothing(t *testing.T) {
 
 // Each resource is the object its configured controller reconciles.
 var (
-	_ crconverge.RolloutObject  = (*Rollout)(nil)
-	_ crconverge.AddonObject    = (*Addon)(nil)
-	_ crconverge.AddonSuspender = (*Addon)(nil)
-	_ crconverge.PayloadObject  = (*Payload)(nil)
+	_ crconverge.RolloutObject = (*Rollout)(nil)
+	_ crconverge.AddonObject   = (*Addon)(nil)
+	_ crconverge.PayloadObject = (*Payload)(nil)
 )
 
 func TestAccessorsReadTheSpecAndTheStatusField(t *testing.T) {
@@ -59,9 +58,9 @@ func TestAccessorsReadTheSpecAndTheStatusField(t *testing.T) {
 	ro.RolloutStatus().LatestAvailableRevision = 4
 	assert.Equal(t, int32(4), ro.Status.LatestAvailableRevision, "the status accessor is the field itself")
 
-	ad := &Addon{Spec: AddonSpec{Version: "v2", Suspend: true, Policy: addon.Policy{MaxRetries: ptr.To[int32](3)}}}
+	ad := &Addon{Spec: AddonSpec{Version: "v2", Policy: addon.Policy{MaxRetries: ptr.To[int32](3), Paused: true}}}
 	assert.Equal(t, "v2", ad.AddonVersion())
-	assert.True(t, ad.AddonSuspended())
+	assert.True(t, ad.AddonPolicy().Paused)
 	assert.Equal(t, int32(3), *ad.AddonPolicy().MaxRetries)
 	ad.AddonStatus().Phase = addon.PhaseRunning
 	assert.Equal(t, addon.PhaseRunning, ad.Status.Phase)
