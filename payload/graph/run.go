@@ -240,9 +240,10 @@ func (r *graphRun) claimLocked(ctx context.Context) (int32, bool) {
 			r.stop()
 			break
 		}
-		head, _ := r.claims.load()
-		r.schedule.refill(head, 1, spareRoots)
-		r.claims.publish(len(r.schedule.queue))
+		if p, ok := r.claims.claim(); ok {
+			return r.queue[p], true
+		}
+		r.refill(1)
 		if p, ok := r.claims.claim(); ok {
 			return r.queue[p], true
 		}
@@ -259,11 +260,13 @@ func (r *graphRun) claimLocked(ctx context.Context) (int32, bool) {
 // made ready and wakes idle workers for them but one, which the caller claims; the
 // caller holds mu.
 func (r *graphRun) finish(ctx context.Context, k int32, err error, completed int) {
-	r.schedule.settle(r.claims.limit(r.schedule.ahead))
+	head, tail := r.claims.load()
+	if tail > head+r.schedule.ahead {
+		head = r.claims.limit(r.schedule.ahead)
+	}
+	r.schedule.settle(head)
 	ready := r.schedule.finish(k, err)
-	head, _ := r.claims.load()
-	r.schedule.refill(head, 0, spareRoots)
-	head = r.claims.publish(len(r.schedule.queue))
+	head = r.refill(0)
 	if r.count(ctx, ready-1-completed) {
 		return
 	}
@@ -271,6 +274,18 @@ func (r *graphRun) finish(ctx context.Context, k int32, err error, completed int
 	for extra := min(startable-1, r.idle); extra > 0; extra-- {
 		r.cond.Signal()
 	}
+}
+
+// refill queues what the schedule gives for the claims so far, at least need nodes
+// when it has them, publishes them and returns the head. The caller holds mu, so the
+// tail changes only here.
+func (r *graphRun) refill(need int) int {
+	head, tail := r.claims.load()
+	r.schedule.refill(head, need, spareRoots)
+	if len(r.schedule.queue) == tail {
+		return head
+	}
+	return r.claims.publish(len(r.schedule.queue))
 }
 
 // count adds delta to the outstanding nodes and ends the run when none is left,
