@@ -26,6 +26,9 @@
 // graph (862 manifests, 74 components, a 74-manifest critical path), scheduled in
 // simulated time, CriticalPathFirst ends within 1.01× of the lower bound max(N·L/w,
 // critical path·L) at every pool of 1 to 16 workers, where LowestIndexFirst reaches
-// 1.43× at 12 and 1.30× at 16 (BenchmarkInstallSchedule). A run costs a heap operation
-// per node plus its edges, with a constant number of allocations (BenchmarkRunGraph).
+// 1.43× at 12 and 1.30× at 16 (BenchmarkInstallSchedule). Workers claim queued nodes
+// with one atomic operation each and take a lock only to queue more, to finish a node
+// with dependents or a failure, and to wait, in the schedule's order to the node: a run
+// costs a claim per node and a heap operation per node with dependents plus its
+// edges, with a constant number of allocations (BenchmarkRunGraph).
 package graph

@@ -47,13 +47,13 @@ func (s *schedule) init(g *Graph, opts Options) {
 	n := len(g.nodes)
 	s.graph = g
 	s.remaining = slices.Clone(g.indegree)
-	s.ready = readyHeap{ids: make([]int32, 0, n), roots: g.roots}
+	s.ready = readyHeap{size: n, roots: g.roots}
+	s.queue = make([]int32, 0, n)
 	if opts.Priority == CriticalPathFirst {
 		s.ready.key, s.ready.roots = g.critical, g.criticalRoots
 		return
 	}
 	s.ahead = max(opts.Workers, 1)
-	s.queue = make([]int32, 0, n)
 	s.dispatch()
 }
 
@@ -89,25 +89,64 @@ func (s *schedule) startable() int {
 	return s.ready.len()
 }
 
-// finish records the end of node k: a failure, or dependents that may now be ready.
-func (s *schedule) finish(k int32, err error) {
+// finish records the end of node k: a failure, or dependents that may now be ready,
+// whose number it returns.
+func (s *schedule) finish(k int32, err error) int {
 	if err != nil {
 		s.errs = append(s.errs, nodeError{node: k, err: err})
-		return
+		return 0
 	}
+	ready := 0
 	for _, o := range s.graph.nodes[k].out {
 		if s.remaining[o]--; s.remaining[o] == 0 {
 			s.ready.push(int32(o))
+			ready++
 		}
 	}
 	if s.ahead > 0 {
 		s.dispatch()
 	}
+	return ready
+}
+
+// Run's workers take queued nodes without the lock: queue[:head] are claimed, and
+// the queue may run past the dispatch window. Nodes queued while only roots are
+// ready start in the order they would start if queued one by one at their claims,
+// as long as no node becomes ready meanwhile; before one does, settle gives back
+// those beyond the window, so the order stays next's, exactly.
+
+// refill dispatches what the claims of queue[:head] owe, queues nodes until need
+// wait whatever the priority, then up to spare more while only roots are ready.
+func (s *schedule) refill(head, need, spare int) {
+	s.head = head
+	s.dispatch()
+	for len(s.queue)-head < need && s.ready.len() > 0 {
+		s.queue = append(s.queue, s.ready.pop())
+	}
+	r := &s.ready
+	for len(r.ids) == 0 && r.next < len(r.roots) && len(s.queue)-head < max(s.ahead, need)+spare {
+		s.queue = append(s.queue, r.roots[r.next])
+		r.next++
+	}
+}
+
+// settle prepares a node's finish once queue[:head] are claimed: the roots queued
+// beyond the dispatch window go back in front of the ready heap (no claim beyond
+// head can take them now), and the window is dispatched.
+func (s *schedule) settle(head int) {
+	if keep := head + s.ahead; len(s.queue) > keep {
+		s.ready.next -= len(s.queue) - keep
+		s.queue = s.queue[:keep]
+	}
+	s.head = head
+	s.dispatch()
 }
 
 // readyHeap is a min-heap of node indexes, ordered by key when key is set, in front of
-// which the roots wait in order: a graph of independent nodes pops in constant time.
+// which the roots wait in order: a graph of independent nodes pops in constant time,
+// and allocates nothing for the heap.
 type readyHeap struct {
+	size  int // the number of nodes, what the heap holds at most
 	ids   []int32
 	key   []int64
 	roots []int32 // sorted by less; roots[next:] are ready
@@ -124,6 +163,9 @@ func (h *readyHeap) less(a, b int32) bool {
 }
 
 func (h *readyHeap) push(v int32) {
+	if h.ids == nil {
+		h.ids = make([]int32, 0, h.size)
+	}
 	h.ids = append(h.ids, v)
 	s := h.ids
 	for i := len(s) - 1; i > 0; {
