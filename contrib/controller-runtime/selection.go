@@ -2,6 +2,7 @@ package crconverge
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,10 +22,11 @@ type selection struct {
 
 // checkSelection checks a controller's namespaces and selector for objects
 // of prototype's kind, which c says is namespaced or not, and returns the
-// selection with what is wrong with it.
+// selection with what is wrong with it. A nil slice is a selector (labels'
+// NewSelector, which matches everything); a nil pointer is not.
 func checkSelection(c client.Client, prototype client.Object, namespaces []string, selector labels.Selector) (selection, []string) {
 	var problems []string
-	if selector != nil && check.IsNil(selector) {
+	if v := reflect.ValueOf(selector); selector != nil && v.Kind() == reflect.Pointer && v.IsNil() {
 		problems = append(problems, fmt.Sprintf("Selector holds a nil %T", selector))
 	}
 	if slices.Contains(namespaces, "") {
