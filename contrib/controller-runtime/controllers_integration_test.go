@@ -124,7 +124,9 @@ func TestRolloutControllerOnTheAPIServer(t *testing.T) {
 	require.NoError(t, c.Create(ctx, ro))
 	t.Cleanup(func() { require.NoError(t, c.Delete(context.Background(), ro)) })
 
+	seen := map[string][]types.UID{}
 	eventually(t, "both nodes run revision 1", func(ctx context.Context) (bool, error) {
+		installerOwners(t, c, ns, seen)
 		testKubelet(t, c, ns, time.Now())
 		got := &testapi.Rollout{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ro), got); err != nil {
@@ -137,19 +139,30 @@ func TestRolloutControllerOnTheAPIServer(t *testing.T) {
 		return done, nil
 	})
 	eventually(t, "the engine's events are about the Rollout", eventAbout(c, "rollout-controller", ns, "NodeCurrentRevisionChanged"))
-	assertInstallersOwnedBy(t, c, ns, ro.UID)
+	assertOwnedBy(t, seen, ro.UID)
 }
 
-// assertInstallersOwnedBy checks that every installer pod of ns has the
-// one owner uid.
-func assertInstallersOwnedBy(t *testing.T, c client.Client, ns string, uid types.UID) {
+// installerOwners records the owners' UIDs of each installer pod of ns
+// (the engine deletes an installer once its attempt ended: the test looks
+// while they run).
+func installerOwners(t *testing.T, c client.Client, ns string, seen map[string][]types.UID) {
 	t.Helper()
 	var installers corev1.PodList
 	require.NoError(t, c.List(context.Background(), &installers, client.InNamespace(ns), client.MatchingLabels{kube.LabelApp: "installer"}))
-	require.NotEmpty(t, installers.Items)
 	for _, p := range installers.Items {
-		require.Len(t, p.OwnerReferences, 1, p.Name)
-		assert.Equal(t, uid, p.OwnerReferences[0].UID, "%s is owned by its rollout", p.Name)
+		seen[p.Name] = nil
+		for _, o := range p.OwnerReferences {
+			seen[p.Name] = append(seen[p.Name], o.UID)
+		}
+	}
+}
+
+// assertOwnedBy checks that each installer seen has the one owner uid.
+func assertOwnedBy(t *testing.T, seen map[string][]types.UID, uid types.UID) {
+	t.Helper()
+	require.NotEmpty(t, seen, "installers seen")
+	for name, owners := range seen {
+		assert.Equal(t, []types.UID{uid}, owners, "%s is owned by its rollout", name)
 	}
 }
 
@@ -179,7 +192,9 @@ func TestRolloutControllerActsOnlyOnWhatItOwnsOnTheAPIServer(t *testing.T) {
 	elsewhere, unlabelled := tenant(otherNS, "etcd", core), tenant(ns, "stray", nil)
 	owned := tenant(ns, "etcd", core)
 
+	seen := map[string][]types.UID{}
 	eventually(t, "both nodes of the owned rollout run revision 1", func(ctx context.Context) (bool, error) {
+		installerOwners(t, c, ns, seen)
 		testKubelet(t, c, ns, time.Now())
 		got := &testapi.TenantRollout{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(owned), got); err != nil {
@@ -192,7 +207,7 @@ func TestRolloutControllerActsOnlyOnWhatItOwnsOnTheAPIServer(t *testing.T) {
 		return done, nil
 	})
 	eventually(t, "the events are about the owned rollout", eventAbout(c, "tenantrollout-controller", "etcd", "NodeCurrentRevisionChanged"))
-	assertInstallersOwnedBy(t, c, ns, owned.UID)
+	assertOwnedBy(t, seen, owned.UID)
 	for _, ro := range []*testapi.TenantRollout{elsewhere, unlabelled} {
 		got := &testapi.TenantRollout{}
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ro), got))
