@@ -45,9 +45,9 @@ type RolloutObject interface {
 // resource whose spec names its operand, installer image, node selector,
 // namespace or owner; without it, every object of the kind has
 // RolloutOptions.Pods. Installer pods are named after the revision and the
-// node alone ("installer-<revision>-<node>"), so two rollouts whose pods
-// share a namespace and nodes would share installers: give each its own
-// namespace or nodes.
+// node alone ("installer-<revision>-<node>", a retry's with its count), so
+// two rollouts whose pods share a namespace and nodes would share
+// installers: give each its own namespace or nodes.
 type RolloutPodsConfigurer interface {
 	// RolloutPods returns the object's pods configuration, given the
 	// controller's (a copy of RolloutOptions.Pods, its own to change):
