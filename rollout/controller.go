@@ -51,6 +51,10 @@ type Config struct {
 	// again): a host prints, logs or records the plan. It must not change
 	// the decision.
 	OnDecision func(Decision)
+	// Generation is the generation of the resource Policy and the latest
+	// revision come from (Input.Generation; 0: none): the status'
+	// ObservedGeneration follows it up.
+	Generation int64
 }
 
 // Controller is the thin shell around Decide: each Sync reads the status
@@ -91,6 +95,9 @@ func NewController(cfg Config) (*Controller, error) {
 	)
 	if cfg.ConflictRetries < 0 {
 		problems = append(problems, fmt.Sprintf("ConflictRetries %d is negative", cfg.ConflictRetries))
+	}
+	if cfg.Generation < 0 {
+		problems = append(problems, fmt.Sprintf("Generation %d is negative", cfg.Generation))
 	}
 	problems = append(problems, input.Problems(cfg.Policy.Validate(), "Policy: ")...)
 	if err := input.Invalid("rollout", "config", problems...); err != nil {
@@ -149,7 +156,7 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 		return 0, err
 	}
 	d, err := c.decide(ctx, Input{Status: st, Observation: obs, Policy: c.cfg.Policy, Now: c.cfg.Clock.Now(),
-		Jitter: c.cfg.Jitter(), Gated: c.cfg.Gate != nil}, aligned)
+		Jitter: c.cfg.Jitter(), Gated: c.cfg.Gate != nil, Generation: c.cfg.Generation}, aligned)
 	if err != nil {
 		return 0, err
 	}

@@ -31,6 +31,11 @@ type Input struct {
 	// start would create: "" admits the node, any other text holds it and
 	// says why.
 	Admissions map[string]string
+	// Generation is the generation of the resource the policy and the
+	// latest revision come from (its metadata.generation; 0 when the host
+	// has none): the decided status' ObservedGeneration, which never goes
+	// down. A negative generation is refused.
+	Generation int64
 }
 
 // Decision is the whole decision of one sync, the rollout plan, made by
@@ -146,6 +151,9 @@ func validateInput(in *Input, aligned []NodeObservation) error {
 	if in.Now.IsZero() {
 		return input.Invalidf("rollout", "input", input.ZeroNow)
 	}
+	if in.Generation < 0 {
+		return input.Invalidf("rollout", "input", "negative Generation %d", in.Generation)
+	}
 	if aligned != nil {
 		return validateAligned(in.Status.NodeStatuses, aligned)
 	}
@@ -161,7 +169,8 @@ func newDecider(in Input) decider {
 	st := in.Status
 	x := decider{in: in, d: Decision{Latest: st.LatestAvailableRevision}, budget: budget{down: -1}}
 	x.d.Status = Status{LatestAvailableRevision: st.LatestAvailableRevision, HeldSince: st.HeldSince,
-		InstallersToDelete: slices.Clone(st.InstallersToDelete), Conditions: slices.Clone(st.Conditions)}
+		InstallersToDelete: slices.Clone(st.InstallersToDelete), Conditions: slices.Clone(st.Conditions),
+		ObservedGeneration: max(st.ObservedGeneration, in.Generation)}
 	for _, inst := range x.d.Status.InstallersToDelete {
 		x.deleting = setAdd(x.deleting, inst.Node)
 		x.mayRun = setAdd(x.mayRun, inst.Node)
@@ -202,7 +211,7 @@ func (x *decider) conclude() error {
 	}
 	x.d.StatusChanged = conditionsChanged || !sameNodeSlice(x.nodes, st.NodeStatuses) ||
 		len(out.InstallersToDelete) != len(st.InstallersToDelete) || !timeEqual(out.HeldSince, st.HeldSince) ||
-		!slices.Equal(out.Holds, st.Holds)
+		!slices.Equal(out.Holds, st.Holds) || out.ObservedGeneration != st.ObservedGeneration
 	x.d.Final = *out
 	x.d.Final.InstallersToDelete = nil
 	for _, s := range x.d.Steps {

@@ -127,6 +127,11 @@ type Status struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// ObservedGeneration is the generation of the resource whose policy
+	// and revision this status has taken into account (Input.Generation,
+	// kstatus's observedGeneration); it only goes forward.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // InTransition reports whether the node is moving to a target revision.

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -92,19 +93,27 @@ func eventAbout(c client.Client, controller, name, reason string) func(ctx conte
 	}
 }
 
+// readyNodes creates two ready nodes labelled rollout=ns, deleted when the
+// test ends.
+func readyNodes(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, suffix := range []string{"a", "b"} {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + suffix, Labels: map[string]string{"rollout": ns}}}
+		require.NoError(t, c.Create(ctx, n))
+		t.Cleanup(func() { require.NoError(t, c.Delete(ctx, n)) })
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+		require.NoError(t, c.Status().Update(ctx, n))
+	}
+}
+
 // TestRolloutControllerOnTheAPIServer rolls revision 1 out to two nodes
 // through NewRolloutController under a manager, with the test as the
 // kubelet, and records the engine's events about the Rollout.
 func TestRolloutControllerOnTheAPIServer(t *testing.T) {
 	ctx := context.Background()
 	c, ns := typedClient(t)
-	for _, suffix := range []string{"a", "b"} {
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + suffix, Labels: map[string]string{"rollout": ns}}}
-		require.NoError(t, c.Create(ctx, n))
-		t.Cleanup(func() { require.NoError(t, c.Delete(context.Background(), n)) })
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
-		require.NoError(t, c.Status().Update(ctx, n))
-	}
+	readyNodes(t, c, ns)
 	runManager(t, func(mgr manager.Manager) error {
 		_, err := NewRolloutController(mgr, RolloutOptions{For: &testapi.Rollout{}, Pods: kube.RolloutPodsConfig{
 			Namespace: ns, Operand: "etcd", InstallerPod: installerTemplate, NodeSelector: labels.SelectorFromSet(labels.Set{"rollout": ns}),
@@ -115,7 +124,9 @@ func TestRolloutControllerOnTheAPIServer(t *testing.T) {
 	require.NoError(t, c.Create(ctx, ro))
 	t.Cleanup(func() { require.NoError(t, c.Delete(context.Background(), ro)) })
 
+	seen := map[string][]types.UID{}
 	eventually(t, "both nodes run revision 1", func(ctx context.Context) (bool, error) {
+		installerOwners(t, c, ns, seen)
 		testKubelet(t, c, ns, time.Now())
 		got := &testapi.Rollout{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ro), got); err != nil {
@@ -128,6 +139,89 @@ func TestRolloutControllerOnTheAPIServer(t *testing.T) {
 		return done, nil
 	})
 	eventually(t, "the engine's events are about the Rollout", eventAbout(c, "rollout-controller", ns, "NodeCurrentRevisionChanged"))
+	assertOwnedBy(t, seen, ro.UID)
+}
+
+// installerOwners records the owners' UIDs of each installer pod of ns
+// (the engine deletes an installer once its attempt ended: the test looks
+// while they run).
+func installerOwners(t *testing.T, c client.Client, ns string, seen map[string][]types.UID) {
+	t.Helper()
+	var installers corev1.PodList
+	require.NoError(t, c.List(context.Background(), &installers, client.InNamespace(ns), client.MatchingLabels{kube.LabelApp: "installer"}))
+	for _, p := range installers.Items {
+		seen[p.Name] = nil
+		for _, o := range p.OwnerReferences {
+			seen[p.Name] = append(seen[p.Name], o.UID)
+		}
+	}
+}
+
+// assertOwnedBy checks that each installer seen has the one owner uid.
+func assertOwnedBy(t *testing.T, seen map[string][]types.UID, uid types.UID) {
+	t.Helper()
+	require.NotEmpty(t, seen, "installers seen")
+	for name, owners := range seen {
+		assert.Equal(t, []types.UID{uid}, owners, "%s is owned by its rollout", name)
+	}
+}
+
+// TestRolloutControllerActsOnlyOnWhatItOwnsOnTheAPIServer: a controller of
+// one namespace and the label team=core rolls the TenantRollout it owns
+// out to its two nodes, with installers in the rollout's namespace owned by
+// it, and leaves alone a labelled rollout of another namespace and an
+// unlabelled one of its own: no status, no installer, no event.
+func TestRolloutControllerActsOnlyOnWhatItOwnsOnTheAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c, ns := typedClient(t)
+	_, otherNS := typedClient(t)
+	readyNodes(t, c, ns)
+	tenant := func(namespace, name string, lbls map[string]string) *testapi.TenantRollout {
+		ro := &testapi.TenantRollout{Rollout: *testRollout(name, 1)}
+		ro.Namespace, ro.Labels = namespace, lbls
+		ro.Spec.Operand, ro.Spec.NodeSelector = "etcd", map[string]string{"rollout": ns}
+		require.NoError(t, c.Create(ctx, ro))
+		return ro
+	}
+	core := map[string]string{"team": "core"}
+	runManager(t, func(mgr manager.Manager) error {
+		_, err := NewRolloutController(mgr, RolloutOptions{For: &testapi.TenantRollout{}, Pods: kube.RolloutPodsConfig{InstallerPod: installerTemplate},
+			Namespaces: []string{ns}, Selector: labels.SelectorFromSet(core)})
+		return err
+	})
+	elsewhere, unlabelled := tenant(otherNS, "etcd", core), tenant(ns, "stray", nil)
+	owned := tenant(ns, "etcd", core)
+
+	seen := map[string][]types.UID{}
+	eventually(t, "both nodes of the owned rollout run revision 1", func(ctx context.Context) (bool, error) {
+		installerOwners(t, c, ns, seen)
+		testKubelet(t, c, ns, time.Now())
+		got := &testapi.TenantRollout{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(owned), got); err != nil {
+			return false, err
+		}
+		done := len(got.Status.NodeStatuses) == 2 && got.Status.ObservedGeneration == got.Generation
+		for _, n := range got.Status.NodeStatuses {
+			done = done && n.CurrentRevision == 1 && n.TargetRevision == 0
+		}
+		return done, nil
+	})
+	eventually(t, "the events are about the owned rollout", eventAbout(c, "tenantrollout-controller", "etcd", "NodeCurrentRevisionChanged"))
+	assertOwnedBy(t, seen, owned.UID)
+	for _, ro := range []*testapi.TenantRollout{elsewhere, unlabelled} {
+		got := &testapi.TenantRollout{}
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ro), got))
+		assert.Equal(t, ro.ResourceVersion, got.ResourceVersion, "%s is not written", client.ObjectKeyFromObject(ro))
+		assert.Zero(t, got.Status.ObservedGeneration)
+	}
+	var pods corev1.PodList
+	require.NoError(t, c.List(ctx, &pods, client.InNamespace(otherNS)))
+	assert.Empty(t, pods.Items, "no installer of the rollout in another namespace")
+	var evs eventsv1.EventList
+	require.NoError(t, c.List(ctx, &evs))
+	for _, e := range evs.Items {
+		assert.False(t, e.Regarding.Namespace == otherNS || e.Regarding.Name == "stray", "an event about %s/%s", e.Regarding.Namespace, e.Regarding.Name)
+	}
 }
 
 // configMapDriver installs an add-on as a ConfigMap "addon-<name>" owned by

@@ -43,6 +43,7 @@ func newTestClient(t *testing.T, objs ...client.Object) client.WithWatch {
 	mapper := meta.NewDefaultRESTMapper(nil)
 	for kind, scope := range map[schema.GroupVersionKind]meta.RESTScope{
 		testapi.GroupVersion.WithKind("Rollout"):             meta.RESTScopeRoot,
+		testapi.GroupVersion.WithKind("TenantRollout"):       meta.RESTScopeNamespace,
 		testapi.GroupVersion.WithKind("Addon"):               meta.RESTScopeNamespace,
 		testapi.GroupVersion.WithKind("Payload"):             meta.RESTScopeNamespace,
 		corev1.SchemeGroupVersion.WithKind("Node"):           meta.RESTScopeRoot,
@@ -55,7 +56,7 @@ func newTestClient(t *testing.T, objs ...client.Object) client.WithWatch {
 		mapper.Add(kind, scope)
 	}
 	return fake.NewClientBuilder().WithScheme(testScheme(t)).WithRESTMapper(mapper).
-		WithStatusSubresource(&testapi.Rollout{}, &testapi.Addon{}, &testapi.Payload{}).WithObjects(objs...).Build()
+		WithStatusSubresource(&testapi.Rollout{}, &testapi.TenantRollout{}, &testapi.Addon{}, &testapi.Payload{}).WithObjects(objs...).Build()
 }
 
 // testManager returns crtest's manager on c, recording events in a new

@@ -43,11 +43,26 @@
 //     resource, such as an invalid policy, a terminal error (the resource
 //     waits for a change);
 //   - watches its kind and what its engine reads: the rollout controller
-//     nodes and the pods of its namespace (each reconciles every rollout),
+//     nodes (each reconciles every rollout) and pods (each reconciles the
+//     rollouts whose pods live in its namespace),
 //     the add-on controller the kinds it Owns (an object reconciles its
 //     controller owner) and Watches (mapped by MapWatched: a Helm release's
 //     objects carry no owner reference), the payload controller its one
 //     resource.
+//
+// The rollout controller acts only on the objects it owns, those of
+// RolloutOptions.Namespaces that RolloutOptions.Selector selects: its
+// watches pass no event of another object and its reconcile checks the
+// object again, so another object is never reconciled, written or told
+// about, whatever the cache holds. Its pods configuration is the
+// controller's, RolloutOptions.Pods, unless the resource's type is a
+// RolloutPodsConfigurer, which gives each object its own (its operand,
+// installer pod, node selector, namespace or owner); the installers'
+// controller owner is the rollout object, so that deleting it deletes
+// them, wherever an owner reference can name it (not across namespaces).
+// RolloutOptions.Policy lies under each resource's policy: a field the
+// resource leaves zero takes the controller's default. The status'
+// observedGeneration is the resource's generation it acted on.
 //
 // The add-on controller keeps a finalizer on the resource until the engine
 // reports the add-on uninstalled. The payload controller runs one

@@ -35,11 +35,12 @@ func exampleClient(objs ...client.Object) client.WithWatch {
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = testapi.AddToScheme(scheme)
 	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(testapi.GroupVersion.WithKind("TenantRollout"), meta.RESTScopeNamespace)
 	mapper.Add(testapi.GroupVersion.WithKind("Addon"), meta.RESTScopeNamespace)
 	mapper.Add(testapi.GroupVersion.WithKind("Payload"), meta.RESTScopeNamespace)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
 	return fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).
-		WithStatusSubresource(&testapi.Rollout{}, &testapi.Addon{}, &testapi.Payload{}).WithObjects(objs...).Build()
+		WithStatusSubresource(&testapi.Rollout{}, &testapi.TenantRollout{}, &testapi.Addon{}, &testapi.Payload{}).WithObjects(objs...).Build()
 }
 
 // The rollout controller's first reconcile of a Rollout at revision 1 on

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
 	"github.com/converge-dev/converge/rollout"
 )
@@ -37,6 +38,23 @@ type RolloutObject interface {
 	// RolloutStatus is the object's status field, which the controller
 	// reads and writes.
 	RolloutStatus() *rollout.Status
+}
+
+// RolloutPodsConfigurer is implemented by a RolloutObject that says where
+// its own installers run and what its operand is, as an operator's
+// resource whose spec names its operand, installer image, node selector,
+// namespace or owner; without it, every object of the kind has
+// RolloutOptions.Pods. Installer pods are named after the revision and the
+// node alone ("installer-<revision>-<node>", a retry's with its count), so
+// two rollouts whose pods share a namespace and nodes would share
+// installers: give each its own namespace or nodes.
+type RolloutPodsConfigurer interface {
+	// RolloutPods returns the object's pods configuration, given the
+	// controller's (a copy of RolloutOptions.Pods, its own to change):
+	// typically base with the fields the object's spec sets replaced. Its
+	// Client, Pods and Nodes stay nil; an Owner left nil is the object
+	// itself where it can own the pods (see NewRolloutController).
+	RolloutPods(base kube.RolloutPodsConfig) kube.RolloutPodsConfig
 }
 
 // AddonObject is a custom resource that NewAddonController keeps installed:

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -187,6 +188,9 @@ func TestRolloutControllerWatches(t *testing.T) {
 	assert.Equal(t, "rollout", b.name, "named after its kind by default")
 }
 
+// nilSelector is a labels.Selector that a nil pointer can hold.
+type nilSelector struct{ labels.Selector }
+
 // strayRollout is a RolloutObject that no scheme knows.
 type strayRollout struct{ testapi.Rollout }
 
@@ -228,6 +232,11 @@ func TestNewRolloutControllerRejectsBadOptions(t *testing.T) {
 			o.Engine.Operands = rollout.OperandReaderFunc(nil)
 		}, want: "Operands"},
 		{name: "the engine's policy", mgr: mgr, change: func(o *RolloutOptions) { o.Engine.Policy.MaxUnavailable = 2 }, want: "Engine.Policy is the resource's"},
+		{name: "the engine's generation", mgr: mgr, change: func(o *RolloutOptions) { o.Engine.Generation = 1 }, want: "Engine.Generation is the resource's"},
+		{name: "an invalid default policy", mgr: mgr, change: func(o *RolloutOptions) { o.Policy.MaxUnavailable = -1 }, want: "Policy: "},
+		{name: "a typed nil selector", mgr: mgr, change: func(o *RolloutOptions) { o.Selector = (*nilSelector)(nil) }, want: "Selector holds a nil"},
+		{name: "an empty namespace", mgr: mgr, change: func(o *RolloutOptions) { *o = tenantOptions(); o.Namespaces = []string{"a", ""} }, want: `Namespaces holds ""`},
+		{name: "namespaces of a cluster-scoped kind", mgr: mgr, change: func(o *RolloutOptions) { o.Namespaces = []string{"a"} }, want: "cluster-scoped"},
 		{name: "a typed nil clock", mgr: mgr, change: func(o *RolloutOptions) { o.Engine.Clock = (*clocktesting.FakePassiveClock)(nil) }, want: "Engine: "},
 		{name: "negative conflict retries", mgr: mgr, change: func(o *RolloutOptions) { o.Engine.ConflictRetries = -1 }, want: "Engine: "},
 		{name: "a typed nil recorder", mgr: mgr, change: func(o *RolloutOptions) { o.Recorder = (*eventLog)(nil) }, want: "Recorder holds a nil"},
@@ -263,4 +272,55 @@ func TestRolloutControllerRefusesANilStatusField(t *testing.T) {
 	_, err = ctrl.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKey{Name: "etcd"}})
 	assert.ErrorIs(t, err, reconcile.TerminalError(nil))
 	assert.ErrorContains(t, err, "status accessor")
+}
+
+// TestRolloutControllerPolicyAndGeneration: the controller's default
+// policy lies under the resource's, and the status observes the
+// resource's generation.
+func TestRolloutControllerPolicyAndGeneration(t *testing.T) {
+	ctx := context.Background()
+	key := client.ObjectKey{Name: "etcd"}
+	tests := []struct {
+		name       string
+		own        rollout.Policy
+		def        rollout.Policy
+		wantPaused bool
+	}{
+		{name: "a default pause holds a resource that sets none", def: rollout.Policy{Paused: true}, wantPaused: true},
+		{name: "a resource's pause holds under a default without one", own: rollout.Policy{Paused: true}, wantPaused: true},
+		{name: "no pause on either side rolls out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ro := testRollout("etcd", 1)
+			ro.Spec.Policy = tt.own
+			c := crtest.WithGenerations(newTestClient(t, readyNode("a", corev1.ConditionTrue, nil)), &testapi.Rollout{})
+			require.NoError(t, c.Create(ctx, ro))
+			ro.Spec.Revision = 2
+			require.NoError(t, c.Update(ctx, ro)) // generation 2
+			mgr, _ := testManager(t, c, nil)
+			opts := rolloutOptions()
+			opts.Policy = tt.def
+			ctrl, err := NewRolloutController(mgr, opts)
+			require.NoError(t, err)
+			_, err = ctrl.Reconcile(ctx, reconcile.Request{NamespacedName: key})
+			require.NoError(t, err)
+			got := &testapi.Rollout{}
+			require.NoError(t, c.Get(ctx, key, got))
+			assert.Equal(t, int64(2), got.Status.ObservedGeneration)
+			var holds []string
+			for _, h := range got.Status.Holds {
+				holds = append(holds, h.Reason)
+			}
+			var pods corev1.PodList
+			require.NoError(t, c.List(ctx, &pods))
+			if tt.wantPaused {
+				assert.Equal(t, []string{rollout.HoldPaused}, holds)
+				assert.Empty(t, pods.Items, "no installer while paused")
+			} else {
+				assert.Empty(t, holds)
+				assert.Len(t, pods.Items, 1)
+			}
+		})
+	}
 }

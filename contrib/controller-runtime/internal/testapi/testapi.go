@@ -5,11 +5,15 @@
 package testapi
 
 import (
+	"maps"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
 	"github.com/converge-dev/converge/rollout"
 )
@@ -19,7 +23,8 @@ var GroupVersion = schema.GroupVersion{Group: "test.converge.dev", Version: "v1"
 
 // AddToScheme registers the test resources with a scheme.
 func AddToScheme(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &Rollout{}, &RolloutList{}, &Addon{}, &AddonList{}, &Payload{}, &PayloadList{})
+	s.AddKnownTypes(GroupVersion, &Rollout{}, &RolloutList{}, &TenantRollout{}, &TenantRolloutList{},
+		&Addon{}, &AddonList{}, &Payload{}, &PayloadList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }
@@ -32,10 +37,13 @@ type Rollout struct {
 	Status            rollout.Status `json:"status,omitempty"`
 }
 
-// RolloutSpec is the revision to roll out and how.
+// RolloutSpec is the revision to roll out and how; a TenantRollout's names
+// its operand and nodes too.
 type RolloutSpec struct {
-	Revision int32          `json:"revision,omitempty"`
-	Policy   rollout.Policy `json:"policy,omitempty"`
+	Revision     int32             `json:"revision,omitempty"`
+	Policy       rollout.Policy    `json:"policy,omitempty"`
+	Operand      string            `json:"operand,omitempty"`
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 }
 
 // RolloutPolicy implements crconverge.RolloutObject.
@@ -52,6 +60,7 @@ func (r *Rollout) DeepCopyObject() runtime.Object {
 	out := *r
 	r.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	r.Spec.Policy.DeepCopyInto(&out.Spec.Policy)
+	out.Spec.NodeSelector = maps.Clone(r.Spec.NodeSelector)
 	r.Status.DeepCopyInto(&out.Status)
 	return &out
 }
@@ -66,6 +75,41 @@ type RolloutList struct {
 // DeepCopyObject implements runtime.Object.
 func (l *RolloutList) DeepCopyObject() runtime.Object {
 	out := &RolloutList{TypeMeta: l.TypeMeta, Items: copyItems(l.Items)}
+	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	return out
+}
+
+// TenantRollout is a namespaced Rollout that names its own operand: its
+// installers and operand pods live in its namespace, their operand is
+// Spec.Operand, their nodes those Spec.NodeSelector selects.
+type TenantRollout struct {
+	Rollout `json:",inline"`
+}
+
+// RolloutPods implements crconverge.RolloutPodsConfigurer.
+func (r *TenantRollout) RolloutPods(base kube.RolloutPodsConfig) kube.RolloutPodsConfig {
+	base.Namespace, base.Operand, base.OperandPodName = r.Namespace, r.Spec.Operand, nil
+	if len(r.Spec.NodeSelector) > 0 {
+		base.NodeSelector = labels.SelectorFromSet(r.Spec.NodeSelector)
+	}
+	return base
+}
+
+// DeepCopyObject implements runtime.Object.
+func (r *TenantRollout) DeepCopyObject() runtime.Object {
+	return &TenantRollout{Rollout: *r.Rollout.DeepCopyObject().(*Rollout)}
+}
+
+// TenantRolloutList is a list of TenantRollouts.
+type TenantRolloutList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TenantRollout `json:"items"`
+}
+
+// DeepCopyObject implements runtime.Object.
+func (l *TenantRolloutList) DeepCopyObject() runtime.Object {
+	out := &TenantRolloutList{TypeMeta: l.TypeMeta, Items: copyItems(l.Items)}
 	l.ListMeta.DeepCopyInto(&out.ListMeta)
 	return out
 }

@@ -7,9 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/converge-dev/converge/addon"
+	"github.com/converge-dev/converge/kube"
 	"github.com/converge-dev/converge/payload"
 	"github.com/converge-dev/converge/rollout"
 )
@@ -20,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestAddToSchemeRegistersEveryKind(t *testing.T) {
 	s := runtime.NewScheme()
 	require.NoError(t, AddToScheme(s))
-	for _, kind := range []string{"Rollout", "RolloutList", "Addon", "AddonList", "Payload", "PayloadList"} {
+	for _, kind := range []string{"Rollout", "RolloutList", "TenantRollout", "TenantRolloutList", "Addon", "AddonList", "Payload", "PayloadList"} {
 		assert.True(t, s.Recognizes(GroupVersion.WithKind(kind)), kind)
 	}
 }
@@ -78,4 +80,19 @@ func TestAccessorsReadTheSpecAndWriteTheStatus(t *testing.T) {
 	assert.Equal(t, payload.Release{Version: "4.15.1"}, p.PayloadRelease())
 	p.PayloadStatus().ObservedGeneration = 4
 	assert.Equal(t, int64(4), p.Status.ObservedGeneration)
+}
+
+// A TenantRollout's copy shares nothing either, its node selector included;
+// its pods live in its namespace.
+func TestTenantRollout(t *testing.T) {
+	r := &TenantRollout{Rollout: Rollout{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"},
+		Spec: RolloutSpec{Operand: "kv", NodeSelector: map[string]string{"role": "db"}}}}
+	c := r.DeepCopyObject().(*TenantRollout)
+	c.Spec.NodeSelector["role"] = "web"
+	assert.Equal(t, "db", r.Spec.NodeSelector["role"])
+	cfg := r.RolloutPods(kube.RolloutPodsConfig{Namespace: "operand", Operand: "etcd"})
+	assert.Equal(t, "team-a", cfg.Namespace)
+	assert.Equal(t, "kv", cfg.Operand)
+	assert.True(t, cfg.NodeSelector.Matches(labels.Set{"role": "db"}))
+	assert.False(t, cfg.NodeSelector.Matches(labels.Set{"role": "web"}))
 }

@@ -13,6 +13,7 @@ import (
 
 // +kubebuilder:rbac:groups=sample.converge.dev,resources=rollouts,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sample.converge.dev,resources=rollouts/status,verbs=get;update
+// +kubebuilder:rbac:groups=sample.converge.dev,resources=rollouts/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 
