@@ -111,7 +111,7 @@ func DesiredConditions(st Status, holds []converge.Hold, p Policy, now time.Time
 }
 
 // failureRank orders failure reasons for Degraded: the first present names it.
-var failureRank = []string{ReasonOperandFailedFallback, ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonOperandFailed, ReasonOperandNotReady}
+var failureRank = []string{ReasonOperandFailedFallback, ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonInstallerCreateFailed, ReasonOperandFailed, ReasonOperandNotReady}
 
 // degraded groups the nodes whose failure is still in their way by revision,
 // then adds regressed and missing operands and a hold past its limit.

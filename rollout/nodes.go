@@ -47,9 +47,10 @@ func (x *decider) node(i int) {
 	}
 	x.identity(i)
 	n, o := x.nodes[i], x.views[i]
-	// A node in transition between attempts that is up is taken down by its
-	// next installer: only within MaxUnavailable.
-	up := n.InTransition() && !installing(&n, &o) && !o.Unreachable && !isDown(&n, &o) && !x.mayRun[n.NodeName]
+	// A node in transition between attempts, or whose ordered installer no
+	// observation showed, that is up is taken down by its next installer:
+	// only within MaxUnavailable.
+	up := n.InTransition() && (!installing(&n, &o) || awaitsCreate(&n, &o)) && !o.Unreachable && !isDown(&n, &o) && !x.mayRun[n.NodeName]
 	self := x.self(i)
 	held := up && x.in.Policy.overBudget(x.downCount(), self)
 	nin := NodeInput{Latest: x.d.Latest, Observation: o, Policy: x.in.Policy, Now: x.in.Now,

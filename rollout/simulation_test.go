@@ -65,7 +65,20 @@ type simHost struct {
 	store      *fake.RolloutStatusStore
 	crashAfter int // -1: no crash pending
 	dead       bool
-	acted      int // EnsureInstaller and DeleteInstaller calls
+	acted      int                 // EnsureInstaller and DeleteInstaller calls
+	refused    []rollout.Installer // the creates the host refused, not yet in the ledger
+	shown      map[string]bool     // the installer pods a host call showed the engine
+}
+
+func (h *simHost) GetInstaller(ctx context.Context, inst rollout.Installer) (rollout.InstallerState, error) {
+	if h.dead {
+		return rollout.InstallerState{}, errCrash
+	}
+	st, err := h.RolloutCluster.GetInstaller(ctx, inst)
+	if err == nil && st.Phase != rollout.InstallerNotFound {
+		h.shown[inst.Name] = true
+	}
+	return st, err
 }
 
 func (h *simHost) GetStatus(ctx context.Context) (rollout.Status, string, error) {
@@ -94,7 +107,11 @@ func (h *simHost) EnsureInstaller(ctx context.Context, inst rollout.Installer) e
 		return errCrash
 	}
 	h.acted++
-	return h.RolloutCluster.EnsureInstaller(ctx, inst)
+	err := h.RolloutCluster.EnsureInstaller(ctx, inst)
+	if err != nil {
+		h.refused = append(h.refused, inst)
+	}
+	return err
 }
 
 func (h *simHost) DeleteInstaller(ctx context.Context, inst rollout.Installer) error {
@@ -173,6 +190,7 @@ type simRun struct {
 	failures    map[nodeRev]simFailure            // the failed attempts the world saw, not tried again since
 	installed   map[string]int32                  // the revision the last installer that succeeded on each node installed
 	podMachine  map[string]string                 // the UID of the machine each installer was created for
+	lateInstall map[string]int32                  // the revision an installer installed after the engine retired it, by node
 	reported    map[*rollout.OperandFallback]bool // the startup monitor's fallbacks an event reported
 	written     int                               // store writes already checked
 	prev        rollout.Status                    // the status persisted before the writes not yet checked
@@ -216,8 +234,8 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 		cluster.FallbackAfter = 2 + rng.IntN(3)
 	}
 	store := fake.NewRolloutStatusStore(2, 1, names...)
-	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, crashAfter: -1},
-		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, reported: map[*rollout.OperandFallback]bool{},
+	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, crashAfter: -1, shown: map[string]bool{}},
+		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, lateInstall: map[string]int32{}, reported: map[*rollout.OperandFallback]bool{},
 		nodeSeq: n, verbose: verbose}
 	r.policy = rollout.Policy{MaxUnavailable: int32(1 + rng.IntN(2))}
 	if rng.IntN(2) == 0 {
@@ -471,8 +489,14 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 			r.logf("  decision on it: %s", r.decision())
 		}
 	}
+	for _, inst := range r.host.refused {
+		r.failed(inst.Node, inst.Revision, r.minRetry)
+	}
+	r.host.refused = r.host.refused[:0]
 	newPods := r.host.Created[created:]
 	for _, inst := range newPods {
+		delete(r.host.shown, inst.Name) // a new pod: a name may be used again
+		delete(r.lateInstall, inst.Node)
 		r.lastCreated[inst.Node] = inst.Name
 		r.podMachine[inst.Name] = r.host.UIDs[inst.Node]
 		if p, ok := r.host.Pods[inst.Name]; ok && !r.quiet && r.rng.IntN(2) == 0 {
@@ -976,7 +1000,8 @@ func (r *simRun) checkEvents(before simSnapshot) error {
 			got[1]++
 		case rollout.ReasonNodeTargetRevisionChanged:
 			got[2]++
-		case rollout.ReasonInstallerPodFailed, rollout.ReasonInstallerPodDisappeared, rollout.ReasonOperandFailed, rollout.ReasonOperandNotReady:
+		case rollout.ReasonInstallerPodFailed, rollout.ReasonInstallerPodDisappeared, rollout.ReasonInstallerCreateFailed,
+			rollout.ReasonOperandFailed, rollout.ReasonOperandNotReady:
 			got[3]++
 		case rollout.ReasonNodeRevisionRegressed:
 			got[4]++
@@ -1022,13 +1047,16 @@ func (r *simRun) checkTick(before simSnapshot) error {
 		// superseded) that fails later is no attempt of the node failing.
 		retired := slices.ContainsFunc(st.InstallersToDelete, func(i rollout.Installer) bool { return i.Name == name })
 		switch {
-		case !exists && was.phase == rollout.InstallerPending && was.outcome == fake.InstallerDisappears && !retired:
+		case !exists && was.phase == rollout.InstallerPending && was.outcome == fake.InstallerDisappears && !retired && r.host.shown[name]:
 			r.failed(node, was.rev, r.minRetry)
 		case !exists:
 		case was.phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerFailed && !retired:
 			r.failed(node, was.rev, r.minRetry)
 		case was.phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerSucceeded:
 			r.installed[node] = was.rev
+			if retired {
+				r.lateInstall[node] = was.rev
+			}
 			// 2. No downgrade.
 			if rev := was.rev; rev < r.maxReady[m] {
 				n, _ := st.Node(node)
@@ -1043,9 +1071,10 @@ func (r *simRun) checkTick(before simSnapshot) error {
 		m := machine{node, c.UIDs[node]}
 		was, found := before.operands[node]
 		switch {
-		case op.Fallback != nil && (!found || was.Fallback == nil):
+		case op.Fallback != nil && (!found || was.Fallback == nil) && r.lateInstall[node] != op.Fallback.ForRevision:
 			// The monitor's fallback, unless the engine's own fallback from
-			// the same revision came first.
+			// the same revision came first; one from what an installer the
+			// engine had retired installed late is no attempt of the node.
 			r.failed(node, op.Fallback.ForRevision, r.minFallback)
 		case op.Phase == rollout.OperandReady && op.Fallback == nil:
 			r.maxReady[m] = max(r.maxReady[m], op.Revision)
