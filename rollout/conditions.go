@@ -30,9 +30,12 @@ import (
 //     failure's reason, grouped by revision; InstallerRetriesExhausted once a
 //     node gave up; OperandFailedFallback naming the node, the revision and
 //     the one it fell back to), an operand regressed (NodeRevisionRegressed)
-//     or went missing (NodeOperandMissing), or Status.HeldSince, with holds
-//     that hold the rollout (a pause or a soak alone does not), is older
-//     than Policy.HoldDegradedAfter at now (RolloutHeld).
+//     or went missing (NodeOperandMissing), an installer that has not
+//     started (HoldInstallerPending) was ordered at least
+//     Policy.HoldDegradedAfter before now, or Status.HeldSince, with holds
+//     that hold the rollout (a pause, a soak or a pending installer alone
+//     does not), is older than Policy.HoldDegradedAfter at now
+//     (RolloutHeld).
 //
 // No message holds a duration that grows with the clock: a sync where only
 // the clock moved changes no condition. Every message is bounded: it names
@@ -177,6 +180,12 @@ func degraded(st Status, holds []converge.Hold, p Policy, now time.Time) metav1.
 			reason = ReasonNodeOperandMissing
 		}
 	}
+	if pending := pendingDegraded(st, holds, p, now); pending != "" {
+		parts = append(parts, "installers have not started: "+pending)
+		if reason == "" {
+			reason = ReasonRolloutHeld
+		}
+	}
 	if st.HeldSince != nil && now.Sub(st.HeldSince.Time) >= p.holdDegradedAfter() {
 		if held := holdsText(holds, func(h converge.Hold) bool { return holding(h, holds, true) }); held != "" {
 			parts = append(parts, "starting nodes is held: "+held)
@@ -190,6 +199,18 @@ func degraded(st Status, holds []converge.Hold, p Policy, now time.Time) metav1.
 	}
 	return metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionTrue, Reason: reason,
 		Message: conditions.JoinBounded(parts, "; ", conditions.MaxMessageLength)}
+}
+
+// pendingDegraded renders the InstallerPending holds whose installer was
+// ordered at least Policy.HoldDegradedAfter before now.
+func pendingDegraded(st Status, holds []converge.Hold, p Policy, now time.Time) string {
+	return holdsText(holds, func(h converge.Hold) bool {
+		if h.Reason != HoldInstallerPending {
+			return false
+		}
+		n, ok := st.Node(h.Object)
+		return ok && n.InstallerOrderedTime != nil && now.Sub(n.InstallerOrderedTime.Time) >= p.holdDegradedAfter()
+	})
 }
 
 // applyConditions sets DesiredConditions on st.Conditions through the

@@ -77,6 +77,21 @@ func (x *decider) node(i int) {
 		x.hold(oldInstallerHold(n.NodeName))
 	}
 	x.requeue(d.RequeueAfter)
+	x.holdPending(n, x.nodes[i], o.Installer.Phase)
+}
+
+// holdPending holds a node whose installer, ordered before this decision
+// (from) and still its attempt (to), has not started: it is pending, or
+// never seen and missing. The decision looks again when the hold turns
+// Degraded.
+func (x *decider) holdPending(from, to NodeStatus, phase InstallerPhase) {
+	if !to.InTransition() || from.InstallerOrderedTime == nil || to.InstallerOrderedTime == nil || InstallerName(from) != InstallerName(to) ||
+		to.InstalledTime != nil || (phase != InstallerPending && !(to.InstallerNotSeen && phase == InstallerNotFound)) {
+		return
+	}
+	ordered := to.InstallerOrderedTime.Time
+	x.hold(pendingHold(to.NodeName, InstallerName(to), ordered))
+	x.requeue(ordered.Add(x.in.Policy.holdDegradedAfter()).Sub(x.in.Now))
 }
 
 // waitForFallback holds the next installer d creates for node i, in
