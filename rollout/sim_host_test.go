@@ -2,8 +2,12 @@ package rollout_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/rollout"
@@ -12,55 +16,119 @@ import (
 // errCrash is what every host call returns once the simulated process died.
 var errCrash = errors.New("simulated crash")
 
-// simHost wraps the fakes: after crashAfter more successful status writes
-// the process dies, and every host call fails until the next restart. It
-// counts the installer calls of a sync.
+// simHost wraps the fakes as the process sees its host: after crashAfter
+// more host calls (any call: reads, writes, creates, deletes) the process
+// dies, and every later host call of that sync fails until the next
+// restart, a fresh Controller. It persists each status as an API server
+// does, through encoding/json of rollout.Status (codec), on every write
+// and every read. It counts the installer calls of a sync, records the
+// creates the host refused and the installer pods a read showed.
 type simHost struct {
 	*fake.RolloutCluster
 	store      *fake.RolloutStatusStore
+	codec      func(rollout.Status) rollout.Status
 	crashAfter int // -1: no crash pending
 	dead       bool
 	acted      int                 // EnsureInstaller and DeleteInstaller calls
 	refused    []rollout.Installer // the creates the host refused, not yet in the ledger
-	shown      map[string]bool     // the installer pods a host call showed the engine
+	shown      map[string]bool     // the installer pods a sync was shown and lived to record
+	showing    []string            // the installer pods this sync was shown
+	fallbacks  []shownFallback     // the fallbacks a host call showed the engine, not yet in the ledger
+}
+
+// call is the start of a host call: it fails once the process died.
+func (h *simHost) call() error {
+	if h.dead {
+		return errCrash
+	}
+	return nil
+}
+
+// done is the end of a host call: the process dies after the last one it
+// was to make.
+func (h *simHost) done() {
+	if h.crashAfter >= 0 {
+		h.dead = h.crashAfter == 0
+		h.crashAfter--
+	}
+}
+
+func (h *simHost) ListNodes(ctx context.Context) ([]rollout.Node, error) {
+	if err := h.call(); err != nil {
+		return nil, err
+	}
+	defer h.done()
+	return h.RolloutCluster.ListNodes(ctx)
+}
+
+func (h *simHost) GetOperands(ctx context.Context, nodes []string, operands []rollout.OperandState) error {
+	if err := h.call(); err != nil {
+		return err
+	}
+	defer h.done()
+	err := h.RolloutCluster.GetOperands(ctx, nodes, operands)
+	for i, op := range operands {
+		if err == nil && op.Fallback != nil {
+			h.fallbacks = append(h.fallbacks, shownFallback{nodes[i], op.Fallback})
+		}
+	}
+	return err
+}
+
+// shownFallback is a startup monitor's fallback a read showed the engine.
+type shownFallback struct {
+	node string
+	pod  *rollout.OperandFallback
 }
 
 func (h *simHost) GetInstaller(ctx context.Context, inst rollout.Installer) (rollout.InstallerState, error) {
-	if h.dead {
-		return rollout.InstallerState{}, errCrash
+	if err := h.call(); err != nil {
+		return rollout.InstallerState{}, err
 	}
+	defer h.done()
 	st, err := h.RolloutCluster.GetInstaller(ctx, inst)
 	if err == nil && st.Phase != rollout.InstallerNotFound {
-		h.shown[inst.Name] = true
+		h.showing = append(h.showing, inst.Name)
 	}
 	return st, err
 }
 
 func (h *simHost) GetStatus(ctx context.Context) (rollout.Status, string, error) {
-	if h.dead {
-		return rollout.Status{}, "", errCrash
+	if err := h.call(); err != nil {
+		return rollout.Status{}, "", err
 	}
-	return h.store.GetStatus(ctx)
+	defer h.done()
+	st, rv, err := h.store.GetStatus(ctx)
+	return h.codec(st), rv, err
 }
 
 func (h *simHost) UpdateStatus(ctx context.Context, st rollout.Status, rv string) (string, error) {
-	if h.dead {
-		return "", errCrash
+	if err := h.call(); err != nil {
+		return "", err
 	}
-	newRV, err := h.store.UpdateStatus(ctx, st, rv)
-	if err == nil && h.crashAfter >= 0 {
-		if h.crashAfter == 0 {
-			h.dead = true
-		}
-		h.crashAfter--
+	defer h.done()
+	rv, err := h.store.UpdateStatus(ctx, h.codec(st), rv)
+	if err == nil {
+		h.saw()
 	}
-	return newRV, err
+	return rv, err
+}
+
+// saw records the installers the sync was shown as seen: its status write
+// landed, or it needed none. A process that dies first saw nothing it
+// could keep.
+func (h *simHost) saw() {
+	for _, name := range h.showing {
+		h.shown[name] = true
+	}
+	h.showing = h.showing[:0]
 }
 
 func (h *simHost) EnsureInstaller(ctx context.Context, inst rollout.Installer) error {
-	if h.dead {
-		return errCrash
+	if err := h.call(); err != nil {
+		return err
 	}
+	defer h.done()
 	h.acted++
 	err := h.RolloutCluster.EnsureInstaller(ctx, inst)
 	if err != nil {
@@ -70,12 +138,55 @@ func (h *simHost) EnsureInstaller(ctx context.Context, inst rollout.Installer) e
 }
 
 func (h *simHost) DeleteInstaller(ctx context.Context, inst rollout.Installer) error {
-	if h.dead {
-		return errCrash
+	if err := h.call(); err != nil {
+		return err
 	}
+	defer h.done()
 	h.acted++
 	return h.RolloutCluster.DeleteInstaller(ctx, inst)
 }
+
+// jsonRoundTrip is a status as an API server stores it and serves it back.
+func jsonRoundTrip(st rollout.Status) rollout.Status {
+	return dropping("")(st)
+}
+
+// dropping is a codec that loses the JSON field named field of every node
+// status, as a CRD whose status schema lacks it loses it ("" drops
+// nothing).
+func dropping(field string) func(rollout.Status) rollout.Status {
+	return func(st rollout.Status) rollout.Status {
+		raw, err := json.Marshal(st)
+		if err != nil {
+			panic(err)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			panic(err)
+		}
+		nodes, _ := obj["nodeStatuses"].([]any)
+		for _, n := range nodes {
+			delete(n.(map[string]any), field)
+		}
+		if raw, err = json.Marshal(obj); err != nil {
+			panic(err)
+		}
+		var out rollout.Status
+		if err := json.Unmarshal(raw, &out); err != nil {
+			panic(err)
+		}
+		return out
+	}
+}
+
+// skewedClock is a replica's clock: the world's, off by a fixed offset.
+type skewedClock struct {
+	world *clocktesting.FakeClock
+	off   time.Duration
+}
+
+func (c skewedClock) Now() time.Time                  { return c.world.Now().Add(c.off) }
+func (c skewedClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // simGate is a gate that denies the nodes in denied and records what it
 // admitted during a sync.

@@ -180,11 +180,6 @@ func (r *simRun) checkTick(before simSnapshot) error {
 		m := machine{node, c.UIDs[node]}
 		was, found := before.operands[node]
 		switch {
-		case op.Fallback != nil && (!found || was.Fallback == nil) && r.lateInstall[node] != op.Fallback.ForRevision:
-			// The monitor's fallback, unless the engine's own fallback from
-			// the same revision came first; one from what an installer the
-			// engine had retired installed late is no attempt of the node.
-			r.failed(node, op.Fallback.ForRevision, r.minFallback)
 		case op.Phase == rollout.OperandReady && op.Fallback == nil:
 			r.maxReady[m] = max(r.maxReady[m], op.Revision)
 			delete(r.failures, nodeRev{node, op.Revision})

@@ -72,8 +72,8 @@ func (r *simRun) fault() {
 		r.host.store.Conflicts = 1 + rng.IntN(5)
 		r.logf("fault: %d write conflicts", r.host.store.Conflicts)
 	case k < 21:
-		r.host.crashAfter = rng.IntN(3)
-		r.logf("fault: crash after %d more writes", r.host.crashAfter)
+		r.host.crashAfter = rng.IntN(12)
+		r.logf("fault: crash after %d more host calls", r.host.crashAfter)
 	case k < 23:
 		back := time.Duration(1+rng.IntN(3600)) * time.Second
 		r.clk.SetTime(r.clk.Now().Add(-back))

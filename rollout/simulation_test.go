@@ -85,6 +85,7 @@ type simRun struct {
 	installed   map[string]int32                  // the revision the last installer that succeeded on each node installed
 	podMachine  map[string]string                 // the UID of the machine each installer was created for
 	lateInstall map[string]int32                  // the revision an installer installed after the engine retired it, by node
+	fellBack    map[*rollout.OperandFallback]bool // the startup monitor's fallbacks the engine was shown
 	reported    map[*rollout.OperandFallback]bool // the startup monitor's fallbacks an event reported
 	written     int                               // store writes already checked
 	prev        rollout.Status                    // the status persisted before the writes not yet checked
@@ -128,8 +129,8 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 		cluster.FallbackAfter = 2 + rng.IntN(3)
 	}
 	store := fake.NewRolloutStatusStore(2, 1, names...)
-	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, crashAfter: -1, shown: map[string]bool{}},
-		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, lateInstall: map[string]int32{}, reported: map[*rollout.OperandFallback]bool{},
+	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, codec: jsonRoundTrip, crashAfter: -1, shown: map[string]bool{}},
+		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, lateInstall: map[string]int32{}, fellBack: map[*rollout.OperandFallback]bool{}, reported: map[*rollout.OperandFallback]bool{},
 		nodeSeq: n, verbose: verbose}
 	r.policy = rollout.Policy{MaxUnavailable: int32(1 + rng.IntN(2))}
 	if rng.IntN(2) == 0 {
@@ -218,6 +219,7 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 	case err == nil:
 	case errors.Is(err, errCrash):
 		r.logf("crashed: %v; restarting from the persisted status", err)
+		r.host.showing = r.host.showing[:0]
 		r.host.dead, r.host.crashAfter = false, -1
 		if err := r.restart(); err != nil {
 			return res, false, err
@@ -240,6 +242,18 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 		r.failed(inst.Node, inst.Revision, r.minRetry)
 	}
 	r.host.refused = r.host.refused[:0]
+	r.host.saw()
+	for _, f := range r.host.fallbacks {
+		// The monitor's fallback the engine was shown, unless the
+		// engine's own fallback from the same revision came first; one
+		// from what an installer the engine had retired installed late
+		// is no attempt of the node.
+		if !r.fellBack[f.pod] && r.lateInstall[f.node] != f.pod.ForRevision {
+			r.failed(f.node, f.pod.ForRevision, r.minFallback)
+		}
+		r.fellBack[f.pod] = true
+	}
+	r.host.fallbacks = r.host.fallbacks[:0]
 	newPods := r.host.Created[created:]
 	for _, inst := range newPods {
 		delete(r.host.shown, inst.Name) // a new pod: a name may be used again
