@@ -89,6 +89,9 @@ func (r *simRun) checkEvents(before simSnapshot) error {
 			}
 			if failedNow {
 				want[3]++
+				if err := r.inLedger(n); err != nil {
+					return err
+				}
 			}
 			if n.RegressedRevision != 0 && n.RegressedRevision != old.RegressedRevision {
 				want[4]++
@@ -125,6 +128,33 @@ func (r *simRun) checkEvents(before simSnapshot) error {
 	return nil
 }
 
+// inLedger checks a failure the status records now against the ledger of
+// failures the world showed: an installer that ran and failed, one that
+// vanished after a sync was shown it and lived to record it, a create the
+// host refused. Each ledger entry accounts for one recorded failure. The
+// failures the engine decides by its own clock (timeouts, fallbacks) and
+// the operand's are judged by the other oracles.
+func (r *simRun) inLedger(n rollout.NodeStatus) error {
+	switch {
+	case n.LastFailedReason == rollout.ReasonInstallerPodFailed && !slices.ContainsFunc(n.LastFailedErrors, func(e string) bool {
+		return strings.Contains(e, "did not finish within")
+	}):
+	case n.LastFailedReason == rollout.ReasonInstallerPodDisappeared, n.LastFailedReason == rollout.ReasonInstallerCreateFailed:
+	default:
+		return nil
+	}
+	k := nodeRev{n.NodeName, n.LastFailedRevision}
+	if r.ledger[k] == 0 {
+		return fmt.Errorf("the status records a failed attempt of revision %d on %s (%s %v) the world never showed",
+			k.rev, k.node, n.LastFailedReason, n.LastFailedErrors)
+	}
+	r.ledger[k]--
+	return nil
+}
+
+// witnessed enters a failure the world showed into the ledger.
+func (r *simRun) witnessed(node string, rev int32) { r.ledger[nodeRev{node, rev}]++ }
+
 // failed records a failed attempt of rev on node: the first since the last
 // attempt counts (the engine records a failure once), unless a fallback
 // follows another failure: the retry then waits the fallback backoff from
@@ -158,9 +188,11 @@ func (r *simRun) checkTick(before simSnapshot) error {
 		switch {
 		case !exists && was.phase == rollout.InstallerPending && was.outcome == fake.InstallerDisappears && !retired && r.host.shown[name]:
 			r.failed(node, was.rev, r.minRetry)
+			r.witnessed(node, was.rev)
 		case !exists:
 		case was.phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerFailed && !retired:
 			r.failed(node, was.rev, r.minRetry)
+			r.witnessed(node, was.rev)
 		case was.phase == rollout.InstallerRunning && p.State.Phase == rollout.InstallerSucceeded:
 			r.installed[node] = was.rev
 			if retired {

@@ -117,6 +117,11 @@ func (r *simRun) fault() {
 					delete(r.failures, k)
 				}
 			}
+			for k := range r.ledger {
+				if k.node == n {
+					delete(r.ledger, k)
+				}
+			}
 			delete(r.installed, n)
 			r.logf("fault: node %s replaced by machine %s", n, c.UIDs[n])
 		}

@@ -86,6 +86,7 @@ type simRun struct {
 	podMachine  map[string]string                 // the UID of the machine each installer was created for
 	lateInstall map[string]int32                  // the revision an installer installed after the engine retired it, by node
 	fellBack    map[*rollout.OperandFallback]bool // the startup monitor's fallbacks the engine was shown
+	ledger      map[nodeRev]int                   // the failures the world showed, not yet recorded by the status
 	reported    map[*rollout.OperandFallback]bool // the startup monitor's fallbacks an event reported
 	written     int                               // store writes already checked
 	prev        rollout.Status                    // the status persisted before the writes not yet checked
@@ -130,7 +131,7 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 	}
 	store := fake.NewRolloutStatusStore(2, 1, names...)
 	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, codec: jsonRoundTrip, crashAfter: -1, shown: map[string]bool{}},
-		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, lateInstall: map[string]int32{}, fellBack: map[*rollout.OperandFallback]bool{}, reported: map[*rollout.OperandFallback]bool{},
+		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, lateInstall: map[string]int32{}, ledger: map[nodeRev]int{}, fellBack: map[*rollout.OperandFallback]bool{}, reported: map[*rollout.OperandFallback]bool{},
 		nodeSeq: n, verbose: verbose}
 	r.policy = rollout.Policy{MaxUnavailable: int32(1 + rng.IntN(2))}
 	if rng.IntN(2) == 0 {
@@ -240,6 +241,7 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 	}
 	for _, inst := range r.host.refused {
 		r.failed(inst.Node, inst.Revision, r.minRetry)
+		r.witnessed(inst.Node, inst.Revision)
 	}
 	r.host.refused = r.host.refused[:0]
 	r.host.saw()
