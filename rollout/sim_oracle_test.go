@@ -19,6 +19,7 @@ import (
 // runs, never through the engine's own helpers.
 func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installer, res converge.Result, ok bool) error {
 	st := r.host.store.Status // the store replaces, never mutates, what it holds
+	wrote := len(r.host.store.Writes) > r.written
 	if err := st.Validate(); err != nil {
 		return fmt.Errorf("persisted status is invalid: %w", err)
 	}
@@ -73,7 +74,7 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 		// 4. Backoff: an attempt the world saw fail is not tried again
 		// before the policy's shortest backoff (less the second that
 		// persisted times are truncated to).
-		if f, ok := r.failures[nodeRev{inst.Node, inst.Revision}]; ok && r.fwd-f.at < f.wait-time.Second {
+		if f, ok := r.failures[nodeRev{inst.Node, inst.Revision}]; ok && r.fwd-f.at < f.wait-time.Second-r.spread() {
 			return fmt.Errorf("retried revision %d on %s %v after the world saw it fail, the backoff is at least %v", inst.Revision, inst.Node, r.fwd-f.at, f.wait)
 		}
 		// A node in fallback whose install of its last good revision
@@ -82,7 +83,7 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 		if f, ok := r.failures[nodeRev{inst.Node, inst.Revision}]; ok && f.fallback {
 			good := r.host.LastKnownGood[inst.Node]
 			for k, g := range r.failures {
-				if k.node == inst.Node && k.rev == good && k.rev < inst.Revision && !g.fallback && g.at >= f.at && r.fwd-g.at < g.wait-time.Second {
+				if k.node == inst.Node && k.rev == good && k.rev < inst.Revision && !g.fallback && g.at >= f.at && r.fwd-g.at < g.wait-time.Second-r.spread() {
 					return fmt.Errorf("retried revision %d on %s %v after installing revision %d failed, the installer backoff is at least %v",
 						inst.Revision, inst.Node, r.fwd-g.at, k.rev, g.wait)
 				}
@@ -110,7 +111,16 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 			return fmt.Errorf("started %s on %s without the gate's admission", inst.Name, inst.Node)
 		}
 	}
+	if err := r.checkWrites(r.host.store.Writes[r.written:]); err != nil {
+		return err
+	}
 	if err := r.checkEvents(before); err != nil {
+		return err
+	}
+	if err := r.checkWaits(st, res, ok && wrote); err != nil {
+		return err
+	}
+	if err := r.checkMachines(st, before, after); err != nil {
 		return err
 	}
 	if !ok {
@@ -144,7 +154,7 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 		if deadline.IsZero() || !now.Before(deadline) {
 			r.stuckSince = &now
 		}
-	case now.Sub(*r.stuckSince) >= r.holdAfter && !conditions.IsTrue(st.Conditions, conditions.TypeDegraded):
+	case now.Sub(*r.stuckSince) >= r.holdAfter+r.spread() && !conditions.IsTrue(st.Conditions, conditions.TypeDegraded):
 		return fmt.Errorf("nothing has moved towards revision %d for %v, longer than holdDegradedAfter %v, and Degraded is not True",
 			latest, now.Sub(*r.stuckSince), r.holdAfter)
 	}

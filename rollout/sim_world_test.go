@@ -112,6 +112,7 @@ func (r *simRun) fault() {
 		if c.UIDs != nil {
 			n := pick()
 			c.ReplaceNode(n)
+			r.replacedAt[n] = r.host.store.WriteCount()
 			for k := range r.failures {
 				if k.node == n {
 					delete(r.failures, k)

@@ -87,6 +87,10 @@ type simRun struct {
 	lateInstall map[string]int32                  // the revision an installer installed after the engine retired it, by node
 	fellBack    map[*rollout.OperandFallback]bool // the startup monitor's fallbacks the engine was shown
 	ledger      map[nodeRev]int                   // the failures the world showed, not yet recorded by the status
+	replica     skewedClock                       // the clock of the replica that syncs
+	skewLow     time.Duration                     // the lowest and highest offsets of the replicas' clocks so far
+	skewHigh    time.Duration
+	replacedAt  map[string]int                    // the store's write count when each node's machine was last replaced
 	reported    map[*rollout.OperandFallback]bool // the startup monitor's fallbacks an event reported
 	written     int                               // store writes already checked
 	prev        rollout.Status                    // the status persisted before the writes not yet checked
@@ -101,8 +105,9 @@ func (r *simRun) logf(format string, args ...any) {
 }
 
 func (r *simRun) restart() error {
+	r.skew()
 	cfg := rollout.Config{Status: r.host, Installers: r.host, Operands: r.host, Nodes: r.host,
-		Clock: r.clk, Policy: r.policy, Jitter: r.rng.Float64, OnDecision: func(d rollout.Decision) { r.decided = d }}
+		Clock: r.replica, Policy: r.policy, Jitter: r.rng.Float64, OnDecision: func(d rollout.Decision) { r.decided = d }}
 	if r.gate != nil {
 		cfg.Gate = r.gate
 	}
@@ -130,8 +135,11 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 		cluster.FallbackAfter = 2 + rng.IntN(3)
 	}
 	store := fake.NewRolloutStatusStore(2, 1, names...)
+	for i := range store.Status.NodeStatuses { // as the sync before the schedule wrote it
+		store.Status.NodeStatuses[i].NodeUID = cluster.UIDs[names[i]]
+	}
 	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, codec: jsonRoundTrip, crashAfter: -1, shown: map[string]bool{}},
-		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, lateInstall: map[string]int32{}, ledger: map[nodeRev]int{}, fellBack: map[*rollout.OperandFallback]bool{}, reported: map[*rollout.OperandFallback]bool{},
+		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, lateInstall: map[string]int32{}, replacedAt: map[string]int{}, replica: skewedClock{world: clk}, ledger: map[nodeRev]int{}, fellBack: map[*rollout.OperandFallback]bool{}, reported: map[*rollout.OperandFallback]bool{},
 		nodeSeq: n, verbose: verbose}
 	r.policy = rollout.Policy{MaxUnavailable: int32(1 + rng.IntN(2))}
 	if rng.IntN(2) == 0 {
