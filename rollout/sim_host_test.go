@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/converge-dev/converge/fake"
@@ -221,4 +224,25 @@ func (g *simGate) Admit(_ context.Context, d rollout.Disruption) error {
 	}
 	g.admitted[d.Installer.Name] = true
 	return nil
+}
+
+// TestSimRolloutLosesWhatItsStoreDrops: the simulator's store persists the
+// status through encoding/json, so a field the serialization drops (a
+// json:"-" or a wrong tag, or in a cluster a CRD whose status schema lacks
+// it) is lost in the simulation as on an API server, and the oracles see
+// what follows: without installerNotSeen, an installer ordered by a write
+// after which the process died reads as seen, and its absence is recorded
+// as a failed attempt the world never showed.
+func TestSimRolloutLosesWhatItsStoreDrops(t *testing.T) {
+	ctx := klog.NewContext(context.Background(), klog.Logger{})
+	for seed := uint64(1); seed <= 500; seed++ {
+		r, err := newSimRun(seed, false)
+		require.NoError(t, err)
+		r.host.codec = dropping("installerNotSeen")
+		if err := r.run(ctx); err != nil {
+			t.Logf("schedule %d: %v", seed, err)
+			return
+		}
+	}
+	require.Fail(t, "no schedule noticed the store drop installerNotSeen")
 }

@@ -130,6 +130,9 @@ func (r *simRun) checkSync(before, after simSnapshot, created []rollout.Installe
 	if err := checkHolds(st, r.decided); err != nil {
 		return err
 	}
+	if err := r.checkPending(st, before); err != nil {
+		return err
+	}
 
 	// 5. Honesty: conditions agree with the world they were decided from.
 	latest := st.LatestAvailableRevision

@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -103,6 +104,38 @@ func (r *simRun) checkMachines(st rollout.Status, before, after simSnapshot) err
 		}
 		if n.NodeUID != "" && n.NodeUID != uid && r.replacedAt[n.NodeName] < r.host.store.WriteCount() {
 			return fmt.Errorf("node %s keeps the status of machine %s, replaced by %s", n.NodeName, n.NodeUID, uid)
+		}
+	}
+	return nil
+}
+
+// checkRefusal: (12) a create the host refused is its node's failed
+// attempt, recorded by the sync that made it unless the process died or a
+// conflict lost the write: a refusal that never ends backs off and is
+// bounded, not retried at once forever.
+func (r *simRun) checkRefusal(inst rollout.Installer, lost bool) error {
+	n, ok := r.host.store.Status.Node(inst.Node)
+	if lost || !ok || n.TargetRevision != inst.Revision {
+		return nil
+	}
+	if n.LastFailedReason != rollout.ReasonInstallerCreateFailed || n.LastFailedRevision != inst.Revision || n.InstallerOrderedTime != nil {
+		return fmt.Errorf("the host refused to create %s, but the status does not record it as a failed attempt: %+v", inst.Name, n)
+	}
+	return nil
+}
+
+// checkPending: (13) an installer the world keeps pending, the attempt its
+// node's status records, created before the last sync, is a hold on its
+// node (InstallerPending) in the status written after the sync that saw it.
+func (r *simRun) checkPending(st rollout.Status, before simSnapshot) error {
+	for name, p := range before.pods {
+		n, ok := st.Node(p.node)
+		if p.phase != rollout.InstallerPending || !ok || rollout.InstallerName(n) != name || n.InstalledTime != nil || !r.host.shown[name] {
+			continue
+		}
+		if !slices.ContainsFunc(st.Holds, func(h converge.Hold) bool { return h.Reason == rollout.HoldInstallerPending && h.Object == p.node }) &&
+			len(st.Holds) < converge.MaxHolds {
+			return fmt.Errorf("installer %s stays pending, but no hold says so: %+v", name, st.Holds)
 		}
 	}
 	return nil

@@ -247,9 +247,13 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 			r.logf("  decision on it: %s", r.decision())
 		}
 	}
+	crashed := errors.Is(err, errCrash)
 	for _, inst := range r.host.refused {
 		r.failed(inst.Node, inst.Revision, r.minRetry)
 		r.witnessed(inst.Node, inst.Revision)
+		if err := r.checkRefusal(inst, crashed || converge.IsConflict(err)); err != nil {
+			return res, false, err
+		}
 	}
 	r.host.refused = r.host.refused[:0]
 	r.host.saw()
