@@ -1,6 +1,8 @@
 package rollout_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -213,4 +215,31 @@ func (r *simRun) fingerprint(s simSnapshot, latest int32) string {
 	}
 	r.fp = b
 	return string(b)
+}
+
+// checkNoChurn: once a sync's own actions have been seen (a few more syncs
+// at the same time, as long as the last one acted), a sync a second later,
+// in a world that did not change, writes nothing, unless the previous sync
+// asked to look again within that second.
+func (r *simRun) checkNoChurn(ctx context.Context, res converge.Result, idle bool) error {
+	if !idle {
+		var err error
+		if res, idle, err = r.sync(ctx); err != nil {
+			return err
+		}
+	}
+	if !idle || (res.RequeueAfter > 0 && res.RequeueAfter <= time.Second) || r.host.crashAfter >= 0 || r.host.store.Conflicts > 0 {
+		return nil
+	}
+	writes := r.host.store.WriteCount()
+	r.advance(time.Second)
+	if _, _, err := r.sync(ctx); err != nil {
+		return err
+	}
+	if w := r.host.store.WriteCount() - writes; w > 0 {
+		before, _ := json.Marshal(r.host.store.Writes[writes-1])
+		after, _ := json.Marshal(r.host.store.Writes[writes])
+		return fmt.Errorf("a sync one second after a quiet one, in a world that did not change, wrote the status %d times:\n%s\n%s", w, before, after)
+	}
+	return nil
 }

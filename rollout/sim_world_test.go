@@ -332,3 +332,24 @@ func (r *simRun) moving(s simSnapshot) bool {
 	}
 	return false
 }
+
+// outage keeps one node unreachable, everything else quiet, while a new
+// revision arrives, for longer than HoldDegradedAfter: the hold must turn
+// Degraded (checked after every sync), and the node then comes back.
+func (r *simRun) outage(ctx context.Context) error {
+	c := r.host.RolloutCluster
+	n := c.Nodes[r.rng.IntN(len(c.Nodes))]
+	if latest := r.host.store.Status.LatestAvailableRevision; latest < simMaxLatest {
+		r.host.store.SetLatest(latest + 1)
+	}
+	c.SetUnreachable(n, true)
+	r.logf("outage: %s unreachable while revision %d rolls out", n, r.host.store.Status.LatestAvailableRevision)
+	for end := r.fwd + r.holdAfter + 15*time.Minute; r.fwd < end; {
+		if err := r.step(ctx); err != nil {
+			return err
+		}
+	}
+	c.SetUnreachable(n, false)
+	r.logf("outage over: %s is back", n)
+	return nil
+}

@@ -314,33 +314,6 @@ func (r *simRun) step(ctx context.Context) error {
 	return nil
 }
 
-// checkNoChurn: once a sync's own actions have been seen (a few more syncs
-// at the same time, as long as the last one acted), a sync a second later,
-// in a world that did not change, writes nothing, unless the previous sync
-// asked to look again within that second.
-func (r *simRun) checkNoChurn(ctx context.Context, res converge.Result, idle bool) error {
-	if !idle {
-		var err error
-		if res, idle, err = r.sync(ctx); err != nil {
-			return err
-		}
-	}
-	if !idle || (res.RequeueAfter > 0 && res.RequeueAfter <= time.Second) || r.host.crashAfter >= 0 || r.host.store.Conflicts > 0 {
-		return nil
-	}
-	writes := r.host.store.WriteCount()
-	r.advance(time.Second)
-	if _, _, err := r.sync(ctx); err != nil {
-		return err
-	}
-	if w := r.host.store.WriteCount() - writes; w > 0 {
-		before, _ := json.Marshal(r.host.store.Writes[writes-1])
-		after, _ := json.Marshal(r.host.store.Writes[writes])
-		return fmt.Errorf("a sync one second after a quiet one, in a world that did not change, wrote the status %d times:\n%s\n%s", w, before, after)
-	}
-	return nil
-}
-
 // done reports whether the rollout is over, in the world and in its status.
 func (r *simRun) done() bool {
 	st := r.host.store.Status
@@ -388,27 +361,6 @@ func (r *simRun) run(ctx context.Context) error {
 	}
 	// 7. Liveness.
 	return fmt.Errorf("not converged within %d quiet steps after the faults stopped: %+v", simQuietSteps, r.host.store.Current())
-}
-
-// outage keeps one node unreachable, everything else quiet, while a new
-// revision arrives, for longer than HoldDegradedAfter: the hold must turn
-// Degraded (checked after every sync), and the node then comes back.
-func (r *simRun) outage(ctx context.Context) error {
-	c := r.host.RolloutCluster
-	n := c.Nodes[r.rng.IntN(len(c.Nodes))]
-	if latest := r.host.store.Status.LatestAvailableRevision; latest < simMaxLatest {
-		r.host.store.SetLatest(latest + 1)
-	}
-	c.SetUnreachable(n, true)
-	r.logf("outage: %s unreachable while revision %d rolls out", n, r.host.store.Status.LatestAvailableRevision)
-	for end := r.fwd + r.holdAfter + 15*time.Minute; r.fwd < end; {
-		if err := r.step(ctx); err != nil {
-			return err
-		}
-	}
-	c.SetUnreachable(n, false)
-	r.logf("outage over: %s is back", n)
-	return nil
 }
 
 // TestSimRollout runs seeded schedules of faults against Controller.Sync and
