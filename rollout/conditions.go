@@ -180,18 +180,10 @@ func degraded(st Status, holds []converge.Hold, p Policy, now time.Time) metav1.
 			reason = ReasonNodeOperandMissing
 		}
 	}
-	if pending := pendingDegraded(st, holds, p, now); pending != "" {
-		parts = append(parts, "installers have not started: "+pending)
+	if held := heldTooLong(st, holds, p, now); len(held) > 0 {
+		parts = append(parts, held...)
 		if reason == "" {
 			reason = ReasonRolloutHeld
-		}
-	}
-	if st.HeldSince != nil && now.Sub(st.HeldSince.Time) >= p.holdDegradedAfter() {
-		if held := holdsText(holds, func(h converge.Hold) bool { return holding(h, holds, true) }); held != "" {
-			parts = append(parts, "starting nodes is held: "+held)
-			if reason == "" {
-				reason = ReasonRolloutHeld
-			}
 		}
 	}
 	if len(parts) == 0 {
@@ -199,6 +191,22 @@ func degraded(st Status, holds []converge.Hold, p Policy, now time.Time) metav1.
 	}
 	return metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionTrue, Reason: reason,
 		Message: conditions.JoinBounded(parts, "; ", conditions.MaxMessageLength)}
+}
+
+// heldTooLong renders, for Degraded, the installers that have not started
+// since they were ordered Policy.HoldDegradedAfter ago, and the holds that
+// hold the rollout once Status.HeldSince is that old.
+func heldTooLong(st Status, holds []converge.Hold, p Policy, now time.Time) []string {
+	var parts []string
+	if pending := pendingDegraded(st, holds, p, now); pending != "" {
+		parts = append(parts, "installers have not started: "+pending)
+	}
+	if st.HeldSince != nil && now.Sub(st.HeldSince.Time) >= p.holdDegradedAfter() {
+		if held := holdsText(holds, func(h converge.Hold) bool { return holding(h, holds, true) }); held != "" {
+			parts = append(parts, "starting nodes is held: "+held)
+		}
+	}
+	return parts
 }
 
 // pendingDegraded renders the InstallerPending holds whose installer was
