@@ -30,9 +30,12 @@ import (
 //     failure's reason, grouped by revision; InstallerRetriesExhausted once a
 //     node gave up; OperandFailedFallback naming the node, the revision and
 //     the one it fell back to), an operand regressed (NodeRevisionRegressed)
-//     or went missing (NodeOperandMissing), or Status.HeldSince, with holds
-//     that hold the rollout (a pause or a soak alone does not), is older
-//     than Policy.HoldDegradedAfter at now (RolloutHeld).
+//     or went missing (NodeOperandMissing), an installer that has not
+//     started (HoldInstallerPending) was ordered at least
+//     Policy.HoldDegradedAfter before now, or Status.HeldSince, with holds
+//     that hold the rollout (a pause, a soak or a pending installer alone
+//     does not), is older than Policy.HoldDegradedAfter at now
+//     (RolloutHeld).
 //
 // No message holds a duration that grows with the clock: a sync where only
 // the clock moved changes no condition. Every message is bounded: it names
@@ -111,7 +114,7 @@ func DesiredConditions(st Status, holds []converge.Hold, p Policy, now time.Time
 }
 
 // failureRank orders failure reasons for Degraded: the first present names it.
-var failureRank = []string{ReasonOperandFailedFallback, ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonOperandFailed, ReasonOperandNotReady}
+var failureRank = []string{ReasonOperandFailedFallback, ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonInstallerCreateFailed, ReasonOperandFailed, ReasonOperandNotReady}
 
 // degraded groups the nodes whose failure is still in their way by revision,
 // then adds regressed and missing operands and a hold past its limit.
@@ -177,12 +180,10 @@ func degraded(st Status, holds []converge.Hold, p Policy, now time.Time) metav1.
 			reason = ReasonNodeOperandMissing
 		}
 	}
-	if st.HeldSince != nil && now.Sub(st.HeldSince.Time) >= p.holdDegradedAfter() {
-		if held := holdsText(holds, func(h converge.Hold) bool { return holding(h, holds, true) }); held != "" {
-			parts = append(parts, "starting nodes is held: "+held)
-			if reason == "" {
-				reason = ReasonRolloutHeld
-			}
+	if held := heldTooLong(st, holds, p, now); len(held) > 0 {
+		parts = append(parts, held...)
+		if reason == "" {
+			reason = ReasonRolloutHeld
 		}
 	}
 	if len(parts) == 0 {
@@ -190,6 +191,34 @@ func degraded(st Status, holds []converge.Hold, p Policy, now time.Time) metav1.
 	}
 	return metav1.Condition{Type: conditions.TypeDegraded, Status: metav1.ConditionTrue, Reason: reason,
 		Message: conditions.JoinBounded(parts, "; ", conditions.MaxMessageLength)}
+}
+
+// heldTooLong renders, for Degraded, the installers that have not started
+// since they were ordered Policy.HoldDegradedAfter ago, and the holds that
+// hold the rollout once Status.HeldSince is that old.
+func heldTooLong(st Status, holds []converge.Hold, p Policy, now time.Time) []string {
+	var parts []string
+	if pending := pendingDegraded(st, holds, p, now); pending != "" {
+		parts = append(parts, "installers have not started: "+pending)
+	}
+	if st.HeldSince != nil && now.Sub(st.HeldSince.Time) >= p.holdDegradedAfter() {
+		if held := holdsText(holds, func(h converge.Hold) bool { return holding(h, holds, true) }); held != "" {
+			parts = append(parts, "starting nodes is held: "+held)
+		}
+	}
+	return parts
+}
+
+// pendingDegraded renders the InstallerPending holds whose installer was
+// ordered at least Policy.HoldDegradedAfter before now.
+func pendingDegraded(st Status, holds []converge.Hold, p Policy, now time.Time) string {
+	return holdsText(holds, func(h converge.Hold) bool {
+		if h.Reason != HoldInstallerPending {
+			return false
+		}
+		n, ok := st.Node(h.Object)
+		return ok && n.InstallerOrderedTime != nil && now.Sub(n.InstallerOrderedTime.Time) >= p.holdDegradedAfter()
+	})
 }
 
 // applyConditions sets DesiredConditions on st.Conditions through the

@@ -65,13 +65,17 @@ type Config struct {
 // The first write persists every node decision, with the installers that
 // must go recorded in Status.InstallersToDelete, before anything is done
 // for any node: a crash after it leaves decisions without installers, which
-// the next sync ensures, never an installer without its decision; and a
-// write lost to a conflict has changed nothing. The events of that write
-// join Result.Events. Then each installer is created on its own (one that
-// fails is that node's failed attempt on a later sync and holds no other
-// node back), the recorded installers are deleted, and those the host
-// confirms gone leave the status in a last write; the others are deleted
-// again on later syncs. A sync where nothing changed writes nothing.
+// the next sync ensures under the same names (an installer ordered and
+// never seen is no failed attempt, see NodeStatus.InstallerNotSeen), never
+// an installer without its decision; and a write lost to a conflict has
+// changed nothing. The events of that write join Result.Events. Then each
+// installer is created on its own (one the host refuses holds no other
+// node back), the recorded installers are deleted, and a last write records
+// each refused create as its node's failed attempt
+// (ReasonInstallerCreateFailed, with its backoff, so a refusal that never
+// ends is bounded) and drops the installers the host confirms gone; the
+// others are deleted again on later syncs. A sync where nothing changed
+// writes nothing.
 //
 // A Controller is safe for concurrent use if its host interfaces are, but
 // syncs of one rollout should be serialized (a workqueue does that).
@@ -155,8 +159,9 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 	if err != nil {
 		return 0, err
 	}
-	d, err := c.decide(ctx, Input{Status: st, Observation: obs, Policy: c.cfg.Policy, Now: c.cfg.Clock.Now(),
-		Jitter: c.cfg.Jitter(), Gated: c.cfg.Gate != nil, Generation: c.cfg.Generation}, aligned)
+	in := Input{Status: st, Observation: obs, Policy: c.cfg.Policy, Now: c.cfg.Clock.Now(), Jitter: c.cfg.Jitter(),
+		Gated: c.cfg.Gate != nil, Generation: c.cfg.Generation}
+	d, err := c.decide(ctx, in, aligned)
 	if err != nil {
 		return 0, err
 	}
@@ -175,15 +180,7 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 		res.Events = append(res.Events, d.Events...)
 	}
 
-	var errs []error
-	for _, step := range d.Steps {
-		if step.Create == nil {
-			continue
-		}
-		if err := c.cfg.Installers.EnsureInstaller(ctx, *step.Create); err != nil {
-			errs = append(errs, fmt.Errorf("rollout: creating installer %s: %w", step.Create.Name, err))
-		}
-	}
+	errs, refusals := c.create(ctx, d)
 	var kept []Installer
 	for _, inst := range d.Status.InstallersToDelete {
 		if err := c.cfg.Installers.DeleteInstaller(ctx, inst); err != nil {
@@ -191,11 +188,16 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 			kept = append(kept, inst)
 		}
 	}
-	if len(kept) < len(d.Status.InstallersToDelete) {
-		final := d.Final
-		final.InstallersToDelete = kept
-		if _, err := c.cfg.Status.UpdateStatus(ctx, final, rv); err != nil {
-			errs = append(errs, fmt.Errorf("rollout: writing the installers confirmed deleted: %w", err))
+	if len(kept) < len(d.Status.InstallersToDelete) || len(refusals) > 0 {
+		final, events, err := refusedFinal(d.Final, refusals, d.Holds, in)
+		if err == nil {
+			final.InstallersToDelete = kept
+			_, err = c.cfg.Status.UpdateStatus(ctx, final, rv)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rollout: writing the status after acting: %w", err))
+		} else {
+			res.Events = append(res.Events, events...)
 		}
 	}
 	if len(errs) > 0 {
@@ -206,6 +208,26 @@ func (c *Controller) syncOnce(ctx context.Context, res *converge.Result) (time.D
 		requeue = deleteRetryInterval
 	}
 	return requeue, nil
+}
+
+// create ensures the installers of the decision's steps, each on its own,
+// and returns the errors and the refusals: the creates the host refused
+// while the sync's context was alive, each a failed attempt of its node.
+func (c *Controller) create(ctx context.Context, d Decision) ([]error, []refusal) {
+	var errs []error
+	var refusals []refusal
+	for _, step := range d.Steps {
+		if step.Create == nil {
+			continue
+		}
+		if err := c.cfg.Installers.EnsureInstaller(ctx, *step.Create); err != nil {
+			errs = append(errs, fmt.Errorf("rollout: creating installer %s: %w", step.Create.Name, err))
+			if ctx.Err() == nil {
+				refusals = append(refusals, refusal{inst: *step.Create, err: err})
+			}
+		}
+	}
+	return errs, refusals
 }
 
 // decide decides, asking the gate about each start the decision would make,

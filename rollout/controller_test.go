@@ -185,8 +185,8 @@ func TestSyncWritesEveryDecisionOnceBeforeAnyInstaller(t *testing.T) {
 		{name: "three nodes, one write", maxUnavailable: 3,
 			want:     []string{"write", "ensure installer-2-a", "ensure installer-2-b", "ensure installer-2-c"},
 			wantPods: []string{"installer-2-a", "installer-2-b", "installer-2-c"}},
-		{name: "a failed create holds no other node back", maxUnavailable: 3, failCreate: "installer-2-a",
-			want:     []string{"write", "ensure installer-2-a", "ensure installer-2-b", "ensure installer-2-c"},
+		{name: "a refused create holds no other node back, and the last write records it", maxUnavailable: 3, failCreate: "installer-2-a",
+			want:     []string{"write", "ensure installer-2-a", "ensure installer-2-b", "ensure installer-2-c", "write"},
 			wantPods: []string{"installer-2-b", "installer-2-c"}},
 	}
 	for _, tt := range tests {
@@ -218,7 +218,11 @@ func TestSyncWritesEveryDecisionOnceBeforeAnyInstaller(t *testing.T) {
 				}
 			}
 			assert.Equal(t, int(tt.maxUnavailable), targets, "every decision persisted")
-			assert.Len(t, h.events, targets, "one event per persisted decision, even beside the error")
+			refused := 0
+			if tt.failCreate != "" {
+				refused = 1
+			}
+			assert.Len(t, h.events, targets+refused, "one event per persisted decision and refusal, even beside the error")
 		})
 	}
 }

@@ -44,10 +44,11 @@ type Input struct {
 //
 // A host acts on it as Controller.Sync does: write Status (when
 // StatusChanged) with optimistic concurrency, emit Events, create the
-// installers of the steps (each on its own: one that fails is that node's
-// failed attempt on a later sync), delete every installer of
+// installers of the steps (each on its own), delete every installer of
 // Status.InstallersToDelete, and write Final, keeping in its
-// InstallersToDelete those whose delete failed, when any delete succeeded.
+// InstallersToDelete those whose delete failed, when any delete succeeded
+// or a create was refused; Controller.Sync records each refused create in
+// that write as its node's failed attempt (ReasonInstallerCreateFailed).
 // A decision with an Unadmitted start is not acted on: the host asks its
 // gate about it and decides again with the answer.
 type Decision struct {

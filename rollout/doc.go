@@ -120,9 +120,12 @@
 // and tools read why a rollout waits without parsing a message; Progressing
 // says every one at once. A hold holds the rollout (Progressing
 // RolloutHeld, Status.HeldSince, and Degraded once HeldSince is older than
-// Policy.HoldDegradedAfter), except a pause (HoldPaused) and a soak
-// (HoldSoaking, Policy.MinReadyDuration) alone, which are waits; a soak
-// beside or after another hold holds too, until a node moves. No condition
+// Policy.HoldDegradedAfter), except a pause (HoldPaused), a soak
+// (HoldSoaking, Policy.MinReadyDuration) and an installer that has not
+// started (HoldInstallerPending) alone, which are waits; a soak beside or
+// after another hold holds too, until a node moves; a pending installer
+// turns Degraded on its own once ordered HoldDegradedAfter ago (its message
+// says when it was ordered). No condition
 // message holds a duration either: a sync in which only the clock moved,
 // and no deadline passed, writes nothing. Nodes installing at once up to
 // MaxUnavailable are no hold: the rollout moves.

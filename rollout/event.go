@@ -11,6 +11,12 @@ const (
 	// ReasonInstallerPodDisappeared: an installer the engine created vanished
 	// before it finished (a failure, an event, Degraded).
 	ReasonInstallerPodDisappeared = "InstallerPodDisappeared"
+	// ReasonInstallerCreateFailed: the host refused to create an installer
+	// (Installers.EnsureInstaller returned an error: RBAC, quota, an
+	// admission webhook), recorded by the sync's last write (a failure, an
+	// event, Degraded), so a refusal that never ends backs off and is
+	// bounded by Policy.MaxInstallerRetries.
+	ReasonInstallerCreateFailed = "InstallerCreateFailed"
 	// ReasonOperandFailed: the operand failed after its installer succeeded
 	// (a failure, an event, Degraded).
 	ReasonOperandFailed = "OperandFailed"
@@ -57,7 +63,7 @@ const (
 // isFailureReason reports whether r may be persisted as LastFailedReason.
 func isFailureReason(r string) bool {
 	switch r {
-	case ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonOperandFailed, ReasonOperandNotReady, ReasonOperandFailedFallback:
+	case ReasonInstallerPodFailed, ReasonInstallerPodDisappeared, ReasonInstallerCreateFailed, ReasonOperandFailed, ReasonOperandNotReady, ReasonOperandFailedFallback:
 		return true
 	}
 	return false

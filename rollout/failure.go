@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/converge-dev/converge"
+	"github.com/converge-dev/converge/conditions"
 )
 
 // fail records a failure of the node's target revision: the attempt ends,
@@ -64,7 +65,8 @@ func (x *nodeDecider) failInFallback(reason string, errs []string, message strin
 		kept = kept[:1] // the fallback's
 	}
 	to.LastFailedErrors = trimErrors(append(slices.Clone(kept), errs...))
-	to.TargetRevision, to.InstallerOrderedTime, to.InstalledTime = 0, nil, nil
+	to.TargetRevision = 0
+	to.endAttempt()
 	what := fmt.Sprintf("the last good revision %d", n.CurrentRevision)
 	if n.TargetRevision != n.CurrentRevision {
 		what = fmt.Sprintf("revision %d in fallback from revision %d", n.TargetRevision, n.LastFailedRevision)
@@ -90,7 +92,7 @@ func recordFailure(n *NodeStatus, reason string, errs []string, in NodeInput) {
 	n.LastFailedTime = metaTime(in.Now)
 	n.RetryTime = metaTimeCeil(n.LastFailedTime.Add(in.Policy.retryDelay(*n, in.Jitter)))
 	n.LastFailedErrors = trimErrors(errs)
-	n.InstallerOrderedTime, n.InstalledTime = nil, nil
+	n.endAttempt()
 }
 
 // installerErrors returns one "container: message" error per terminated
@@ -131,4 +133,40 @@ func failures(n int32) string {
 		return "1 failure"
 	}
 	return fmt.Sprintf("%d failures", n)
+}
+
+// refusal is an installer the host refused to create, and its error.
+type refusal struct {
+	inst Installer
+	err  error
+}
+
+// refusedFinal returns final, the status a sync writes once it acted, with
+// each installer the host refused to create recorded as a failed attempt of
+// its node (ReasonInstallerCreateFailed, its backoff and retry count), and
+// the conditions set again from the decision's holds; and the events of
+// those failures. A refusal of an installer its node no longer targets is
+// no attempt of it.
+func refusedFinal(final Status, refusals []refusal, holds []converge.Hold, in Input) (Status, []converge.Event, error) {
+	final.NodeStatuses = slices.Clone(final.NodeStatuses)
+	final.Conditions = slices.Clone(final.Conditions)
+	var events []converge.Event
+	for _, r := range refusals {
+		i := slices.IndexFunc(final.NodeStatuses, func(n NodeStatus) bool { return n.NodeName == r.inst.Node })
+		if i < 0 || installerFor(final.NodeStatuses[i]) != r.inst {
+			continue
+		}
+		n := final.NodeStatuses[i]
+		x := nodeDecider{d: NodeDecision{Node: n.NodeName}, from: n, next: n,
+			in: NodeInput{Latest: final.LatestAvailableRevision, Policy: in.Policy, Now: in.Now, Jitter: in.Jitter}}
+		why := conditions.TruncateMessage(r.err.Error(), MaxErrorLength)
+		x.fail(ReasonInstallerCreateFailed, []string{"creating installer " + r.inst.Name + ": " + why},
+			fmt.Sprintf("Installer %s for revision %d on node %q could not be created: %s", r.inst.Name, r.inst.Revision, n.NodeName, why))
+		final.NodeStatuses[i] = x.next
+		events = append(events, x.d.Events...)
+	}
+	if _, err := applyConditions(&final, holds, in.Policy, in.Now); err != nil {
+		return Status{}, nil, err
+	}
+	return final, events, nil
 }

@@ -25,7 +25,7 @@ func recordFallback(n *NodeStatus, rev int32, errs []string, in NodeInput) {
 	n.LastFailedTime = metaTime(in.Now)
 	n.RetryTime = metaTimeCeil(n.LastFailedTime.Add(in.Policy.retryDelay(*n, in.Jitter)))
 	n.LastFailedErrors = trimErrors(errs)
-	n.InstallerOrderedTime, n.InstalledTime = nil, nil
+	n.endAttempt()
 }
 
 // fallbackRecorded reports whether the status of a node not in transition
@@ -48,7 +48,8 @@ func newFallback(n NodeStatus, op OperandState, inst InstallerState) bool {
 		return false
 	}
 	if n.LastFallbackCount > 0 && n.LastFailedRevision == n.TargetRevision && n.InstalledTime == nil && inst.Phase != InstallerSucceeded &&
-		(n.LastFailedReason == ReasonOperandFailedFallback || n.LastFailedReason == ReasonInstallerPodFailed || n.LastFailedReason == ReasonInstallerPodDisappeared) {
+		(n.LastFailedReason == ReasonOperandFailedFallback || n.LastFailedReason == ReasonInstallerPodFailed || n.LastFailedReason == ReasonInstallerPodDisappeared ||
+			n.LastFailedReason == ReasonInstallerCreateFailed) {
 		// No installer put the revision on the node since the fallback
 		// recorded (its retries since failed before they installed it):
 		// the monitor had nothing to fall back from again.

@@ -50,12 +50,20 @@ const (
 	// Policy.MinReadyDuration. A soak alone is a wait; beside another hold,
 	// or after one (Status.HeldSince set), it holds too, until a node moves.
 	HoldSoaking = "Soaking"
+	// HoldInstallerPending: the node's installer was ordered and has not
+	// started (pending, or never seen: a cordoned node, an image that cannot
+	// be pulled, a create that never lands); the message says when it was
+	// ordered (RFC 3339). It is shown in Progressing at once and turns
+	// Degraded once ordered longer than Policy.HoldDegradedAfter ago; it
+	// neither sets Status.HeldSince nor holds other nodes by itself
+	// (MaxUnavailable does, see HoldNodeUnavailable).
+	HoldInstallerPending = "InstallerPending"
 )
 
 // HoldReasons returns every reason a rollout's hold can have, sorted: the
 // closed list a host, a metric or a tool can enumerate.
 func HoldReasons() []string {
-	return []string{HoldBackoff, HoldFallenBack, HoldGateDenied, HoldNodeUnavailable, HoldNodeUnreachable,
+	return []string{HoldBackoff, HoldFallenBack, HoldGateDenied, HoldInstallerPending, HoldNodeUnavailable, HoldNodeUnreachable,
 		HoldOldInstaller, HoldPaused, HoldRetriesExhausted, HoldRevisionFailing, HoldSoaking}
 }
 
@@ -107,9 +115,18 @@ func soakingHold(node string, rev int32) converge.Hold {
 	return hold(HoldSoaking, node, "operands soaking before %s starts revision %d", node, rev)
 }
 
+// pendingHold: the installer of node, ordered at ordered, has not started.
+func pendingHold(node, installer string, ordered time.Time) converge.Hold {
+	return hold(HoldInstallerPending, node, "%s: installer %s, ordered at %s, has not started",
+		node, installer, ordered.UTC().Format(time.RFC3339))
+}
+
 // stalls reports whether a hold of reason holds the rollout by itself:
-// every hold but a pause or a soak, which are waits.
-func stalls(reason string) bool { return reason != HoldPaused && reason != HoldSoaking }
+// every hold but a pause, a soak or a pending installer, which are waits
+// (a pending installer turns Degraded on its own, see pendingDegraded).
+func stalls(reason string) bool {
+	return reason != HoldPaused && reason != HoldSoaking && reason != HoldInstallerPending
+}
 
 // held reports whether holds hold the rollout, given whether the status
 // already records a hold (heldSince): a hold that stalls it, or a soak

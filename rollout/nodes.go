@@ -47,9 +47,10 @@ func (x *decider) node(i int) {
 	}
 	x.identity(i)
 	n, o := x.nodes[i], x.views[i]
-	// A node in transition between attempts that is up is taken down by its
-	// next installer: only within MaxUnavailable.
-	up := n.InTransition() && !installing(&n, &o) && !o.Unreachable && !isDown(&n, &o) && !x.mayRun[n.NodeName]
+	// A node in transition between attempts, or whose ordered installer no
+	// observation showed, that is up is taken down by its next installer:
+	// only within MaxUnavailable.
+	up := n.InTransition() && (!installing(&n, &o) || awaitsCreate(&n, &o)) && !o.Unreachable && !isDown(&n, &o) && !x.mayRun[n.NodeName]
 	self := x.self(i)
 	held := up && x.in.Policy.overBudget(x.downCount(), self)
 	nin := NodeInput{Latest: x.d.Latest, Observation: o, Policy: x.in.Policy, Now: x.in.Now,
@@ -76,6 +77,21 @@ func (x *decider) node(i int) {
 		x.hold(oldInstallerHold(n.NodeName))
 	}
 	x.requeue(d.RequeueAfter)
+	x.holdPending(n, x.nodes[i], o.Installer.Phase)
+}
+
+// holdPending holds a node whose installer, ordered before this decision
+// (from) and still its attempt (to), has not started: it is pending, or
+// never seen and missing. The decision looks again when the hold turns
+// Degraded.
+func (x *decider) holdPending(from, to NodeStatus, phase InstallerPhase) {
+	if !to.InTransition() || from.InstallerOrderedTime == nil || to.InstallerOrderedTime == nil || InstallerName(from) != InstallerName(to) ||
+		to.InstalledTime != nil || (phase != InstallerPending && !(to.InstallerNotSeen && phase == InstallerNotFound)) {
+		return
+	}
+	ordered := to.InstallerOrderedTime.Time
+	x.hold(pendingHold(to.NodeName, InstallerName(to), ordered))
+	x.requeue(ordered.Add(x.in.Policy.holdDegradedAfter()).Sub(x.in.Now))
 }
 
 // waitForFallback holds the next installer d creates for node i, in

@@ -81,11 +81,13 @@ type NodeInput struct {
 //     last good revision; it retries after Policy.FallbackBackoff;
 //   - a newer latest revision: jump the target to it at once (unless the
 //     node failed that revision: a retry waits for its backoff);
-//   - installer missing: if the engine ordered it before it finished, it
-//     disappeared: a failed attempt (InstallerPodDisappeared); otherwise
-//     create it, unless the node waits for its backoff, has exhausted its
-//     retries, is unreachable, an older installer of it is still being
-//     deleted, or the policy is paused;
+//   - installer missing: ordered and never seen (InstallerNotSeen: the
+//     process died before creating it, or the pod cache lags), create it
+//     again under the same name, no failed attempt; ordered, seen and not
+//     finished, it disappeared: a failed attempt (InstallerPodDisappeared);
+//     otherwise create it, unless the node waits for its backoff, has
+//     exhausted its retries, is unreachable, an older installer of it is
+//     still being deleted, or the policy is paused;
 //   - installer pending or running: wait, or, InstallerPendingTimeout after
 //     the engine ordered it (its start time for a status without the
 //     order), record an InstallerPodFailed failure;

@@ -15,6 +15,13 @@ func mt(t time.Time) *metav1.Time { return &metav1.Time{Time: t} }
 // ordered marks n's current attempt as ordered at t.
 func ordered(n NodeStatus, t time.Time) NodeStatus { n.InstallerOrderedTime = mt(t); return n }
 
+// unseen marks n's current attempt as ordered at t and not seen yet.
+func unseen(n NodeStatus, t time.Time) NodeStatus {
+	n = ordered(n, t)
+	n.InstallerNotSeen = true
+	return n
+}
+
 // installed marks n's current attempt as installed at t.
 func installed(n NodeStatus, t time.Time) NodeStatus {
 	n.InstallerOrderedTime, n.InstalledTime = nil, mt(t)
@@ -32,6 +39,7 @@ type nodeCase struct {
 	obs         NodeObservation
 	policy      Policy
 	deleting    bool
+	held        bool
 	at          time.Time
 	want        NodeStatus
 	wantDelete  []string
@@ -49,7 +57,7 @@ func runNodeCases(t *testing.T, tests []nodeCase) {
 			if now.IsZero() {
 				now = t0.Add(time.Hour)
 			}
-			d := NextNodeStatus(tt.node, NodeInput{Latest: tt.latest, Observation: tt.obs, Policy: tt.policy, Now: now, Deleting: tt.deleting})
+			d := NextNodeStatus(tt.node, NodeInput{Latest: tt.latest, Observation: tt.obs, Policy: tt.policy, Now: now, Deleting: tt.deleting, Held: tt.held})
 			got := tt.node
 			if d.To != nil {
 				got = *d.To
@@ -110,7 +118,7 @@ func TestNextNodeStatus(t *testing.T) {
 			name: "an older target superseded by a newer revision keeps the failure record", latest: 3,
 			node: failed(node("a", 1, 2), 2, 2, ReasonInstallerPodFailed, t0, "boom"),
 			obs:  ready(1),
-			want: ordered(failed(node("a", 1, 3), 2, 2, ReasonInstallerPodFailed, t0, "boom"), now), wantCreate: "installer-3-a",
+			want: unseen(failed(node("a", 1, 3), 2, 2, ReasonInstallerPodFailed, t0, "boom"), now), wantCreate: "installer-3-a",
 			wantEvents: []string{ReasonNodeTargetRevisionChanged}, wantReason: "new revision pending",
 		},
 		{
@@ -138,7 +146,7 @@ func TestNextNodeStatus(t *testing.T) {
 		},
 		{
 			name: "installer never ordered and missing: order and create it", node: node("a", 1, 2), latest: 2, obs: ready(1),
-			want: ordered(node("a", 1, 2), now), wantCreate: "installer-2-a", wantReason: "creating installer installer-2-a",
+			want: unseen(node("a", 1, 2), now), wantCreate: "installer-2-a", wantReason: "creating installer installer-2-a",
 		},
 		{
 			name: "installer missing on an unreachable node: wait", node: node("a", 1, 2), latest: 2,
@@ -192,7 +200,7 @@ func TestNextNodeStatus(t *testing.T) {
 			name: "backoff elapsed: retry under a new name", latest: 2,
 			node:       retryAt(failed(node("a", 1, 2), 2, 2, ReasonInstallerPodFailed, now.Add(-23*time.Second), "x"), now),
 			obs:        ready(1),
-			want:       ordered(retryAt(failed(node("a", 1, 2), 2, 2, ReasonInstallerPodFailed, now.Add(-23*time.Second), "x"), now), now),
+			want:       unseen(retryAt(failed(node("a", 1, 2), 2, 2, ReasonInstallerPodFailed, now.Add(-23*time.Second), "x"), now), now),
 			wantCreate: "installer-2-retry-2-a", wantReason: "creating installer installer-2-retry-2-a",
 		},
 		{
@@ -308,7 +316,7 @@ func TestVanishingInstallerIsAFailedAttempt(t *testing.T) {
 	now := t0.Add(time.Hour)
 	runNodeCases(t, []nodeCase{
 		{
-			name: "ordered, then missing: a failure with a backoff", node: ordered(node("a", 1, 2), t0), latest: 2, obs: ready(1),
+			name: "ordered, seen, then missing: a failure with a backoff", node: ordered(node("a", 1, 2), t0), latest: 2, obs: ready(1),
 			want:       retryAt(failed(node("a", 1, 2), 2, 1, ReasonInstallerPodDisappeared, now, "installer installer-2-a disappeared before it finished"), now.Add(15*time.Second)),
 			wantEvents: []string{ReasonInstallerPodDisappeared}, wantReason: "InstallerPodDisappeared 1 time, retrying in 15s", wantRequeue: 15 * time.Second,
 			wantDelete: []string{"installer-2-a"},
@@ -319,6 +327,60 @@ func TestVanishingInstallerIsAFailedAttempt(t *testing.T) {
 			want:       retryAt(failed(node("a", 1, 2), 2, 2, ReasonInstallerPodDisappeared, now, "installer installer-2-retry-1-a disappeared before it finished"), now.Add(23*time.Second)),
 			wantEvents: []string{ReasonInstallerPodDisappeared, ReasonInstallerRetriesExhausted}, wantReason: "InstallerPodDisappeared 2 times, giving up on revision 2",
 			wantDelete: []string{"installer-2-retry-1-a"},
+		},
+	})
+}
+
+// TestOrderedInstallerNeverSeenIsNoFailedAttempt: an installer ordered
+// and never seen that is missing (the process died before creating it, or
+// the pod cache has not seen it yet) is created again under the same name:
+// no failure, event, backoff or retry spent; the seen mark clears once an
+// observation shows the installer in any phase, and a seen installer that
+// is missing is a failed attempt.
+func TestOrderedInstallerNeverSeenIsNoFailedAttempt(t *testing.T) {
+	now := t0.Add(time.Hour)
+	retry := unseen(failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, t0, "x"), t0)
+	runNodeCases(t, []nodeCase{
+		{
+			name: "ordered, never seen, missing: created again under the same name", node: unseen(node("a", 1, 2), t0), latest: 2, obs: ready(1),
+			want: unseen(node("a", 1, 2), t0), wantCreate: "installer-2-a", wantReason: "installer installer-2-a ordered and not seen yet, ensuring it",
+		},
+		{
+			name: "a retry ordered, never seen, missing: created again, no retry spent", node: retry, latest: 2, obs: ready(1),
+			policy: Policy{MaxInstallerRetries: 1},
+			want:   retry, wantCreate: "installer-2-retry-1-a", wantReason: "installer installer-2-retry-1-a ordered and not seen yet, ensuring it",
+		},
+		{
+			name: "ordered, never seen, missing on an unreachable node: wait", node: unseen(node("a", 1, 2), t0), latest: 2,
+			obs:  NodeObservation{Unreachable: true},
+			want: unseen(node("a", 1, 2), t0), wantReason: "node is unreachable, not creating installer installer-2-a",
+		},
+		{
+			name: "ordered, never seen, missing while paused: wait", node: unseen(node("a", 1, 2), t0), latest: 2, obs: ready(1),
+			policy: Policy{Paused: true},
+			want:   unseen(node("a", 1, 2), t0), wantReason: "paused before creating installer installer-2-a",
+		},
+		{
+			name: "ordered, never seen, missing while an older installer goes: wait", node: unseen(node("a", 1, 2), t0), latest: 2, obs: ready(1),
+			deleting: true,
+			want:     unseen(node("a", 1, 2), t0), wantReason: "waiting for an older installer to be deleted before creating installer-2-a",
+		},
+		{
+			name: "ordered, never seen, missing, up and held by maxUnavailable: the order is withdrawn, no failure", node: unseen(node("a", 1, 2), t0), latest: 2,
+			obs: ready(1), held: true,
+			want: node("a", 1, 2), wantReason: "maxUnavailable reached, withdrawing the order of installer installer-2-a, which was never seen",
+		},
+		{
+			name: "an installer shown pending is seen", node: unseen(node("a", 1, 2), t0), latest: 2,
+			obs:  withInstaller(ready(1), InstallerPending),
+			want: ordered(node("a", 1, 2), t0), wantReason: "installer installer-2-a is Pending",
+		},
+		{
+			name: "an installer shown failed is seen, and its failure recorded", node: unseen(node("a", 1, 2), t0), latest: 2,
+			obs:        withInstaller(ready(1), InstallerFailed),
+			want:       retryAt(failed(node("a", 1, 2), 2, 1, ReasonInstallerPodFailed, now, "no detailed termination message, see the installer pod installer-2-a"), now.Add(15*time.Second)),
+			wantEvents: []string{ReasonInstallerPodFailed}, wantReason: "InstallerPodFailed 1 time, retrying in 15s", wantRequeue: 15 * time.Second,
+			wantDelete: []string{"installer-2-a"},
 		},
 	})
 }

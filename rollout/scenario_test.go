@@ -227,10 +227,10 @@ func TestSimulationFailuresAndRetries(t *testing.T) {
 		fake.InstallerScript{Outcome: fake.InstallerOOMKilled},
 		fake.InstallerScript{Outcome: fake.InstallerOOMKilled},
 	)
-	s.cluster.ScriptInstallers("e", fake.InstallerScript{Outcome: fake.InstallerDisappears})
+	s.cluster.ScriptInstallers("e", fake.InstallerScript{Outcome: fake.InstallerDisappears, PendingTicks: 1})
 	require.True(t, s.run(s.controller(), 200))
 	assert.Equal(t, []string{"installer-4-d", "installer-4-b", "installer-4-retry-1-b", "installer-4-retry-2-b",
-		"installer-4-c", "installer-4-e", "installer-4-retry-1-e", "installer-4-a"}, s.installerOrder(), "e's vanished installer is a failed attempt, retried under a new name")
+		"installer-4-c", "installer-4-e", "installer-4-retry-1-e", "installer-4-a"}, s.installerOrder(), "e's installer, seen and then vanished, is a failed attempt, retried under a new name")
 	b, _ := s.store.Current().Node("b")
 	assert.Equal(t, int32(4), b.CurrentRevision)
 	assert.Equal(t, int32(2), b.LastFailedCount)

@@ -203,7 +203,7 @@ func (p *pass) begin(c *candidate) {
 	c.plan()
 	to, create := n, c.create
 	to.TargetRevision = c.rev
-	to.InstallerOrderedTime, to.InstalledTime = metaTime(x.in.Now), nil
+	to.order(x.in.Now)
 	x.set(c.i, to)
 	reason := fmt.Sprintf("starting revision %d", c.rev)
 	if c.retry {

@@ -40,10 +40,19 @@ type NodeStatus struct {
 	TargetRevision int32 `json:"targetRevision,omitempty"`
 	// InstallerOrderedTime is when the engine decided to create the installer
 	// of the current attempt (nil while none is ordered). An ordered
-	// installer that is missing before it finished has disappeared, which is
-	// a failed attempt; InstallerPendingTimeout counts from here.
+	// installer that was seen and is missing before it finished has
+	// disappeared, which is a failed attempt; InstallerPendingTimeout counts
+	// from here.
 	// +optional
 	InstallerOrderedTime *metav1.Time `json:"installerOrderedTime,omitempty"`
+	// InstallerNotSeen is true while the installer of the current attempt
+	// is ordered and no observation has shown it yet: the process may have
+	// died before creating it, or the host's pod cache may lag. Such an
+	// installer that is missing is created again under the same name, not
+	// counted as a failed attempt. The zero value means "seen", so a status
+	// written without the field reads as it did before.
+	// +optional
+	InstallerNotSeen bool `json:"installerNotSeen,omitempty"`
 	// InstalledTime is when the current attempt's installer was seen to
 	// succeed; OperandReadyTimeout counts from here.
 	// +optional
@@ -77,8 +86,8 @@ type NodeStatus struct {
 	LastFallbackCount int32 `json:"lastFallbackCount,omitempty"`
 	// LastFailedReason is the reason of the last failure:
 	// ReasonInstallerPodFailed, ReasonInstallerPodDisappeared,
-	// ReasonOperandFailed, ReasonOperandNotReady or
-	// ReasonOperandFailedFallback.
+	// ReasonInstallerCreateFailed, ReasonOperandFailed,
+	// ReasonOperandNotReady or ReasonOperandFailedFallback.
 	// +optional
 	LastFailedReason string `json:"lastFailedReason,omitempty"`
 	// LastFailedErrors are the messages of the last failure, at most
@@ -132,6 +141,17 @@ type Status struct {
 	// kstatus's observedGeneration); it only goes forward.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// order records that the installer of the node's attempt is ordered at
+// now and not seen yet.
+func (n *NodeStatus) order(now time.Time) {
+	n.InstallerOrderedTime, n.InstalledTime, n.InstallerNotSeen = metaTime(now), nil, true
+}
+
+// endAttempt forgets the installer of the node's attempt: none is ordered.
+func (n *NodeStatus) endAttempt() {
+	n.InstallerOrderedTime, n.InstalledTime, n.InstallerNotSeen = nil, nil, false
 }
 
 // InTransition reports whether the node is moving to a target revision.

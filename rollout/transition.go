@@ -34,7 +34,7 @@ func (x *nodeDecider) readyAtTarget() bool {
 	}
 	to := x.to()
 	to.CurrentRevision, to.TargetRevision, to.RegressedRevision, to.OperandMissing = op.Revision, 0, 0, false
-	to.InstallerOrderedTime, to.InstalledTime = nil, nil
+	to.endAttempt()
 	x.d.Reason = "static pod is ready"
 	if op.Revision != n.TargetRevision {
 		x.d.Reason = fmt.Sprintf("its operand runs revision %d, above its target %d", op.Revision, n.TargetRevision)
@@ -78,7 +78,7 @@ func (x *nodeDecider) superseded() bool {
 	}
 	to := x.to()
 	to.TargetRevision = latest
-	to.InstallerOrderedTime, to.InstalledTime = nil, nil
+	to.endAttempt()
 	x.d.Reason = "new revision pending"
 	x.event(converge.EventTypeNormal, ReasonNodeTargetRevisionChanged,
 		"Updating node %q from revision %d to %d because revision %d superseded %d",
@@ -92,14 +92,20 @@ func (x *nodeDecider) superseded() bool {
 }
 
 // installer decides from what the installer of the target and attempt
-// shows: missing (disappeared, installed, or to create), pending or
-// running (until InstallerPendingTimeout), failed, or succeeded.
+// shows: missing (ordered and not seen yet, disappeared, installed, or to
+// create), pending or running (until InstallerPendingTimeout), failed, or
+// succeeded. An installer shown in any phase is seen.
 func (x *nodeDecider) installer() {
 	n, inst := x.next, x.in.Observation.Installer
 	name := InstallerName(n)
+	if n.InstallerNotSeen && inst.Phase != InstallerNotFound {
+		x.to().InstallerNotSeen = false
+	}
 	switch inst.Phase {
 	case InstallerNotFound:
 		switch {
+		case n.InstallerOrderedTime != nil && n.InstalledTime == nil && n.InstallerNotSeen:
+			x.ensureOrdered(name)
 		case n.InstallerOrderedTime != nil && n.InstalledTime == nil:
 			x.fail(ReasonInstallerPodDisappeared, []string{fmt.Sprintf("installer %s disappeared before it finished", name)},
 				fmt.Sprintf("Installer %s for revision %d on node %q disappeared before it finished", name, n.TargetRevision, n.NodeName))
@@ -160,15 +166,48 @@ func (x *nodeDecider) missingInstaller() {
 	case retry && now.Before(p.retryAt(n)):
 		x.requeue(p.retryAt(n).Sub(now))
 		x.d.Reason = fmt.Sprintf("installer failed %s, retrying in %v", times(n.LastFailedCount), x.d.RequeueAfter)
-	case p.Paused:
+	case !x.createBlocked(name):
+		x.order()
+	}
+}
+
+// ensureOrdered creates again the installer the engine ordered and no
+// observation has shown yet: the process may have died before creating it,
+// or the host's pod cache has not seen it. That is no failed attempt: the
+// same installer, no event, no backoff, no retry spent; unless the node is
+// unreachable, the policy is paused, or an older installer of it is still
+// being deleted. A node that is up and held (MaxUnavailable is reached
+// since the order) has its order withdrawn: it waits between attempts.
+func (x *nodeDecider) ensureOrdered(name string) {
+	if x.createBlocked(name) {
+		return
+	}
+	if x.in.Held && !isDown(&x.next, &x.in.Observation) {
+		x.to().endAttempt()
+		x.d.held = true
+		x.d.Reason = "maxUnavailable reached, withdrawing the order of installer " + name + ", which was never seen"
+		return
+	}
+	create := installerFor(x.next)
+	x.d.Create = &create
+	x.d.Reason = "installer " + name + " ordered and not seen yet, ensuring it"
+}
+
+// createBlocked reports, with the decision's reason, whether the installer
+// name of a node waits: the policy is paused, the node is unreachable, or an
+// older installer of it is still being deleted.
+func (x *nodeDecider) createBlocked(name string) bool {
+	switch {
+	case x.in.Policy.Paused:
 		x.d.Reason = "paused before creating installer " + name
 	case x.in.Observation.Unreachable:
 		x.d.Reason = "node is unreachable, not creating installer " + name
 	case x.in.Deleting:
 		x.d.Reason = "waiting for an older installer to be deleted before creating " + name
 	default:
-		x.order()
+		return false
 	}
+	return true
 }
 
 // order records that the installer of the new status's target and attempt
@@ -184,7 +223,7 @@ func (x *nodeDecider) order() {
 		return
 	}
 	to := x.to()
-	to.InstallerOrderedTime = metaTime(x.in.Now)
+	to.order(x.in.Now)
 	create := installerFor(*to)
 	x.d.Create = &create
 	if x.d.Reason == "" {
@@ -250,6 +289,12 @@ func reinstallsInFallback(n NodeStatus, rev int32) bool {
 // that may exist: the engine ordered it, or the host reports it.
 func attempted(n NodeStatus, inst InstallerState) bool {
 	return n.InTransition() && (n.InstallerOrderedTime != nil || inst.Phase != InstallerNotFound)
+}
+
+// awaitsCreate reports whether the node's ordered installer was never seen
+// and is missing: the next sync creates it, it may not run yet.
+func awaitsCreate(n *NodeStatus, o *NodeObservation) bool {
+	return n.InstallerNotSeen && n.InstallerOrderedTime != nil && n.InstalledTime == nil && o.Installer.Phase == InstallerNotFound
 }
 
 // installing reports whether a node in transition may have its operand
