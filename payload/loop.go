@@ -63,7 +63,7 @@ func (w *Worker) input(observed Observation, elapsed bool) Input {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	in := Input{Desired: w.desired, Generation: w.generation, Status: w.status, Observation: observed,
-		Policy: w.policy, Now: w.clock.Now(), Jitter: w.jitter()}
+		Policy: w.policy, Zones: w.zones, Now: w.clock.Now(), Jitter: w.jitter()}
 	if due := in.Status.NextApplyTime; elapsed && due != nil && in.Now.Before(due.Time) {
 		now := converge.NewMicroTime(in.Now)
 		in.Status.NextApplyTime = &now
