@@ -79,6 +79,7 @@ func (s *sim) update(r payload.Release) {
 	switch same := current && simID(before.Release) == simID(r); {
 	case !same && s.held():
 		s.logf("  held: paused %t or the windows closed", s.holds.paused)
+		s.pass.kept = s.pass.kept || s.pass.started
 		if current {
 			s.dueAgain(before, before.Release)
 		} else if !s.pass.started {

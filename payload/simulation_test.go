@@ -87,6 +87,9 @@ type simPass struct {
 	// calls failed, "the registry", "the preconditions".
 	ledger   map[string]bool
 	reported map[string]bool // the refs whose calls returned an error of EffectReport
+	// kept says the pass started while the pause or the windows held the told
+	// release back, or an Update they held back came during it: it finishes.
+	kept bool
 }
 
 // simDue is when the next pass of a release must come, in the world's time: no sooner
