@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/csaupgrade"
 
 	"github.com/converge-dev/converge/internal/input"
 	"github.com/converge-dev/converge/payload"
@@ -32,6 +36,31 @@ type ApplierConfig struct {
 	// Force takes over fields another manager owns (an operator that owns
 	// its payload forces; the default, false, reports the conflict).
 	Force bool
+	// TakeOver names the field managers whose fields the applier takes over
+	// before each apply, with client-go's csaupgrade: their fields become
+	// FieldManager's, so that a field one of them set and the manifest does
+	// not is removed by the apply instead of kept forever. HandEditManagers
+	// lists the managers a person's edits leave. A field another manager
+	// owns (a controller's) is not taken over. Each apply then reads the
+	// object first, and the client must be a ManagedFieldsPatcher (both of
+	// NewApplier's and crconverge's are).
+	TakeOver []string
+}
+
+// HandEditManagers returns the field managers a person's edits leave in an
+// object's managedFields: kubectl edit ("kubectl-edit"), kubectl's
+// client-side apply ("kubectl-client-side-apply"), and the fields set before
+// the object's first server-side apply ("before-first-apply").
+func HandEditManagers() []string {
+	return []string{"kubectl-edit", "kubectl-client-side-apply", "before-first-apply"}
+}
+
+// ManagedFieldsPatcher rewrites an object's managedFields, which
+// ApplierConfig.TakeOver needs of an ApplyClient.
+type ManagedFieldsPatcher interface {
+	// PatchJSON sends patch, a JSON patch (RFC 6902), to the object; a patch
+	// whose resourceVersion is stale is the API server's Conflict.
+	PatchJSON(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, patch []byte) error
 }
 
 // ApplyClient reads, applies and deletes the objects of manifests: the
@@ -75,10 +104,11 @@ type Applier struct {
 }
 
 var (
-	_ payload.Applier   = (*Applier)(nil)
-	_ payload.Deleter   = (*Applier)(nil)
-	_ payload.Readiness = (*Applier)(nil)
-	_ ApplyClient       = dynamicApply{}
+	_ payload.Applier      = (*Applier)(nil)
+	_ payload.Deleter      = (*Applier)(nil)
+	_ payload.Readiness    = (*Applier)(nil)
+	_ ApplyClient          = dynamicApply{}
+	_ ManagedFieldsPatcher = dynamicApply{}
 )
 
 // NewApplier checks cfg and returns the applier on the dynamic client.
@@ -101,8 +131,18 @@ func NewApplierFor(client ApplyClient, cfg ApplierConfig) (*Applier, error) {
 		return nil, input.Invalidf("kube", "NewApplierFor arguments", "Client and Mapper are NewApplier's and must be nil")
 	case cfg.FieldManager == "":
 		return nil, input.Invalidf("kube", "ApplierConfig", "empty FieldManager")
+	case len(cfg.TakeOver) > 0 && !isPatcher(client):
+		return nil, input.Invalidf("kube", "ApplierConfig", "TakeOver needs an apply client that is a ManagedFieldsPatcher")
+	case slices.Contains(cfg.TakeOver, "") || slices.Contains(cfg.TakeOver, cfg.FieldManager):
+		return nil, input.Invalidf("kube", "ApplierConfig", "TakeOver names an empty manager or FieldManager itself")
 	}
+	cfg.TakeOver = slices.Clone(cfg.TakeOver)
 	return &Applier{cfg: cfg, client: client}, nil
+}
+
+func isPatcher(client ApplyClient) bool {
+	_, ok := client.(ManagedFieldsPatcher)
+	return ok
 }
 
 // Apply applies m with server-side apply.
@@ -116,7 +156,35 @@ func (a *Applier) Apply(ctx context.Context, m *manifest.Manifest, _ payload.Sta
 			return err
 		}
 	}
+	if err := a.takeOver(ctx, m); err != nil {
+		return err
+	}
 	return a.client.Apply(ctx, m.Object, a.cfg.FieldManager, a.cfg.Force)
+}
+
+// takeOver makes the fields of the ApplierConfig.TakeOver managers on m's
+// object FieldManager's (csaupgrade.UpgradeManagedFieldsPatch), so that the
+// apply that follows removes those the manifest does not set. An object
+// that does not exist yet, or that no such manager touched, is left as it is.
+func (a *Applier) takeOver(ctx context.Context, m *manifest.Manifest) error {
+	if len(a.cfg.TakeOver) == 0 {
+		return nil
+	}
+	obj, err := a.client.Get(ctx, m.GVK, m.Namespace(), m.Name())
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(a.cfg.TakeOver...), a.cfg.FieldManager)
+	if err != nil || patch == nil {
+		return err
+	}
+	if err := a.client.(ManagedFieldsPatcher).PatchJSON(ctx, m.GVK, m.Namespace(), m.Name(), patch); err != nil {
+		return fmt.Errorf("kube: taking over the fields of %v on %s: %w", a.cfg.TakeOver, m.Ref(), err)
+	}
+	return nil
 }
 
 // Delete deletes the object of m in the background. It reads the object first:
@@ -214,6 +282,15 @@ func (d dynamicApply) Apply(ctx context.Context, obj *unstructured.Unstructured,
 		return err
 	}
 	_, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: force})
+	return err
+}
+
+func (d dynamicApply) PatchJSON(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, patch []byte) error {
+	ri, err := d.resource(gvk, namespace)
+	if err != nil {
+		return err
+	}
+	_, err = ri.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	return err
 }
 

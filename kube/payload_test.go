@@ -219,6 +219,9 @@ func TestNewApplierForRejectsBadInput(t *testing.T) {
 			cfg: ApplierConfig{Client: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), FieldManager: "m"}},
 		{name: "a mapper beside the apply client", client: &recordingApply{}, cfg: ApplierConfig{Mapper: meta.NewDefaultRESTMapper(nil), FieldManager: "m"}},
 		{name: "no field manager", client: &recordingApply{}},
+		{name: "a take-over through a client that cannot patch", client: &recordingApply{}, cfg: ApplierConfig{FieldManager: "m", TakeOver: HandEditManagers()}},
+		{name: "a take-over of the field manager itself", client: &patchingApply{}, cfg: ApplierConfig{FieldManager: "m", TakeOver: []string{"m"}}},
+		{name: "a take-over of an empty manager", client: &patchingApply{}, cfg: ApplierConfig{FieldManager: "m", TakeOver: []string{""}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

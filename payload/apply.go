@@ -17,14 +17,15 @@ import (
 )
 
 // apply applies d.Status.Release once in d.Status.State and says what it did. An apply
-// stopped by ctx or by a new desired release is Interrupted, whatever it met.
+// stopped by ctx or by a new desired release is Interrupted, whatever it met; a
+// desired release the pause or the windows hold back stops nothing.
 func (w *Worker) apply(ctx context.Context, d Decision) Observation {
 	release, state := d.Status.Release, d.Status.State
 	out := &Observation{Release: release, State: state}
 	applyCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	w.mu.Lock()
-	if !w.desired.Same(release) {
+	if !w.desired.Same(release) && !w.holding(w.desired) {
 		w.mu.Unlock()
 		out.Interrupted = true
 		return *out

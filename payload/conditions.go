@@ -1,10 +1,12 @@
 package payload
 
 import (
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 )
 
@@ -29,8 +31,16 @@ func failing(s *Status, p Policy, now time.Time) bool {
 // towards 4.15.1: 512 of 862 done (59% complete)"); Failing is True while the last
 // apply failed with an effect that fails the update (EffectFail, or
 // EffectFailAfterInterval without progress for an interval).
+//
+// A hold (Status.Holds) that keeps a desired release from starting gives
+// Progressing its reason and message, unless a failure does; it changes
+// neither Available nor Failing.
 func setConditions(s *Status, p Policy, now time.Time) {
 	if s.Release.IsZero() {
+		if len(s.Holds) > 0 {
+			_, _ = conditions.Set(&s.Conditions, heldProgressing(metav1.ConditionFalse, s.Holds), now,
+				conditions.WithObservedGeneration(s.ObservedGeneration))
+		}
 		return
 	}
 	fails := failing(s, p, now)
@@ -68,6 +78,9 @@ func setConditions(s *Status, p Policy, now time.Time) {
 		progressing = metav1.Condition{Type: conditions.TypeProgressing, Status: metav1.ConditionTrue, Reason: string(s.State),
 			Message: s.progressMessage()}
 	}
+	if len(s.Holds) > 0 && !fails {
+		progressing = heldProgressing(progressing.Status, s.Holds)
+	}
 	for _, c := range []metav1.Condition{available, progressing, failure} {
 		// The conditions are built valid: reasons are sanitized, messages bounded.
 		_, _ = conditions.Set(&s.Conditions, c, now, conditions.WithObservedGeneration(s.ObservedGeneration))
@@ -94,4 +107,16 @@ func sanitizeReason(reason string) string {
 		return r
 	}
 	return ReasonUpdatePayloadFailed
+}
+
+// heldProgressing is the Progressing condition of a worker whose holds keep a
+// desired release from starting: the first hold's reason, and every hold's
+// message.
+func heldProgressing(status metav1.ConditionStatus, holds []converge.Hold) metav1.Condition {
+	messages := make([]string, len(holds))
+	for i, h := range holds {
+		messages[i] = h.Message
+	}
+	return metav1.Condition{Type: conditions.TypeProgressing, Status: status, Reason: holds[0].Reason,
+		Message: boundMessage(strings.Join(messages, "; "))}
 }

@@ -61,23 +61,56 @@ func Decide(in Input) (Decision, error) {
 		d.Events = fold(&s, obs, p, in.Now, in.Jitter)
 	}
 	boundWaits(&s, p, in.Now)
+	s.Holds = nil
+	var opens time.Time
 	if !in.Desired.IsZero() {
 		s.ObservedGeneration = in.Generation
-		if s.State == "" || s.Release.IsZero() || !s.Release.Same(in.Desired) {
-			d.Events = append(d.Events, start(&s, in.Desired, p, at))
-		} else {
+		switch current := s.State != "" && !s.Release.IsZero(); {
+		case current && s.Release.Same(in.Desired):
 			s.Release = carry(s.Release, in.Desired)
+		case in.Policy.Paused || len(in.Policy.Windows) > 0:
+			if s.Holds, opens = holds(&in); s.Holds == nil {
+				d.Events = append(d.Events, start(&s, in.Desired, p, at))
+			}
+		default:
+			d.Events = append(d.Events, start(&s, in.Desired, p, at))
 		}
-		if s.Interrupted || s.NextApplyTime == nil || !in.Now.Before(s.NextApplyTime.Time) {
-			d.Apply = true
-			d.CheckPreconditions = s.State == StateUpdating && s.Done == 0 && !in.Desired.Force
-		} else {
-			d.RequeueAfter = s.NextApplyTime.Sub(in.Now)
+		if s.State != "" && !s.Release.IsZero() {
+			schedule(&d, &s, in.Now, in.Desired.Force)
 		}
+	}
+	if !opens.IsZero() && (d.RequeueAfter == 0 || opens.Sub(in.Now) < d.RequeueAfter) && !d.Apply {
+		d.RequeueAfter = opens.Sub(in.Now)
 	}
 	setConditions(&s, p, in.Now)
 	d.Status = s
 	return d, nil
+}
+
+// schedule decides whether s.Release is applied now or when: at once after an
+// interruption or once its NextApplyTime has come.
+func schedule(d *Decision, s *Status, now time.Time, force bool) {
+	if s.Interrupted || s.NextApplyTime == nil || !now.Before(s.NextApplyTime.Time) {
+		d.Apply = true
+		d.CheckPreconditions = s.State == StateUpdating && s.Done == 0 && !force
+		return
+	}
+	d.RequeueAfter = s.NextApplyTime.Sub(now)
+}
+
+// holds returns what keeps in.Desired from starting, sorted, nil when
+// nothing does, and when the windows open if they are closed. in has been
+// validated, its windows' zones included.
+func holds(in *Input) ([]converge.Hold, time.Time) {
+	var hs []converge.Hold
+	if in.Policy.Paused {
+		hs = append(hs, converge.PausedHold("no update to "+in.Desired.String()+" starts"))
+	}
+	var opens time.Time
+	if open, change, err := converge.WindowsOpen(in.Policy.Windows, in.Zones, in.Now); err == nil && !open {
+		hs, opens = append(hs, converge.WindowClosedHold(change)), change
+	}
+	return converge.SortHolds(hs), opens
 }
 
 // validate reports a bad Policy, Status or Observation and a zero Now, all of them.
@@ -93,6 +126,9 @@ func (in *Input) validate() error {
 	}
 	if in.Now.IsZero() {
 		problems = append(problems, input.ZeroNow)
+	} else if len(problems) == 0 && len(in.Policy.Windows) > 0 {
+		_, _, err := converge.WindowsOpen(in.Policy.Windows, in.Zones, in.Now)
+		problems = append(problems, input.Problems(err, "policy: windows: ")...)
 	}
 	return input.Invalid("payload", "input", problems...)
 }

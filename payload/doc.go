@@ -60,6 +60,18 @@
 //     goroutine preempted between that check and its call can still start one;
 //     closing that instant would make Update wait behind hung calls. A call in
 //     flight that ignores its context keeps its pool slot until it returns.
+//   - Policy.Paused and closed Policy.Windows (converge.Window) keep a desired release
+//     that is not Status.Release from starting, the first one included: the worker
+//     goes on with the release it has (its reconcile passes, which restore it, and an
+//     update already started, retries included), lets the apply in flight finish
+//     (Update cancels nothing then), holds (Status.Holds: converge.PausedHold,
+//     converge.WindowClosedHold naming the opening; Progressing's reason Paused or
+//     WindowClosed, Available and Failing unchanged, no event), and, held by the
+//     windows, decides again when they open. A pause needs no wake: the host makes a
+//     worker with the new Policy. The Worker loads the windows' time zones once
+//     (converge.Zones.Load) and hands them to Decide (Input.Zones), which does no
+//     I/O; a zone that does not load is invalid config (TestDecideHolds,
+//     TestDecideWakesAtTheOpeningAcrossDST, TestWorkerPausedLetsTheApplyInFlightFinish).
 //   - A delete that finds its object gone (the API server's NotFound) is done, not a
 //     deletion: ReasonManifestsDeleted names only the objects a pass removed.
 //   - A failed manifest says why in the operator's words, then the error: `Could not
@@ -95,7 +107,10 @@
 // in any order, with failures, hangs past their context, panics, unknown kinds,
 // readiness waits, Updates, restarts and crashes between any two host calls (right
 // after a status write too), the status persisted through encoding/json, clocks that
-// jump an hour and replicas whose clocks are off; it checks the rules above against
+// jump an hour and replicas whose clocks are off, maintenance windows and pauses
+// drawn per seed (no call of a release the worker had not started comes while it is
+// paused or its windows are closed, and once they open an idle worker has started
+// the release it was told); it checks the rules above against
 // the world after every step, and every failure a decision records against what
 // failed in the world. A seed replays step for step, whatever GOMAXPROCS (go test
 // ./payload -run 'TestSimPayload$' -seed N -v). hack/mutants/payload keeps the bug

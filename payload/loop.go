@@ -27,7 +27,7 @@ func (w *Worker) loop(ctx context.Context) error {
 	default:
 	}
 	for {
-		in := w.input(observed, next.elapsed)
+		in := w.input(observed, next.elapsed && next.forPass)
 		d, err := Decide(in)
 		if err != nil {
 			return err
@@ -58,12 +58,13 @@ func (w *Worker) loop(ctx context.Context) error {
 
 // input is what Decide decides from now. Once the loop's wait for the next pass has
 // elapsed, the pass is due, whatever the clock reads: a due time still ahead (the
-// clock stepped back during the wait) becomes now.
+// clock stepped back during the wait) becomes now. A wait that ended before the pass
+// (for the maintenance windows to open) leaves the due time as it is.
 func (w *Worker) input(observed Observation, elapsed bool) Input {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	in := Input{Desired: w.desired, Generation: w.generation, Status: w.status, Observation: observed,
-		Policy: w.policy, Now: w.clock.Now(), Jitter: w.jitter()}
+		Policy: w.policy, Zones: w.zones, Now: w.clock.Now(), Jitter: w.jitter()}
 	if due := in.Status.NextApplyTime; elapsed && due != nil && in.Now.Before(due.Time) {
 		now := converge.NewMicroTime(in.Now)
 		in.Status.NextApplyTime = &now
@@ -78,7 +79,12 @@ func (w *Worker) input(observed Observation, elapsed bool) Input {
 type wait struct {
 	timer clock.Timer
 	pass  pass
-	// elapsed says the wait ended: the pass it waited for is due.
+	// at is when the wait ends, as the clock read it when the wait began.
+	at time.Time
+	// forPass says the wait lasts until the pass is due, not only until the
+	// maintenance windows open.
+	forPass bool
+	// elapsed says the wait ended: the pass it waited for is due when forPass.
 	elapsed bool
 }
 
@@ -90,22 +96,25 @@ type pass struct {
 }
 
 // arm starts the wait for the pass d waits for, d.RequeueAfter from decided, unless
-// it waits for that pass already; it reports whether the pass is due already, so
-// that the loop decides again at once. A decision without RequeueAfter (no release)
-// waits for Update alone.
+// it waits for that pass already: a wait for the pass is kept, whatever the clock
+// reads now, and a wait for the windows to open is kept unless d's ends sooner. It
+// reports whether the wait is over already, so that the loop decides again at once. A decision without
+// RequeueAfter (no release, a pause) waits for Update alone.
 func (wt *wait) arm(clk clock.WithDelayedExecution, decided time.Time, d Decision) (due bool) {
 	wt.elapsed = false
 	p := pass{release: d.Status.Release, completed: d.Status.Completed, failures: d.Status.Failures}
-	if wt.timer != nil && wt.pass.release.Same(p.release) && wt.pass.completed == p.completed && wt.pass.failures == p.failures {
+	// The wait ends at a time, not after a duration: the clock may have moved while the
+	// host handled the result. It is never longer than the decision's.
+	at := decided.Add(d.RequeueAfter)
+	forPass := d.Status.NextApplyTime == nil || !at.Before(d.Status.NextApplyTime.Time)
+	if wt.timer != nil && wt.pass.release.Same(p.release) && wt.pass.completed == p.completed && wt.pass.failures == p.failures &&
+		(d.RequeueAfter <= 0 || forPass || !at.Before(wt.at)) {
 		return false
 	}
 	wt.stop()
 	if d.RequeueAfter <= 0 {
 		return false
 	}
-	// The wait ends at a time, not after a duration: the clock may have moved while the
-	// host handled the result. It is never longer than the decision's.
-	at := decided.Add(d.RequeueAfter)
 	length := min(at.Sub(clk.Now()), d.RequeueAfter)
 	if length <= 0 {
 		return true
@@ -115,7 +124,7 @@ func (wt *wait) arm(clk clock.WithDelayedExecution, decided time.Time, d Decisio
 		timer.Stop()
 		return true
 	}
-	wt.timer, wt.pass = timer, p
+	wt.timer, wt.pass, wt.at, wt.forPass = timer, p, at, forPass
 	return false
 }
 

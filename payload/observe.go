@@ -1,6 +1,10 @@
 package payload
 
-import "time"
+import (
+	"time"
+
+	"github.com/converge-dev/converge"
+)
 
 // Input is everything Decide needs: what the host wants, what the worker has done, what
 // the host reported of the apply that just ended, and how to pace the work.
@@ -16,6 +20,9 @@ type Input struct {
 	Observation Observation
 	// Policy paces the worker; the zero value is every default.
 	Policy Policy
+	// Zones holds the location of every TimeZone of Policy.Windows
+	// (converge.Zones.Load), so that Decide does no I/O.
+	Zones converge.Zones
 	// Now is the time of the decision.
 	Now time.Time
 	// Jitter is a random number in [0, 1) that spreads retries (Config.Jitter).

@@ -84,6 +84,24 @@ type Policy struct {
 	// MaxHistory is how many releases Status.History keeps (default 10).
 	// +optional
 	MaxHistory int32 `json:"maxHistory,omitempty"`
+	// Paused keeps a desired release that is not Status.Release from
+	// starting, the first one included: the worker holds
+	// (converge.HoldPaused in Status.Holds, Progressing's reason Paused)
+	// and goes on with the release it has. An apply in flight finishes, an
+	// update already started goes on to its end (its retries included), and
+	// the reconcile passes that restore the current release continue: they
+	// are not new work. Lifting the pause starts the desired release.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// Windows are the maintenance windows (converge.Window): while they
+	// are closed a desired release that is not Status.Release does not
+	// start, as with Paused, and the worker holds with
+	// converge.HoldWindowClosed, naming when they open, and decides again
+	// then. Reconcile passes of the current release, and an update already
+	// started, continue. No window is always open.
+	// +optional
+	// +listType=atomic
+	Windows []converge.Window `json:"windows,omitempty"`
 }
 
 // validate reports negative or out-of-range fields, all of them, as one error matching
@@ -117,6 +135,7 @@ func (p Policy) validate() error {
 	}
 	problems = append(problems, input.Problems(p.Backoff.Validate(), "backoff: ")...)
 	problems = append(problems, input.Problems(p.ManifestBackoff.Validate(), "manifestBackoff: ")...)
+	problems = append(problems, input.Problems(converge.ValidateWindows(p.Windows), "windows: ")...)
 	return input.Invalid("payload", "policy", problems...)
 }
 

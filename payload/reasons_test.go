@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/conditions"
 )
 
@@ -37,9 +38,16 @@ func sourceReasons(t *testing.T) (constants map[string]string, written []string)
 					if i >= len(n.Values) {
 						break
 					}
-					if lit, ok := n.Values[i].(*ast.BasicLit); ok && strings.HasPrefix(name.Name, "Reason") {
-						constants[name.Name], err = strconv.Unquote(lit.Value)
+					if !strings.HasPrefix(name.Name, "Reason") {
+						continue
+					}
+					switch v := n.Values[i].(type) {
+					case *ast.BasicLit:
+						constants[name.Name], err = strconv.Unquote(v.Value)
 						require.NoError(t, err)
+					case *ast.SelectorExpr:
+						require.Contains(t, holdReasons, v.Sel.Name, "%s is a hold reason of the root package", name.Name)
+						constants[name.Name] = holdReasons[v.Sel.Name]
 					}
 				}
 			case *ast.KeyValueExpr:
@@ -53,6 +61,10 @@ func sourceReasons(t *testing.T) (constants map[string]string, written []string)
 	return constants, written
 }
 
+// holdReasons are the root package's hold reasons an engine's reason constants
+// may name.
+var holdReasons = map[string]string{"HoldPaused": converge.HoldPaused, "HoldWindowClosed": converge.HoldWindowClosed}
+
 // shapeOf names the shape of a reason's expression: a literal, a name, a call…
 func shapeOf(e ast.Expr) string {
 	switch e := e.(type) {
@@ -63,6 +75,9 @@ func shapeOf(e ast.Expr) string {
 	case *ast.SelectorExpr:
 		if x, ok := e.X.(*ast.Ident); ok {
 			return "name " + x.Name + "." + e.Sel.Name
+		}
+		if _, ok := e.X.(*ast.IndexExpr); ok && e.Sel.Name == "Reason" {
+			return "hold reason"
 		}
 	case *ast.CallExpr:
 		if fn, ok := e.Fun.(*ast.Ident); ok {
@@ -75,7 +90,7 @@ func shapeOf(e ast.Expr) string {
 // TestReasonsIsTheClosedListOfWhatTheWorkerWrites enumerates the reasons the worker
 // writes: every Reason field in its source is a reason constant, the state it
 // applies in, a failure's reason made valid (sanitizeReason) or a classification
-// (reasonForError, a condensed error's plural reason), never a literal; and Reasons
+// (reasonForError, a condensed error's plural reason) or a hold's, never a literal; and Reasons
 // lists every constant, every class of API errors, AsExpected and the states used as
 // reasons, each once, sorted.
 func TestReasonsIsTheClosedListOfWhatTheWorkerWrites(t *testing.T) {
@@ -86,6 +101,7 @@ func TestReasonsIsTheClosedListOfWhatTheWorkerWrites(t *testing.T) {
 		switch {
 		case kind == "name" && (strings.HasPrefix(name, "Reason") || name == "conditions.ReasonAsExpected" || name == "reason"):
 		case kind == "call" && (name == "sanitizeReason" || name == "string"):
+		case kind == "hold": // a status's hold, whose reasons are the constants
 		default:
 			t.Errorf("a reason is written from %s, not from a constant", w)
 		}
@@ -101,5 +117,5 @@ func TestReasonsIsTheClosedListOfWhatTheWorkerWrites(t *testing.T) {
 	}
 	slices.Sort(want)
 	assert.Equal(t, slices.Compact(want), Reasons(), "Reasons is every reason the worker writes, each once, sorted")
-	assert.Len(t, constants, 11, "the reason constants")
+	assert.Len(t, constants, 13, "the reason constants")
 }

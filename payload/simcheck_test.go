@@ -28,9 +28,7 @@ func (s *sim) arrive(c *simCall) {
 		s.logf("  (made after its process crashed: it reaches nothing)")
 		return
 	}
-	if c.release != simID(s.told) {
-		s.fail("%s of %s (%s) started once the worker was told %s (%s)", c.kind, c.version, c.release, s.told, simID(s.told))
-	}
+	s.checkHeldCall(c)
 	now := s.clk.Now()
 	if !s.pass.started {
 		s.pass.started, s.pass.release, s.pass.version, s.pass.at = true, c.release, c.version, now
@@ -121,6 +119,7 @@ func (s *sim) result(c *simCall) {
 	if s.pass.started {
 		s.passEnded(st)
 	}
+	s.expectOpening(st)
 	s.boundary()
 }
 
@@ -141,7 +140,10 @@ func (s *sim) passEnded(st payload.Status) {
 		s.checkCompleted()
 	}
 	if !ended {
-		s.due = simDue{release: simID(s.told), low: now, high: now}
+		s.due = simDue{}
+		if next := s.target(st); !next.IsZero() {
+			s.due = simDue{release: simID(next), low: now, high: now}
+		}
 		return
 	}
 	shortest, longest := simWait(st)
@@ -338,7 +340,8 @@ func (s *sim) check() {
 	if s.due.release != "" && !s.pass.started && s.clk.Now().After(s.due.high) {
 		s.fail("no pass of %s by %s, when its wait's own length ended", s.due.release, s.due.high.Format("15:04:05.000000"))
 	}
-	if _, timers := s.clk.next(); pending == 0 && !timers && !s.told.IsZero() {
+	s.checkOpening(pending)
+	if _, timers := s.clk.next(); pending == 0 && !timers && !s.told.IsZero() && !s.holds.paused {
 		s.fail("the worker waits for nothing while %s is to be applied", s.told)
 	}
 }

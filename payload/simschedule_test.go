@@ -21,6 +21,13 @@ func (s *sim) start(w *payload.Worker, st payload.Status) {
 	if w == nil {
 		s.epoch++
 		s.workerEpoch = s.epoch
+		if s.holds.pausing {
+			s.holds.paused = s.rng.IntN(2) == 0
+			s.injected["a paused worker"] += map[bool]int{true: 1}[s.holds.paused]
+		}
+		if st.State != "" && !st.Release.IsZero() {
+			s.begun = simID(st.Release) // the release the store says the cluster runs
+		}
 		var made *payload.Worker
 		cfg := s.config(s.epoch, &made, s.wall)
 		cfg.Status = st
@@ -29,7 +36,7 @@ func (s *sim) start(w *payload.Worker, st payload.Status) {
 			cfg.Desired, cfg.Generation = s.desired, s.gen
 			s.told = s.desired
 		}
-		s.logf("a new worker (clock %s) from %s/%s %d/%d, told %s", s.wall.skew(), st.Release, st.State, st.Done, st.Total, cfg.Desired)
+		s.logf("a new worker (clock %s, paused %t) from %s/%s %d/%d, told %s", s.wall.skew(), s.holds.paused, st.Release, st.State, st.Done, st.Total, cfg.Desired)
 		var err error
 		if made, err = payload.NewWorker(cfg); err != nil {
 			s.fail("NewWorker: %v", err)
@@ -43,7 +50,8 @@ func (s *sim) start(w *payload.Worker, st payload.Status) {
 	s.liveEpoch, s.crashed = s.workerEpoch, false
 	s.mu.Unlock()
 	s.worker = w
-	s.due = s.dueFrom(w.Status(), s.told)
+	s.due = s.dueFrom(w.Status(), s.target(w.Status()))
+	s.expectOpening(w.Status())
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logr.Discard()))
 	s.cancel, s.done = cancel, make(chan error, 1)
 	go func() { s.done <- w.Start(ctx) }()
@@ -57,18 +65,40 @@ func (s *sim) boundary() {
 		readySince: map[string]time.Time{}, ledger: map[string]bool{}, reported: map[string]bool{}}
 }
 
-// update sets the desired release, as the host does. Another release is due at once;
-// the same one, through a mirror or with another generation, when it was, or sooner
-// if the worker's clock says it is due.
+// update sets the desired release, as the host does. Another release is due at once,
+// unless the pause or the windows hold it back: then the release the worker goes on
+// with stays due as it was; the same one, through a mirror or with another
+// generation, when it was, or sooner if the worker's clock says it is due.
 func (s *sim) update(r payload.Release) {
 	s.gen++
 	s.desired = r
 	s.logf("Update(%d, %s %s force=%t)", s.gen, r, r.Image, r.Force)
 	before := s.worker.Status()
 	s.worker.Update(s.gen, r)
-	switch {
-	case simID(r) != simID(s.told):
+	current := before.State != "" && !before.Release.IsZero()
+	switch same := current && simID(before.Release) == simID(r); {
+	case !same && s.held():
+		s.logf("  held: paused %t or the windows closed", s.holds.paused)
+		s.pass.kept = s.pass.kept || s.pass.started
+		if current {
+			s.dueAgain(before, before.Release)
+		} else if !s.pass.started {
+			s.due = simDue{}
+		}
+	case simID(r) != simID(s.told) && !same:
 		s.due, s.resumeBy = simDue{release: simID(r), low: s.clk.Now(), high: s.clk.Now()}, nil
+	default:
+		s.dueAgain(before, r)
+	}
+	s.told = r
+	s.settle()
+	s.expectOpening(s.worker.Status())
+}
+
+// dueAgain is when r, the release the worker applies, is due after a decision that
+// starts nothing: when it was, or sooner if the worker's clock says it is due.
+func (s *sim) dueAgain(before payload.Status, r payload.Release) {
+	switch {
 	case s.pass.started:
 	case s.due.release == "":
 		s.due = s.dueFrom(before, r)
@@ -77,8 +107,6 @@ func (s *sim) update(r payload.Release) {
 			s.due.low = d.low
 		}
 	}
-	s.told = r
-	s.settle()
 }
 
 // settle waits until the bubble is idle and takes in what the worker asked: the calls
@@ -210,6 +238,7 @@ func (s *sim) step() {
 		s.injected["a clock jumps "+jump.String()]++
 		s.logf("the worker's clock jumps %s", jump)
 		s.wall.jump(jump)
+		s.holds.opensAt = time.Time{} // the worker's wait lasts its length, whatever its clock reads
 		return
 	}
 	next, ok := s.clk.next()
@@ -257,4 +286,20 @@ func (s *sim) afterCrash() {
 		s.logf("the process crashed right after a status write")
 		s.restart(true)
 	}
+}
+
+// liftPause ends the schedule's pauses: a paused worker is stopped and a new one,
+// not paused, carries on from the persisted status, as a host does when the pause
+// is lifted.
+func (s *sim) liftPause() {
+	s.holds.pausing = false
+	if !s.holds.paused {
+		return
+	}
+	s.logf("the pause is lifted")
+	s.stop(false)
+	s.holds.paused = false
+	persisted := s.persisted(false)
+	s.resumeBy, s.last = &persisted, persisted
+	s.start(nil, persisted)
 }

@@ -65,6 +65,9 @@ type sim struct {
 	stopping bool
 	applies  int
 	injected map[string]int // the world's faults, counted
+
+	holds simHolds // the windows and pauses of the schedule
+	begun string   // simID of the release the world last saw the worker start or resume
 }
 
 // simPass is the apply in progress, as far as the world saw it: between the first
@@ -84,6 +87,9 @@ type simPass struct {
 	// calls failed, "the registry", "the preconditions".
 	ledger   map[string]bool
 	reported map[string]bool // the refs whose calls returned an error of EffectReport
+	// kept says the pass started while the pause or the windows held the told
+	// release back, or an Update they held back came during it: it finishes.
+	kept bool
 }
 
 // simDue is when the next pass of a release must come, in the world's time: no sooner
@@ -147,6 +153,7 @@ func newSim(t *testing.T, seed uint64) *sim {
 		jitter: rand.New(rand.NewPCG(seed, 2)), clk: newSimClock(t0), faults: true, writeFaults: true, objects: map[string]string{},
 		injected: map[string]int{}}
 	s.wall = &offsetClock{WithDelayedExecution: s.clk}
+	s.holds = drawHolds(rand.New(rand.NewPCG(seed, 3)))
 	for _, r := range simReleases {
 		for _, o := range simObjectsOf(r.Version) {
 			if o.delete && s.rng.IntN(2) == 0 { // some objects to remove exist, some never did
@@ -190,11 +197,18 @@ func (s *sim) converge() {
 	s.mu.Unlock()
 	s.logf("faults stop")
 	s.afterCrash()
+	if s.holds.pausing {
+		s.liftPause()
+	}
 	if s.desired != s.told {
 		s.update(s.desired)
 	}
-	passes := s.applies
+	passes, closed := s.applies, 0
 	for i := 0; ; i++ {
+		if s.held() && closed < 5000 { // the steps while the windows are closed do not count
+			closed++
+			i--
+		}
 		st := s.worker.Status()
 		s.mu.Lock()
 		idle := len(s.pending) == 0

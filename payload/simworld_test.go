@@ -282,7 +282,7 @@ func (s *sim) config(epoch int, w **payload.Worker, clk *offsetClock) payload.Co
 			s.call(&simCall{kind: "result", result: r, status: (*w).Status(), epoch: epoch})
 		},
 		Clock:  clk,
-		Policy: simPolicy,
+		Policy: s.policy(),
 		Jitter: s.jitter.Float64,
 	}
 }

@@ -189,6 +189,13 @@ type Status struct {
 	// +optional
 	// +listType=atomic
 	History []UpdateHistory `json:"history,omitempty"`
+	// Holds say what keeps a desired release from starting: the pause
+	// (converge.HoldPaused) and closed maintenance windows
+	// (converge.HoldWindowClosed), both with Object "", sorted
+	// (converge.SortHolds); none when nothing waits.
+	// +optional
+	// +listType=atomic
+	Holds []converge.Hold `json:"holds,omitempty"`
 	// Conditions are Available, Progressing and Failing, with the cluster-version
 	// operator's messages.
 	// +optional

@@ -92,6 +92,7 @@ type Config struct {
 type Worker struct {
 	cfg      Config
 	policy   Policy
+	zones    converge.Zones
 	clock    clock.WithDelayedExecution
 	wake     chan struct{}
 	notifier *notifier
@@ -115,17 +116,23 @@ type Worker struct {
 	loadedFor Release
 }
 
-// NewWorker validates cfg and returns a worker. A nil or typed-nil Loader or Applier,
-// a typed-nil optional interface, a bad Policy or Status, or a negative NotifyInterval
-// or FlushTimeout is an error matching converge.ErrInvalid that names every problem ("payload: invalid
-// config: Loader is required").
+// NewWorker validates cfg, loads the time zones of its Policy.Windows, and returns a
+// worker. A nil or typed-nil Loader or Applier, a typed-nil optional interface, a bad
+// Policy or Status, a negative NotifyInterval or FlushTimeout, or a window's time
+// zone that does not load, is an error matching converge.ErrInvalid that names every
+// problem ("payload: invalid config: Loader is required").
 func NewWorker(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	zones, err := converge.Zones(nil).Load(cfg.Policy.Windows)
+	if err != nil {
+		return nil, input.Invalid("payload", "config", input.Problems(err, "Policy: windows: ")...)
+	}
 	w := &Worker{
 		cfg:    cfg,
 		policy: cfg.Policy.withDefaults(),
+		zones:  zones,
 		clock:  cfg.Clock,
 		wake:   make(chan struct{}, 1),
 		status: *cfg.Status.DeepCopy(),
@@ -168,8 +175,9 @@ func (w *Worker) Status() Status {
 
 // Update sets the desired release and its generation and returns the current status.
 // A release that is not the one applying (Release.Same) cancels the apply in flight
-// before Update returns, so that nothing more of it is applied; an empty release is
-// ignored.
+// before Update returns, so that nothing more of it is applied, unless Policy.Paused
+// or closed Policy.Windows keep that release from starting: then the apply in flight
+// finishes. An empty release is ignored.
 func (w *Worker) Update(generation int64, desired Release) Status {
 	if w == nil {
 		return Status{}
@@ -181,7 +189,7 @@ func (w *Worker) Update(generation int64, desired Release) Status {
 	}
 	changed := generation != w.generation || desired != w.desired
 	w.generation, w.desired = generation, desired
-	if w.cancel != nil && !w.applying.Same(desired) {
+	if w.cancel != nil && !w.applying.Same(desired) && !w.holding(desired) {
 		w.cancel(errSuperseded)
 		w.cancel = nil
 	}
@@ -339,4 +347,11 @@ func (w *Worker) report(ctx context.Context, r converge.Result) {
 func metaTime(t time.Time) *metav1.Time {
 	mt := metav1.NewTime(t)
 	return &mt
+}
+
+// holding reports whether the pause or the windows keep desired, a release that is
+// not the one applying, from starting now, so that the apply in flight finishes.
+func (w *Worker) holding(desired Release) bool {
+	hs, _ := holds(&Input{Desired: desired, Policy: w.policy, Zones: w.zones, Now: w.clock.Now()})
+	return hs != nil
 }

@@ -266,6 +266,36 @@ func TestWorkerUpdateCancelsTheApplyInFlight(t *testing.T) {
 	assert.NotNil(t, d.Status.History[1].CompletionTime)
 }
 
+// TestWorkerPausedLetsTheApplyInFlightFinish: while paused, a new desired release
+// cancels nothing: the reconcile in flight finishes, and the worker holds, applying
+// nothing of the new release.
+func TestWorkerPausedLetsTheApplyInFlightFinish(t *testing.T) {
+	h := newHarness(t, func(cfg *payload.Config) {
+		cfg.Policy.Paused = true
+		cfg.Status = payload.Status{Release: v1, State: payload.StateReconciling, Done: 6, Total: 6, Completed: 1}
+	})
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h.applier.OnApply = func(c fake.PayloadApply) {
+		if c.Ref == "ConfigMap/default/three" {
+			once.Do(func() { close(started) })
+			<-release
+		}
+	}
+	h.worker.Update(1, v1)
+	<-started
+	h.worker.Update(2, v2)
+	close(release)
+
+	d := h.next()
+	assert.False(t, d.Status.Interrupted, "the reconcile in flight was not cancelled")
+	assert.Equal(t, int32(2), d.Status.Completed, "it completed")
+	assert.Equal(t, v1, d.Status.Release)
+	assert.Equal(t, []converge.Hold{converge.PausedHold("no update to 2.0.0 starts")}, d.Status.Holds)
+	assert.Equal(t, []payload.Release{v1}, h.loader.Recorded(), "nothing of v2 is even loaded")
+	assert.Equal(t, 6, len(h.applier.Recorded()))
+}
+
 // TestWorkerBackoffGrowsThenResetsAfterSuccess scripts every failure before it advances
 // the clock, so the worker never races the script.
 func TestWorkerBackoffGrowsThenResetsAfterSuccess(t *testing.T) {
@@ -609,6 +639,10 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 		{"a persisted status no worker writes", payload.Config{Loader: loader, Applier: applier, Status: payload.Status{Release: v1, State: "Paused"}}},
 		{"negative notify interval", payload.Config{Loader: loader, Applier: applier, NotifyInterval: -time.Second}},
 		{"negative flush timeout", payload.Config{Loader: loader, Applier: applier, FlushTimeout: -time.Second}},
+		{"a window that never starts", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{Windows: []converge.Window{
+			{Kind: converge.WindowAllow, Schedule: "0 0 30 2 *", Duration: metav1.Duration{Duration: time.Hour}}}}}},
+		{"a window's zone that does not load", payload.Config{Loader: loader, Applier: applier, Policy: payload.Policy{Windows: []converge.Window{
+			{Kind: converge.WindowAllow, Schedule: "0 22 * * *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "Mars/Olympus_Mons"}}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/converge-dev/converge"
@@ -32,7 +33,10 @@ type ApplyClient struct {
 	client client.Client
 }
 
-var _ kube.ApplyClient = (*ApplyClient)(nil)
+var (
+	_ kube.ApplyClient          = (*ApplyClient)(nil)
+	_ kube.ManagedFieldsPatcher = (*ApplyClient)(nil)
+)
 
 // NewApplyClient returns the ApplyClient of c.
 func NewApplyClient(c client.Client) (*ApplyClient, error) {
@@ -92,6 +96,16 @@ func (a *ApplyClient) Apply(ctx context.Context, obj *unstructured.Unstructured,
 	return a.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
 }
 
+// PatchJSON sends patch, a JSON patch, to the object (kube.ApplierConfig.TakeOver
+// rewrites managedFields with it).
+func (a *ApplyClient) PatchJSON(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string, patch []byte) error {
+	obj, err := a.object(gvk, namespace, name)
+	if err != nil {
+		return err
+	}
+	return a.client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+}
+
 // Delete deletes the object with background propagation.
 func (a *ApplyClient) Delete(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) error {
 	obj, err := a.object(gvk, namespace, name)
@@ -105,9 +119,16 @@ func (a *ApplyClient) Delete(ctx context.Context, gvk schema.GroupVersionKind, n
 // Readiness, on c, applying as fieldManager and, with force, taking over
 // fields another manager owns.
 func NewApplier(c client.Client, fieldManager string, force bool) (*kube.Applier, error) {
+	return NewApplierWith(c, kube.ApplierConfig{FieldManager: fieldManager, Force: force})
+}
+
+// NewApplierWith returns kube's Applier on c with cfg, whose Client and
+// Mapper are left nil: cfg.TakeOver (kube.HandEditManagers) makes it take
+// over the fields a person's edits leave before each apply.
+func NewApplierWith(c client.Client, cfg kube.ApplierConfig) (*kube.Applier, error) {
 	ac, err := NewApplyClient(c)
 	if err != nil {
 		return nil, err
 	}
-	return kube.NewApplierFor(ac, kube.ApplierConfig{FieldManager: fieldManager, Force: force})
+	return kube.NewApplierFor(ac, cfg)
 }

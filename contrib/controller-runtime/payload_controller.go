@@ -52,6 +52,11 @@ type PayloadOptions struct {
 	// managers own (client.ForceOwnership); default: a manifest whose
 	// fields another manager owns fails to apply.
 	ForceOwnership bool
+	// TakeOver names the field managers whose fields the default applier
+	// takes over before each apply (kube.ApplierConfig.TakeOver), so that a
+	// field a person added with kubectl edit and the payload does not set
+	// is removed; kube.HandEditManagers lists kubectl's. Default: none.
+	TakeOver []string
 	// Name names the controller (in logs and metrics), as the builder's
 	// Named does; empty means the kind in lower case.
 	Name string
@@ -144,7 +149,7 @@ func newPayloadReconciler(mgr manager.Manager, opts PayloadOptions) (*payloadRec
 		if fieldManager == "" {
 			fieldManager = c.name
 		}
-		a, err := NewApplier(mgr.GetClient(), fieldManager, opts.ForceOwnership)
+		a, err := NewApplierWith(mgr.GetClient(), kube.ApplierConfig{FieldManager: fieldManager, Force: opts.ForceOwnership, TakeOver: opts.TakeOver})
 		if err != nil {
 			return nil, blueprint{}, converge.Invalid("crconverge", "PayloadOptions", check.Problems(err, "FieldManager: ")...)
 		}
