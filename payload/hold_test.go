@@ -40,7 +40,7 @@ func TestDecideHolds(t *testing.T) {
 	daily := metav1.Duration{Duration: 24 * time.Hour}
 	v3 := payload.Release{Version: "3.0.0", Image: "example.com/payload:3"}
 	nightly := []converge.Window{window(converge.WindowAllow, "0 22 * * *", 2*time.Hour, "")} // t0 is 03:04 UTC
-	paused := converge.Hold{Reason: payload.ReasonPaused, Message: "paused: no update to 2.0.0 starts"}
+	paused := converge.Hold{Reason: converge.HoldPaused, Message: "paused: no update to 2.0.0 starts"}
 	closedTill := func(d time.Duration) converge.Hold { return converge.WindowClosedHold(t0.Add(d)) }
 	tests := []struct {
 		name        string
@@ -56,13 +56,13 @@ func TestDecideHolds(t *testing.T) {
 			name:        "paused: a new release does not start, the current one's reconcile waits for its interval",
 			in:          payload.Input{Desired: v2, Status: reconciling, Policy: payload.Policy{Paused: true}},
 			wantRequeue: 3 * time.Minute, wantRelease: v1, wantState: payload.StateReconciling,
-			wantHolds: []converge.Hold{paused}, wantReason: payload.ReasonPaused,
+			wantHolds: []converge.Hold{paused}, wantReason: converge.HoldPaused,
 		},
 		{
 			name:      "paused: the reconcile pass that restores the current release still runs",
 			in:        payload.Input{Desired: v2, Status: reconciling, Policy: payload.Policy{Paused: true}, Now: t0.Add(3 * time.Minute)},
 			wantApply: true, wantRelease: v1, wantState: payload.StateReconciling,
-			wantHolds: []converge.Hold{paused}, wantReason: payload.ReasonPaused,
+			wantHolds: []converge.Hold{paused}, wantReason: converge.HoldPaused,
 		},
 		{
 			name:        "paused with nothing new to start holds nothing",
@@ -72,7 +72,7 @@ func TestDecideHolds(t *testing.T) {
 		{
 			name:      "paused: the first release does not start either, and nothing wakes the worker but a change",
 			in:        payload.Input{Desired: v2, Policy: payload.Policy{Paused: true}},
-			wantHolds: []converge.Hold{paused}, wantReason: payload.ReasonPaused,
+			wantHolds: []converge.Hold{paused}, wantReason: converge.HoldPaused,
 		},
 		{
 			name:      "paused: an update already started goes on to its end",
@@ -83,19 +83,19 @@ func TestDecideHolds(t *testing.T) {
 			name:      "paused: an update already started goes on when yet another release is desired",
 			in:        payload.Input{Desired: v3, Status: updating, Policy: payload.Policy{Paused: true}},
 			wantApply: true, wantRelease: v2, wantState: payload.StateUpdating,
-			wantHolds: []converge.Hold{{Reason: payload.ReasonPaused, Message: "paused: no update to 3.0.0 starts"}}, wantReason: payload.ReasonPaused,
+			wantHolds: []converge.Hold{{Reason: converge.HoldPaused, Message: "paused: no update to 3.0.0 starts"}}, wantReason: converge.HoldPaused,
 		},
 		{
 			name:        "closed: the worker holds until the window opens and wakes then, before its reconcile",
 			in:          payload.Input{Desired: v2, Status: reconcilingDaily, Policy: payload.Policy{Windows: nightly, Interval: daily}},
 			wantRequeue: 18*time.Hour + 55*time.Minute + 55*time.Second, wantRelease: v1, wantState: payload.StateReconciling,
-			wantHolds: []converge.Hold{closedTill(18*time.Hour + 55*time.Minute + 55*time.Second)}, wantReason: payload.ReasonWindowClosed,
+			wantHolds: []converge.Hold{closedTill(18*time.Hour + 55*time.Minute + 55*time.Second)}, wantReason: converge.HoldWindowClosed,
 		},
 		{
 			name:        "closed: the reconcile that comes first wakes the worker first",
 			in:          payload.Input{Desired: v2, Status: reconciling, Policy: payload.Policy{Windows: nightly}},
 			wantRequeue: 3 * time.Minute, wantRelease: v1, wantState: payload.StateReconciling,
-			wantHolds: []converge.Hold{closedTill(18*time.Hour + 55*time.Minute + 55*time.Second)}, wantReason: payload.ReasonWindowClosed,
+			wantHolds: []converge.Hold{closedTill(18*time.Hour + 55*time.Minute + 55*time.Second)}, wantReason: converge.HoldWindowClosed,
 		},
 		{
 			name:      "open: the update starts inside the window",
@@ -107,13 +107,13 @@ func TestDecideHolds(t *testing.T) {
 			in: payload.Input{Desired: v2, Status: reconciling, Now: t0.Add(19 * time.Hour), Policy: payload.Policy{Windows: append(
 				[]converge.Window{window(converge.WindowDeny, "0 22 * * *", time.Hour, "")}, nightly...)}},
 			wantApply: true, wantRelease: v1, wantState: payload.StateReconciling,
-			wantHolds: []converge.Hold{closedTill(19*time.Hour + 55*time.Minute + 55*time.Second)}, wantReason: payload.ReasonWindowClosed,
+			wantHolds: []converge.Hold{closedTill(19*time.Hour + 55*time.Minute + 55*time.Second)}, wantReason: converge.HoldWindowClosed,
 		},
 		{
 			name:        "paused and closed: both hold, the pause names Progressing's reason",
 			in:          payload.Input{Desired: v2, Status: reconcilingDaily, Policy: payload.Policy{Paused: true, Windows: nightly, Interval: daily}},
 			wantRequeue: 18*time.Hour + 55*time.Minute + 55*time.Second, wantRelease: v1, wantState: payload.StateReconciling,
-			wantHolds: []converge.Hold{paused, closedTill(18*time.Hour + 55*time.Minute + 55*time.Second)}, wantReason: payload.ReasonPaused,
+			wantHolds: []converge.Hold{paused, closedTill(18*time.Hour + 55*time.Minute + 55*time.Second)}, wantReason: converge.HoldPaused,
 		},
 	}
 	for _, tt := range tests {

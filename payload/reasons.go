@@ -43,25 +43,19 @@ const (
 	// ReasonMultipleErrors is the failure of an apply that met several unrelated
 	// errors, each a bullet of its message.
 	ReasonMultipleErrors = "MultipleErrors"
-	// ReasonPaused is the hold, and Progressing's reason, of a desired release
-	// that Policy.Paused keeps from starting.
-	ReasonPaused = converge.HoldPaused
-	// ReasonWindowClosed is the hold, and Progressing's reason, of a desired
-	// release that closed Policy.Windows keep from starting.
-	ReasonWindowClosed = converge.HoldWindowClosed
 )
 
 // Reasons returns, sorted, the closed list of the reasons the worker writes itself:
 // the constants above, the cluster-version operator's classification of API errors
 // (UpdatePayloadResourceNotFound, UpdatePayloadClusterDown, …), and its conditions'
 // AsExpected and states (Available is False with reason Initializing, Progressing has
-// the state as its reason), and the holds' reasons Progressing takes. A host's UpdateError brings its own reason besides.
+// the state as its reason), and the shared holds' reasons Progressing takes (converge.HoldPaused, converge.HoldWindowClosed). A host's UpdateError brings its own reason besides.
 func Reasons() []string {
 	reasons := []string{
 		ReasonInitializingStarted, ReasonUpdateStarted, ReasonPayloadApplied, ReasonManifestsDeleted,
 		ReasonUpgradePreconditionCheckFailed, ReasonUpdatePayloadIntegrity, ReasonUpdatePayloadRetrievalFailed,
 		ReasonUpdatePayloadTimedOut, ReasonManifestNotReady, ReasonUpdatePayloadFailed, ReasonMultipleErrors,
-		ReasonPaused, ReasonWindowClosed,
+		converge.HoldPaused, converge.HoldWindowClosed,
 		conditions.ReasonAsExpected, string(StateInitializing), string(StateUpdating),
 	}
 	for _, c := range errorClasses {

@@ -107,7 +107,8 @@ func TestReasonsIsTheClosedListOfWhatTheWorkerWrites(t *testing.T) {
 		}
 	}
 
-	want := []string{conditions.ReasonAsExpected, string(StateInitializing), string(StateUpdating)}
+	want := []string{conditions.ReasonAsExpected, string(StateInitializing), string(StateUpdating),
+		converge.HoldPaused, converge.HoldWindowClosed}
 	for name, value := range constants {
 		assert.Contains(t, Reasons(), value, "Reasons lists %s", name)
 		want = append(want, value)
@@ -117,5 +118,5 @@ func TestReasonsIsTheClosedListOfWhatTheWorkerWrites(t *testing.T) {
 	}
 	slices.Sort(want)
 	assert.Equal(t, slices.Compact(want), Reasons(), "Reasons is every reason the worker writes, each once, sorted")
-	assert.Len(t, constants, 13, "the reason constants")
+	assert.Len(t, constants, 11, "the reason constants")
 }
