@@ -29,14 +29,20 @@ type Chart struct {
 	// driver never writes them to the add-on's status, events or logs, and
 	// Helm keeps them in its release storage (Secrets on the apiserver).
 	Values map[string]any
+	// DriftIgnore lists the fields drift detection ignores (Flux's
+	// driftDetection.ignore). The driver asks the chart function for the
+	// installed version's rules at each drift check (req.To is req.From).
+	DriftIgnore []IgnoreRule
 }
 
-// ChartFunc gives the chart and values of an add-on. It is called for an
-// install and an upgrade with the request the engine made (req.Spec, with
-// the desired version, and req.Host, the host's object); its result must
-// carry req.To, the version the engine applies (Version computes one from
-// the chart and values). A rollback needs no chart: Helm keeps every
-// revision's chart and values.
+// ChartFunc gives the chart, values and settings of an add-on. It is called
+// for an install and an upgrade with the request the engine made (req.Spec,
+// with the desired version, and req.Host, the host's object); its result
+// must carry req.To, the version the engine applies (Version computes one
+// from the chart and values). Drift calls it for the installed version
+// (req.To set to req.From) to read its DriftIgnore rules, so it should be
+// cheap: a host that pulls charts caches them. A rollback needs no chart:
+// Helm keeps every revision's chart and values.
 type ChartFunc func(ctx context.Context, req addon.Request) (Chart, error)
 
 // LoadDir loads the chart in directory dir (honouring its .helmignore).

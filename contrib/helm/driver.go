@@ -336,7 +336,7 @@ func (d *Driver) Test(ctx context.Context, req addon.Request) (err error) {
 	return nil
 }
 
-// chart asks the host for the chart and values of req.
+// chart asks the host for the chart, values and settings of req.To.
 func (d *Driver) chart(ctx context.Context, req addon.Request) (Chart, error) {
 	ch, err := d.cfg.Charts(ctx, req)
 	if err != nil {
@@ -347,6 +347,9 @@ func (d *Driver) chart(ctx context.Context, req addon.Request) (Chart, error) {
 	}
 	if err := ch.Chart.Validate(); err != nil {
 		return Chart{}, invalidf("chart", "%s: %v", ch.Chart.Name(), err)
+	}
+	if _, problems := parseIgnoreRules(ch.DriftIgnore); len(problems) > 0 {
+		return Chart{}, invalid("chart "+ch.Chart.Name(), problems...)
 	}
 	return ch, nil
 }

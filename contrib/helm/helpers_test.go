@@ -43,6 +43,9 @@ type world struct {
 	driver  *helmconverge.Driver
 	chart   *chart.Chart
 	values  map[string]map[string]any
+	// settings are the per add-on settings (all but Chart and Values) the
+	// chart function returns with every version.
+	settings helmconverge.Chart
 }
 
 func newWorld(t *testing.T, cfg helmconverge.Config) *world {
@@ -71,7 +74,9 @@ func newWorld(t *testing.T, cfg helmconverge.Config) *world {
 			if !ok {
 				return helmconverge.Chart{}, errors.New("no such version")
 			}
-			return helmconverge.Chart{Chart: w.chart, Values: values}, nil
+			ch := w.settings
+			ch.Chart, ch.Values = w.chart, values
+			return ch, nil
 		}
 	}
 	w.driver, err = helmconverge.NewDriver(cfg)
