@@ -1,7 +1,6 @@
 package helmconverge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,13 +10,11 @@ import (
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -193,46 +190,4 @@ func (c *call) rollbackTarget(req addon.Request) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("helm: rollback of %s to %s (recorded revision %q): %w", c, req.To, req.Revision, ErrRollbackTargetMissing)
-}
-
-// replaceCRDs creates the chart's CRDs or replaces them (CRDsCreateReplace)
-// with a server-side apply that takes over their fields, waits for them to
-// be established, and makes Helm's REST mapper forget what it knew, as
-// Helm's own CRD install does.
-func (c *call) replaceCRDs(ch *chart.Chart) error {
-	var all kube.ResourceList
-	for _, crd := range ch.CRDObjects() {
-		if crd.File == nil {
-			continue
-		}
-		res, err := c.cfg.KubeClient.Build(bytes.NewBuffer(crd.File.Data), false)
-		if err != nil {
-			return c.fail("read CRD "+crd.Filename, err)
-		}
-		all = append(all, res...)
-	}
-	if len(all) == 0 {
-		return nil
-	}
-	if _, err := c.cfg.KubeClient.Update(nil, all, kube.ClientUpdateOptionServerSideApply(true, true)); err != nil {
-		return c.fail("apply the chart's CRDs", err)
-	}
-	waiter, err := c.cfg.KubeClient.GetWaiter(kube.StatusWatcherStrategy)
-	if w, ok := c.cfg.KubeClient.(kube.InterfaceWaitOptions); ok {
-		waiter, err = w.GetWaiterWithOptions(kube.StatusWatcherStrategy, c.waitOptions()...)
-	}
-	if err != nil {
-		return c.fail("wait for the chart's CRDs", err)
-	}
-	if err := waiter.Wait(all, c.timeout); err != nil {
-		return c.fail("wait for the chart's CRDs", err)
-	}
-	if g := c.cfg.RESTClientGetter; g != nil {
-		if m, err := g.ToRESTMapper(); err == nil {
-			if r, ok := m.(meta.ResettableRESTMapper); ok {
-				r.Reset()
-			}
-		}
-	}
-	return nil
 }
