@@ -26,7 +26,8 @@ type Config struct {
 	// Cluster is where releases live: NewCluster for a real cluster
 	// (releases in Secrets), NewMemoryCluster in tests.
 	Cluster Cluster
-	// Release names an add-on's Helm release; nil means ReleaseFromName.
+	// Release names an add-on's Helm release and where its records are
+	// kept; nil means ReleaseFromName.
 	Release ReleaseFunc
 	// KeepHistory keeps a release's history on uninstall (helm uninstall
 	// --keep-history): Helm marks the release uninstalled instead of

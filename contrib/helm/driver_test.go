@@ -159,7 +159,7 @@ func (w *world) pend(st rcommon.Status) {
 	rels := w.releases()
 	last := rels[len(rels)-1]
 	last.SetStatus(st, "crashed")
-	cfg, err := w.cluster.Helm("tke", nil)
+	cfg, err := w.cluster.Helm("tke", "tke", nil)
 	require.NoError(w.t, err)
 	require.NoError(w.t, cfg.Releases.Update(last))
 }

@@ -31,19 +31,33 @@ const (
 	releaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
 )
 
-// ReleaseFunc names the Helm release of an add-on: its namespace (where the
-// release is stored and its namespaced objects go) and its name.
-type ReleaseFunc func(req addon.Request) (namespace, name string, err error)
+// Release is an add-on's Helm release.
+type Release struct {
+	// Namespace is the release's namespace, where its namespaced objects
+	// go (Flux's targetNamespace).
+	Namespace string
+	// Name is the release's name.
+	Name string
+	// StorageNamespace is where Helm keeps the release's records (Flux's
+	// storageNamespace); "" means Namespace, as the helm command keeps
+	// them.
+	StorageNamespace string
+}
+
+// ReleaseFunc names the Helm release of an add-on. Every call asks it,
+// those that load no chart too (health, drift, rollback, uninstall,
+// inspection): a release is found by its name and storage namespace.
+type ReleaseFunc func(req addon.Request) (Release, error)
 
 // ReleaseFromName is the default ReleaseFunc: an add-on named
 // "namespace/name" (addon.Spec.Name, as kube.AddonObjects names them) is
-// the release name in namespace.
-func ReleaseFromName(req addon.Request) (namespace, name string, err error) {
+// the release name in namespace, its records kept there too.
+func ReleaseFromName(req addon.Request) (Release, error) {
 	ns, n, ok := strings.Cut(req.Spec.Name, "/")
 	if !ok || ns == "" || n == "" || strings.Contains(n, "/") {
-		return "", "", invalidf("request", "add-on name %q is not namespace/name", req.Spec.Name)
+		return Release{}, invalidf("request", "add-on name %q is not namespace/name", req.Spec.Name)
 	}
-	return ns, n, nil
+	return Release{Namespace: ns, Name: n}, nil
 }
 
 // ReleaseOf returns the release an object belongs to, from the annotations
@@ -78,22 +92,28 @@ func (d *Driver) begin(ctx context.Context, req addon.Request) (*call, error) {
 	if ctx == nil {
 		return nil, invalidf("request", "nil context")
 	}
-	ns, name, err := d.cfg.Release(req)
+	r, err := d.cfg.Release(req)
 	if err != nil {
 		return nil, err
 	}
-	if err := chartutil.ValidateReleaseName(name); err != nil {
-		return nil, invalidf("request", "release name %q: %v", name, err)
+	if err := chartutil.ValidateReleaseName(r.Name); err != nil {
+		return nil, invalidf("request", "release name %q: %v", r.Name, err)
 	}
-	cfg, err := d.cfg.Cluster.Helm(ns, newLogHandler(klog.FromContext(ctx), d.cfg.Redact))
+	if r.Namespace == "" {
+		return nil, invalidf("request", "release %q has no namespace", r.Name)
+	}
+	if r.StorageNamespace == "" {
+		r.StorageNamespace = r.Namespace
+	}
+	cfg, err := d.cfg.Cluster.Helm(r.StorageNamespace, r.Namespace, newLogHandler(klog.FromContext(ctx), d.cfg.Redact))
 	if err != nil {
 		return nil, err
 	}
 	if cfg == nil || cfg.Releases == nil || isNil(cfg.KubeClient) {
-		return nil, invalidf("cluster", "Helm(%q) gave no release storage or kube client", ns)
+		return nil, invalidf("cluster", "Helm(%q, %q) gave no release storage or kube client", r.StorageNamespace, r.Namespace)
 	}
 	cfg.Releases = withFence(cfg.Releases, req.Fence)
-	c := &call{ctx: ctx, cfg: cfg, namespace: ns, name: name, timeout: defaultTimeout, fence: req.Fence}
+	c := &call{ctx: ctx, cfg: cfg, namespace: r.Namespace, name: r.Name, timeout: defaultTimeout, fence: req.Fence}
 	if dl, ok := ctx.Deadline(); ok {
 		c.timeout = max(time.Until(dl), time.Second)
 	}
