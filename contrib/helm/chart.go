@@ -1,6 +1,7 @@
 package helmconverge
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/postrenderer"
 
 	"github.com/converge-dev/converge/addon"
 )
@@ -29,14 +31,69 @@ type Chart struct {
 	// driver never writes them to the add-on's status, events or logs, and
 	// Helm keeps them in its release storage (Secrets on the apiserver).
 	Values map[string]any
+	// DriftIgnore lists the fields drift detection ignores (Flux's
+	// driftDetection.ignore). The driver asks the chart function for the
+	// installed version's rules at each drift check (req.To is req.From).
+	DriftIgnore []IgnoreRule
+	// CRDs says what the driver does with the chart's crds/ directory, on
+	// install and on upgrade apart (Flux's install.crds and upgrade.crds).
+	CRDs CRDPolicies
+	// CreateNamespace creates the release's namespace when an install
+	// finds it missing (helm install --create-namespace, Flux's
+	// install.createNamespace); an upgrade never creates it.
+	CreateNamespace bool
+	// PostRenderers edit the rendered manifests before they are applied,
+	// in order, each given what the one before it returned (helm
+	// --post-renderer, Flux's postRenderers). Helm keeps the result as the
+	// revision's manifest, so rollbacks, health and drift see it. They run
+	// on every install and upgrade; a change of a post-renderer is no new
+	// version, so a host that wants one applied names it in the version.
+	PostRenderers []postrenderer.PostRenderer
 }
 
-// ChartFunc gives the chart and values of an add-on. It is called for an
-// install and an upgrade with the request the engine made (req.Spec, with
-// the desired version, and req.Host, the host's object); its result must
-// carry req.To, the version the engine applies (Version computes one from
-// the chart and values). A rollback needs no chart: Helm keeps every
-// revision's chart and values.
+// problems lists what is wrong with the chart's settings.
+func (ch Chart) problems() []string {
+	_, problems := parseIgnoreRules(ch.DriftIgnore)
+	problems = append(problems, ch.CRDs.problems()...)
+	for i, pr := range ch.PostRenderers {
+		if isNil(pr) {
+			problems = append(problems, fmt.Sprintf("post-renderer %d is nil", i))
+		}
+	}
+	return problems
+}
+
+// postRenderer chains the chart's post-renderers; nil when it has none.
+func (ch Chart) postRenderer() postrenderer.PostRenderer {
+	if len(ch.PostRenderers) == 0 {
+		return nil
+	}
+	return chain(ch.PostRenderers)
+}
+
+// chain runs post-renderers in order.
+type chain []postrenderer.PostRenderer
+
+// Run passes the manifests through each post-renderer in turn.
+func (c chain) Run(manifests *bytes.Buffer) (*bytes.Buffer, error) {
+	for i, pr := range c {
+		out, err := pr.Run(manifests)
+		if err != nil {
+			return nil, fmt.Errorf("post-renderer %d: %w", i, err)
+		}
+		manifests = out
+	}
+	return manifests, nil
+}
+
+// ChartFunc gives the chart, values and settings of an add-on. It is called
+// for an install and an upgrade with the request the engine made (req.Spec,
+// with the desired version, and req.Host, the host's object); its result
+// must carry req.To, the version the engine applies (Version computes one
+// from the chart and values). Drift calls it for the installed version
+// (req.To set to req.From) to read its DriftIgnore rules, so it should be
+// cheap: a host that pulls charts caches them. A rollback needs no chart:
+// Helm keeps every revision's chart and values.
 type ChartFunc func(ctx context.Context, req addon.Request) (Chart, error)
 
 // LoadDir loads the chart in directory dir (honouring its .helmignore).

@@ -19,18 +19,19 @@ import (
 // Cluster is where an add-on's release lives: Helm's release storage and the
 // client that applies, reads and deletes the release's objects.
 type Cluster interface {
-	// Helm returns Helm's action configuration for the releases of
-	// namespace, logging to log. The driver asks for one per call, and
+	// Helm returns Helm's action configuration for a release whose
+	// records are kept in storageNamespace and whose namespaced objects go
+	// to namespace, logging to log. The driver asks for one per call, and
 	// wraps its Releases for that call (to label the revisions it writes).
-	Helm(namespace string, log slog.Handler) (*action.Configuration, error)
+	Helm(storageNamespace, namespace string, log slog.Handler) (*action.Configuration, error)
 }
 
 // ClusterFunc adapts a function to Cluster.
-type ClusterFunc func(namespace string, log slog.Handler) (*action.Configuration, error)
+type ClusterFunc func(storageNamespace, namespace string, log slog.Handler) (*action.Configuration, error)
 
 // Helm calls f.
-func (f ClusterFunc) Helm(namespace string, log slog.Handler) (*action.Configuration, error) {
-	return f(namespace, log)
+func (f ClusterFunc) Helm(storageNamespace, namespace string, log slog.Handler) (*action.Configuration, error) {
+	return f(storageNamespace, namespace, log)
 }
 
 var _ Cluster = ClusterFunc(nil)
@@ -60,9 +61,9 @@ func NewCluster(cfg *rest.Config) (*KubeCluster, error) {
 	return &KubeCluster{getter: &restGetter{cfg: cfg, discovery: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}}, nil
 }
 
-// Helm implements Cluster with the Secrets storage driver and Helm's kube
-// client pinned to namespace.
-func (c *KubeCluster) Helm(namespace string, log slog.Handler) (*action.Configuration, error) {
+// Helm implements Cluster with the Secrets storage driver in
+// storageNamespace and Helm's kube client pinned to namespace.
+func (c *KubeCluster) Helm(storageNamespace, namespace string, log slog.Handler) (*action.Configuration, error) {
 	if c == nil || c.getter == nil {
 		return nil, invalidf("cluster", "KubeCluster not made by NewCluster")
 	}
@@ -70,7 +71,7 @@ func (c *KubeCluster) Helm(namespace string, log slog.Handler) (*action.Configur
 		log = slog.DiscardHandler
 	}
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(log))
-	if err := cfg.Init(c.getter.in(namespace), namespace, "secret"); err != nil {
+	if err := cfg.Init(c.getter.in(namespace), storageNamespace, "secret"); err != nil {
 		return nil, fmt.Errorf("helm: action configuration: %w", err)
 	}
 	if kc, ok := cfg.KubeClient.(*kube.Client); ok {

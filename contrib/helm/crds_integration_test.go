@@ -23,10 +23,10 @@ import (
 )
 
 // TestIntegrationCRDPolicies: on the real apiserver, a chart's CRD is
-// created by Create and left as it is on upgrade though the chart changed
-// it; created by CreateReplace and replaced on upgrade by the changed one
-// (established); and never installed by Skip, whose release installs all
-// the same.
+// created by the default policies (Create on install, Skip on upgrade) and
+// left as it is on upgrade though the chart changed it; created by
+// CreateReplace and replaced on upgrade by the changed one (established);
+// and never installed by Skip, whose release installs all the same.
 func TestIntegrationCRDPolicies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -40,13 +40,14 @@ func TestIntegrationCRDPolicies(t *testing.T) {
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		name         string
-		policy       helmconverge.CRDPolicy
+		policies     helmconverge.CRDPolicies
 		afterInstall string // the CRD's schema label after the install; "" when absent
 		afterUpgrade string
 	}{
-		{name: "Create", policy: helmconverge.CRDsCreate, afterInstall: "v1", afterUpgrade: "v1"},
-		{name: "CreateReplace", policy: helmconverge.CRDsCreateReplace, afterInstall: "v1", afterUpgrade: "v2"},
-		{name: "Skip", policy: helmconverge.CRDsSkip},
+		{name: "Create", afterInstall: "v1", afterUpgrade: "v1"},
+		{name: "CreateReplace", policies: helmconverge.CRDPolicies{Install: helmconverge.CRDsCreateReplace, Upgrade: helmconverge.CRDsCreateReplace},
+			afterInstall: "v1", afterUpgrade: "v2"},
+		{name: "Skip", policies: helmconverge.CRDPolicies{Install: helmconverge.CRDsSkip, Upgrade: helmconverge.CRDsSkip}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Each policy has a CRD of its own group and a namespace of its own.
@@ -66,9 +67,9 @@ func TestIntegrationCRDPolicies(t *testing.T) {
 				"v2": withCRD(t, widgets, "example.converge.dev", group, "schema: v1", "schema: v2"),
 			}
 			d, err := helmconverge.NewDriver(helmconverge.Config{
-				Cluster: cluster, CRDs: tc.policy,
+				Cluster: cluster,
 				Charts: func(_ context.Context, req addon.Request) (helmconverge.Chart, error) {
-					return helmconverge.Chart{Chart: charts[req.To]}, nil
+					return helmconverge.Chart{Chart: charts[req.To], CRDs: tc.policies}, nil
 				},
 			})
 			require.NoError(t, err)

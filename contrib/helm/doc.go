@@ -7,9 +7,13 @@
 // The host gives three things (Config): where the releases live (a
 // Cluster: NewCluster on a rest.Config stores them in Secrets, as the helm
 // command does; NewMemoryCluster keeps them in memory for tests), which
-// release an add-on is (ReleaseFromName by default: add-on "ns/name" is
-// release name in ns), and the chart and values of each add-on version (a
-// ChartFunc). Charts come from a directory (LoadDir), a packaged archive
+// release an add-on is (a Release: ReleaseFromName by default, add-on
+// "ns/name" is release name in ns; its records may be kept in a storage
+// namespace apart), and the chart and values of each add-on version (a
+// ChartFunc), with the add-on's own settings beside them on the Chart:
+// drift ignore rules, CRD policies for install and upgrade, whether an
+// install creates the namespace, and post-renderers, as Flux's
+// helm-controller's HelmRelease sets them. Charts come from a directory (LoadDir), a packaged archive
 // (LoadArchive) or an fs.FS such as an embed.FS (LoadFS); pulling a chart
 // from an OCI registry or an HTTP repository, with its credentials, is the
 // host's business, done before the function returns. The add-on's version
@@ -47,7 +51,7 @@
 // manager, compared with the object in the cluster; the detail names the
 // objects and fields, never their values. The engine's Policy.Drift says
 // what follows: a Warn, or a correction by a re-apply of the installed
-// version.
+// version. Fields the add-on's Chart.DriftIgnore rules name are no drift.
 //
 // Values may hold secrets. They go to Helm's release storage and to the
 // objects the chart renders, never to the add-on's status, events or logs:

@@ -28,7 +28,8 @@ const maxDriftObjects = 5
 // Drift dry-runs a server-side apply of every object of the deployed
 // revision, as Helm's field manager and taking over conflicting fields (what
 // a re-apply does), and reports drift when an object is missing or the
-// apply would change it (Flux's helm-controller's drift detection). The
+// apply would change it (Flux's helm-controller's drift detection), outside
+// the fields the installed version's Chart.DriftIgnore rules ignore. The
 // detail names the objects and the fields that differ, never a value. A
 // release that is not deployed has no drift to report: Health says it is
 // unhealthy.
@@ -45,29 +46,25 @@ func (d *Driver) Drift(ctx context.Context, req addon.Request) (_ bool, _ string
 	if err != nil {
 		return false, "", err
 	}
+	installed := req
+	installed.To = req.From
+	ch, err := d.chart(ctx, installed)
+	if err != nil {
+		return false, "", err
+	}
+	ignored, _ := parseIgnoreRules(ch.DriftIgnore)
 	objs, err := c.objects(rel)
 	if err != nil {
 		return false, "", err
 	}
 	var drifted []string
 	for _, info := range objs {
-		if err := markReleased(info, c.name, c.namespace); err != nil {
-			return false, "", c.fail("drift of "+infoName(info), err)
-		}
-		live, err := c.read(info)
-		if apierrors.IsNotFound(err) {
-			drifted = append(drifted, infoName(info)+": missing")
-			continue
-		}
+		what, err := c.driftOf(info, ignored)
 		if err != nil {
-			return false, "", c.fail("read "+infoName(info), err)
+			return false, "", err
 		}
-		applied, err := c.dryRunApply(info, live)
-		if err != nil {
-			return false, "", c.fail("dry-run apply of "+infoName(info), err)
-		}
-		if paths := changedPaths(live.Object, applied.Object, nil); len(paths) > 0 {
-			drifted = append(drifted, infoName(info)+": "+strings.Join(paths, ", ")+" changed")
+		if what != "" {
+			drifted = append(drifted, infoName(info)+": "+what)
 		}
 	}
 	if len(drifted) == 0 {
@@ -81,12 +78,40 @@ func (d *Driver) Drift(ctx context.Context, req addon.Request) (_ bool, _ string
 	return true, detail, nil
 }
 
+// driftOf says how info's object drifted ("missing", or the fields that
+// changed), "" when it did not, outside the fields ignored.
+func (c *call) driftOf(info *resource.Info, ignored ignoredFields) (string, error) {
+	desired, err := markReleased(info, c.name, c.namespace)
+	if err != nil {
+		return "", c.fail("drift of "+infoName(info), err)
+	}
+	ignored.strip(desired)
+	live, err := c.read(info)
+	if apierrors.IsNotFound(err) {
+		return "missing", nil
+	}
+	if err != nil {
+		return "", c.fail("read "+infoName(info), err)
+	}
+	applied, err := c.dryRunApply(info, live)
+	if err != nil {
+		return "", c.fail("dry-run apply of "+infoName(info), err)
+	}
+	ignored.strip(live)
+	ignored.strip(applied)
+	if paths := changedPaths(live.Object, applied.Object, nil); len(paths) > 0 {
+		return strings.Join(paths, ", ") + " changed", nil
+	}
+	return "", nil
+}
+
 // markReleased sets the label and annotations Helm puts on every object it
-// applies, so that the dry-run compares what Helm would apply.
-func markReleased(info *resource.Info, name, namespace string) error {
+// applies, so that the dry-run compares what Helm would apply, and returns
+// the object.
+func markReleased(info *resource.Info, name, namespace string) (*unstructured.Unstructured, error) {
 	u, ok := info.Object.(*unstructured.Unstructured)
 	if !ok {
-		return fmt.Errorf("helm: %s is %T, not unstructured", infoName(info), info.Object)
+		return nil, fmt.Errorf("helm: %s is %T, not unstructured", infoName(info), info.Object)
 	}
 	labels := u.GetLabels()
 	if labels == nil {
@@ -100,7 +125,7 @@ func markReleased(info *resource.Info, name, namespace string) error {
 	}
 	annotations[releaseNameAnnotation], annotations[releaseNamespaceAnnotation] = name, namespace
 	u.SetAnnotations(annotations)
-	return nil
+	return u, nil
 }
 
 // dryRunner is a kube client that dry-runs applies itself (MemoryCluster's).

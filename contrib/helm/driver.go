@@ -18,23 +18,6 @@ import (
 // Config.MaxHistory is 0, as the helm command's default.
 const DefaultMaxHistory = 10
 
-// CRDPolicy is what the driver does with the CRDs in a chart's crds/
-// directory, as Flux's helm-controller's install.crds and upgrade.crds.
-type CRDPolicy string
-
-// The CRD policies.
-const (
-	// CRDsCreate (the zero value, Helm's own rule) creates the chart's CRDs
-	// that are missing when a release is installed and never changes them.
-	CRDsCreate CRDPolicy = ""
-	// CRDsCreateReplace creates the chart's CRDs and replaces those that
-	// exist, on every install and upgrade (server-side apply, taking over
-	// their fields). A CRD the chart no longer has is never deleted.
-	CRDsCreateReplace CRDPolicy = "CreateReplace"
-	// CRDsSkip leaves the chart's CRDs alone: the host installs them.
-	CRDsSkip CRDPolicy = "Skip"
-)
-
 // Config configures a Driver. Charts and Cluster are required; every other
 // zero field takes its documented default.
 type Config struct {
@@ -43,10 +26,9 @@ type Config struct {
 	// Cluster is where releases live: NewCluster for a real cluster
 	// (releases in Secrets), NewMemoryCluster in tests.
 	Cluster Cluster
-	// Release names an add-on's Helm release; nil means ReleaseFromName.
+	// Release names an add-on's Helm release and where its records are
+	// kept; nil means ReleaseFromName.
 	Release ReleaseFunc
-	// CRDs is the CRD policy.
-	CRDs CRDPolicy
 	// KeepHistory keeps a release's history on uninstall (helm uninstall
 	// --keep-history): Helm marks the release uninstalled instead of
 	// deleting its records, and a later install reuses the name.
@@ -128,11 +110,6 @@ func NewDriver(cfg Config) (*Driver, error) {
 	if isNil(cfg.Cluster) {
 		problems = append(problems, "nil Cluster")
 	}
-	switch cfg.CRDs {
-	case CRDsCreate, CRDsCreateReplace, CRDsSkip:
-	default:
-		problems = append(problems, fmt.Sprintf("CRD policy %q is not Create (empty), CreateReplace or Skip", cfg.CRDs))
-	}
 	if cfg.MaxHistory < -1 {
 		problems = append(problems, fmt.Sprintf("maxHistory %d is below -1", cfg.MaxHistory))
 	}
@@ -207,27 +184,27 @@ func (d *Driver) apply(ctx context.Context, req addon.Request) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if d.cfg.CRDs == CRDsCreateReplace {
-		if err := c.replaceCRDs(ch.Chart); err != nil {
-			return "", err
-		}
+	install := last == nil || last.Info.Status == rcommon.StatusUninstalled
+	if err := c.applyCRDs(ch, install); err != nil {
+		return "", err
 	}
 	labels := map[string]string{versionLabel: versionDigest(req.To)}
 	ctx, done := actionContext(ctx)
 	defer done()
 	var rel any
-	if last == nil || last.Info.Status == rcommon.StatusUninstalled {
+	if install {
 		in := action.NewInstall(c.cfg)
 		in.ReleaseName, in.Namespace, in.Replace = c.name, c.namespace, last != nil
 		in.WaitStrategy, in.WaitOptions, in.Timeout = kube.HookOnlyStrategy, c.waitOptions(), c.timeout
-		in.ForceConflicts, in.SkipCRDs = true, d.cfg.CRDs != CRDsCreate
+		in.ForceConflicts, in.SkipCRDs, in.PostRenderer = true, true, ch.postRenderer()
+		in.CreateNamespace = ch.CreateNamespace
 		in.Labels, in.Description = labels, description("install", req.To)
 		rel, err = in.RunWithContext(ctx, ch.Chart, ch.Values)
 	} else {
 		up := action.NewUpgrade(c.cfg)
 		up.Namespace, up.MaxHistory, up.ResetValues = c.namespace, d.maxHistory(), true
 		up.WaitStrategy, up.WaitOptions, up.Timeout = kube.HookOnlyStrategy, c.waitOptions(), c.timeout
-		up.ServerSideApply, up.ForceConflicts = "true", true
+		up.ServerSideApply, up.ForceConflicts, up.PostRenderer = "true", true, ch.postRenderer()
 		up.Labels, up.Description = labels, description("upgrade", req.To)
 		rel, err = up.RunWithContext(ctx, c.name, ch.Chart, ch.Values)
 	}
@@ -336,7 +313,7 @@ func (d *Driver) Test(ctx context.Context, req addon.Request) (err error) {
 	return nil
 }
 
-// chart asks the host for the chart and values of req.
+// chart asks the host for the chart, values and settings of req.To.
 func (d *Driver) chart(ctx context.Context, req addon.Request) (Chart, error) {
 	ch, err := d.cfg.Charts(ctx, req)
 	if err != nil {
@@ -347,6 +324,9 @@ func (d *Driver) chart(ctx context.Context, req addon.Request) (Chart, error) {
 	}
 	if err := ch.Chart.Validate(); err != nil {
 		return Chart{}, invalidf("chart", "%s: %v", ch.Chart.Name(), err)
+	}
+	if problems := ch.problems(); len(problems) > 0 {
+		return Chart{}, invalid("chart "+ch.Chart.Name(), problems...)
 	}
 	return ch, nil
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/addon"
 	helmconverge "github.com/converge-dev/converge/contrib/helm"
 )
@@ -158,7 +159,7 @@ func (w *world) pend(st rcommon.Status) {
 	rels := w.releases()
 	last := rels[len(rels)-1]
 	last.SetStatus(st, "crashed")
-	cfg, err := w.cluster.Helm("tke", nil)
+	cfg, err := w.cluster.Helm("tke", "tke", nil)
 	require.NoError(w.t, err)
 	require.NoError(w.t, cfg.Releases.Update(last))
 }
@@ -338,4 +339,65 @@ func TestDriverUpgradeSurvivesItsContextEndingAfterward(t *testing.T) {
 	statuses := w.statuses()
 	assert.Equal(t, "deployed", statuses[len(statuses)-1])
 	assert.NotContains(t, statuses, "failed", "no successful upgrade is marked failed")
+}
+
+// TestDriftIgnoreRules: a field an ignore rule names is no drift, whoever
+// changed it, on the objects the rule covers only, and the rule works on
+// both sides: the chart's value there is not compared either.
+func TestDriftIgnoreRules(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		rules   []helmconverge.IgnoreRule
+		drifted string // the detail; "" for no drift
+	}{
+		{name: "no rule: another writer's replicas are drift",
+			drifted: "Deployment tke/mesh: spec.replicas changed"},
+		{name: "a rule of the kind ignores another writer's replicas",
+			rules: []helmconverge.IgnoreRule{{Kind: "Deployment", Paths: []string{"/spec/replicas"}}}},
+		{name: "a rule of the kind and name ignores them",
+			rules: []helmconverge.IgnoreRule{{Kind: "Deployment", Name: "mesh", Paths: []string{"/spec/replicas"}}}},
+		{name: "a rule of another name does not",
+			rules:   []helmconverge.IgnoreRule{{Kind: "Deployment", Name: "other", Paths: []string{"/spec/replicas"}}},
+			drifted: "Deployment tke/mesh: spec.replicas changed"},
+		{name: "a rule of another kind does not",
+			rules:   []helmconverge.IgnoreRule{{Kind: "Secret", Paths: []string{"/spec/replicas"}}},
+			drifted: "Deployment tke/mesh: spec.replicas changed"},
+		{name: "a rule of a path the object lacks changes nothing",
+			rules:   []helmconverge.IgnoreRule{{Kind: "Deployment", Paths: []string{"/spec/paused"}}},
+			drifted: "Deployment tke/mesh: spec.replicas changed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, helmconverge.Config{})
+			w.settings.DriftIgnore = tc.rules
+			v1 := w.version(map[string]any{"replicas": 2, "password": "s3cr3t-password"})
+			_, err := w.driver.Install(ctx, req("", v1))
+			require.NoError(t, err)
+			w.rollOut()
+			dep := w.get(deployments, "mesh")
+			require.NoError(t, unstructured.SetNestedField(dep.Object, int64(5), "spec", "replicas"), "an HPA scales it")
+			_, err = w.objects.Resource(deployments).Namespace("tke").Update(ctx, dep, metav1.UpdateOptions{})
+			require.NoError(t, err)
+			drifted, detail, err := w.driver.Drift(ctx, req(v1, v1))
+			require.NoError(t, err)
+			assert.Equal(t, tc.drifted != "", drifted)
+			assert.Equal(t, tc.drifted, detail)
+		})
+	}
+}
+
+// TestDriftIgnoreRulesAreChecked: a rule with a malformed pointer fails the
+// install and the drift check as bad input.
+func TestDriftIgnoreRulesAreChecked(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t, helmconverge.Config{})
+	v1 := w.version(map[string]any{"replicas": 1})
+	_, err := w.driver.Install(ctx, req("", v1))
+	require.NoError(t, err)
+	w.settings.DriftIgnore = []helmconverge.IgnoreRule{{Kind: "Deployment", Paths: []string{"spec/replicas"}}}
+	_, err = w.driver.Upgrade(ctx, req(v1, v1))
+	require.ErrorIs(t, err, converge.ErrInvalid)
+	assert.ErrorContains(t, err, `drift ignore rule 0: JSON pointer "spec/replicas" does not start with /`)
+	_, _, err = w.driver.Drift(ctx, req(v1, v1))
+	require.ErrorIs(t, err, converge.ErrInvalid)
 }

@@ -28,6 +28,7 @@ var (
 	deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	secrets     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	pods        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	namespaces  = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 )
 
 // errHookExited is how a hook pod annotated with a non-zero simulated exit
@@ -43,6 +44,9 @@ type world struct {
 	driver  *helmconverge.Driver
 	chart   *chart.Chart
 	values  map[string]map[string]any
+	// settings are the per add-on settings (all but Chart and Values) the
+	// chart function returns with every version.
+	settings helmconverge.Chart
 }
 
 func newWorld(t *testing.T, cfg helmconverge.Config) *world {
@@ -51,8 +55,9 @@ func newWorld(t *testing.T, cfg helmconverge.Config) *world {
 	mapper.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Pod"}, meta.RESTScopeNamespace)
+	mapper.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
 	objects := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		deployments: "DeploymentList", secrets: "SecretList", pods: "PodList",
+		deployments: "DeploymentList", secrets: "SecretList", pods: "PodList", namespaces: "NamespaceList",
 	})
 	w := &world{t: t, objects: objects, cluster: helmconverge.NewMemoryCluster(objects, mapper), values: map[string]map[string]any{}}
 	w.cluster.Hook = func(obj *unstructured.Unstructured) error {
@@ -71,7 +76,9 @@ func newWorld(t *testing.T, cfg helmconverge.Config) *world {
 			if !ok {
 				return helmconverge.Chart{}, errors.New("no such version")
 			}
-			return helmconverge.Chart{Chart: w.chart, Values: values}, nil
+			ch := w.settings
+			ch.Chart, ch.Values = w.chart, values
+			return ch, nil
 		}
 	}
 	w.driver, err = helmconverge.NewDriver(cfg)
@@ -122,7 +129,7 @@ func (w *world) rollOut() {
 // releases returns the release's revisions, oldest first.
 func (w *world) releases() []*release.Release {
 	w.t.Helper()
-	cfg, err := w.cluster.Helm("tke", nil)
+	cfg, err := w.cluster.Helm("tke", "tke", nil)
 	require.NoError(w.t, err)
 	h, err := action.NewHistory(cfg).Run("mesh")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/postrenderer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,8 +29,6 @@ func TestNewDriverRejectsBadConfig(t *testing.T) {
 	}{
 		{"nothing", helmconverge.Config{}, "helm: invalid config: nil Charts; nil Cluster"},
 		{"a typed-nil cluster", helmconverge.Config{Charts: charts, Cluster: typedNil}, "helm: invalid config: nil Cluster"},
-		{"an unknown CRD policy", helmconverge.Config{Charts: charts, Cluster: &helmconverge.MemoryCluster{}, CRDs: "Sometimes"},
-			`helm: invalid config: CRD policy "Sometimes" is not Create (empty), CreateReplace or Skip`},
 		{"a negative history", helmconverge.Config{Charts: charts, Cluster: &helmconverge.MemoryCluster{}, MaxHistory: -2},
 			"helm: invalid config: maxHistory -2 is below -1"},
 		{"a watch without a kind", helmconverge.Config{Charts: charts, Cluster: &helmconverge.MemoryCluster{}, Watch: []schema.GroupVersionKind{{Group: "apps", Version: "v1"}}},
@@ -78,6 +77,14 @@ func TestDriverAnswersBadInputWithTypedErrors(t *testing.T) {
 		{name: "a name Helm refuses", req: addon.Request{Spec: addon.Spec{Name: "tke/Not_A_Release"}, To: "v1"},
 			want: `helm: invalid request: release name "Not_A_Release"`},
 		{name: "no version", req: req("", ""), want: "helm: invalid request: no version to apply"},
+		{name: "unknown CRD policies and a nil post-renderer", req: req("", "v1"),
+			charts: func(context.Context, addon.Request) (helmconverge.Chart, error) {
+				mesh, err := helmconverge.LoadDir("testdata/mesh")
+				return helmconverge.Chart{Chart: mesh, CRDs: helmconverge.CRDPolicies{Install: "Sometimes", Upgrade: "create"},
+					PostRenderers: []postrenderer.PostRenderer{(*labeller)(nil)}}, err
+			},
+			want: `helm: invalid chart mesh: install CRD policy "Sometimes" is not Create, CreateReplace, Skip or empty; ` +
+				`upgrade CRD policy "create" is not Create, CreateReplace, Skip or empty; post-renderer 0 is nil`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, helmconverge.Config{Charts: tc.charts})

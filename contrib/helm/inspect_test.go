@@ -64,7 +64,7 @@ func TestDriverInspectNamesWhatItCannotName(t *testing.T) {
 	require.NoError(t, err)
 	rels := w.releases()
 	last := rels[len(rels)-1]
-	cfg, err := w.cluster.Helm("tke", nil)
+	cfg, err := w.cluster.Helm("tke", "tke", nil)
 	require.NoError(t, err)
 
 	last.Info.Description = "upgraded by hand"

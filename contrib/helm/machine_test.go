@@ -152,7 +152,7 @@ func TestRuleReadyNamesAMissingRollbackRevision(t *testing.T) {
 	require.Equal(t, []string{"deployed", "failed"}, w.statuses())
 
 	// Revision 1, the only one that carried v1, is gone from Helm's storage.
-	cfg, err := w.cluster.Helm("tke", nil)
+	cfg, err := w.cluster.Helm("tke", "tke", nil)
 	require.NoError(t, err)
 	_, err = cfg.Releases.Delete("mesh", 1)
 	require.NoError(t, err)

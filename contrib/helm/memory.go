@@ -56,10 +56,10 @@ func NewMemoryCluster(objects dynamic.Interface, mapper meta.RESTMapper) *Memory
 	return &MemoryCluster{Objects: objects, Mapper: mapper}
 }
 
-// Helm implements Cluster: the namespace's in-memory release storage (one
-// per namespace, kept for the MemoryCluster's life) and a kube client on
-// Objects.
-func (c *MemoryCluster) Helm(namespace string, log slog.Handler) (*action.Configuration, error) {
+// Helm implements Cluster: the in-memory release storage of
+// storageNamespace (one per namespace, kept for the MemoryCluster's life)
+// and a kube client on Objects that puts namespaced objects in namespace.
+func (c *MemoryCluster) Helm(storageNamespace, namespace string, log slog.Handler) (*action.Configuration, error) {
 	if c == nil || isNil(c.Objects) || isNil(c.Mapper) {
 		return nil, invalidf("cluster", "MemoryCluster without Objects or Mapper")
 	}
@@ -67,12 +67,12 @@ func (c *MemoryCluster) Helm(namespace string, log slog.Handler) (*action.Config
 	if c.stores == nil {
 		c.stores = map[string]*storage.Storage{}
 	}
-	store, ok := c.stores[namespace]
+	store, ok := c.stores[storageNamespace]
 	if !ok {
 		mem := driver.NewMemory()
-		mem.SetNamespace(namespace)
+		mem.SetNamespace(storageNamespace)
 		store = storage.Init(mem)
-		c.stores[namespace] = store
+		c.stores[storageNamespace] = store
 	}
 	c.mu.Unlock()
 	if log == nil {

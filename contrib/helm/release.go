@@ -1,7 +1,6 @@
 package helmconverge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,13 +10,11 @@ import (
 	"time"
 
 	"helm.sh/helm/v4/pkg/action"
-	chart "helm.sh/helm/v4/pkg/chart/v2"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
 	"helm.sh/helm/v4/pkg/kube"
 	rcommon "helm.sh/helm/v4/pkg/release/common"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/storage/driver"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -34,19 +31,33 @@ const (
 	releaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
 )
 
-// ReleaseFunc names the Helm release of an add-on: its namespace (where the
-// release is stored and its namespaced objects go) and its name.
-type ReleaseFunc func(req addon.Request) (namespace, name string, err error)
+// Release is an add-on's Helm release.
+type Release struct {
+	// Namespace is the release's namespace, where its namespaced objects
+	// go (Flux's targetNamespace).
+	Namespace string
+	// Name is the release's name.
+	Name string
+	// StorageNamespace is where Helm keeps the release's records (Flux's
+	// storageNamespace); "" means Namespace, as the helm command keeps
+	// them.
+	StorageNamespace string
+}
+
+// ReleaseFunc names the Helm release of an add-on. Every call asks it,
+// those that load no chart too (health, drift, rollback, uninstall,
+// inspection): a release is found by its name and storage namespace.
+type ReleaseFunc func(req addon.Request) (Release, error)
 
 // ReleaseFromName is the default ReleaseFunc: an add-on named
 // "namespace/name" (addon.Spec.Name, as kube.AddonObjects names them) is
-// the release name in namespace.
-func ReleaseFromName(req addon.Request) (namespace, name string, err error) {
+// the release name in namespace, its records kept there too.
+func ReleaseFromName(req addon.Request) (Release, error) {
 	ns, n, ok := strings.Cut(req.Spec.Name, "/")
 	if !ok || ns == "" || n == "" || strings.Contains(n, "/") {
-		return "", "", invalidf("request", "add-on name %q is not namespace/name", req.Spec.Name)
+		return Release{}, invalidf("request", "add-on name %q is not namespace/name", req.Spec.Name)
 	}
-	return ns, n, nil
+	return Release{Namespace: ns, Name: n}, nil
 }
 
 // ReleaseOf returns the release an object belongs to, from the annotations
@@ -81,22 +92,28 @@ func (d *Driver) begin(ctx context.Context, req addon.Request) (*call, error) {
 	if ctx == nil {
 		return nil, invalidf("request", "nil context")
 	}
-	ns, name, err := d.cfg.Release(req)
+	r, err := d.cfg.Release(req)
 	if err != nil {
 		return nil, err
 	}
-	if err := chartutil.ValidateReleaseName(name); err != nil {
-		return nil, invalidf("request", "release name %q: %v", name, err)
+	if err := chartutil.ValidateReleaseName(r.Name); err != nil {
+		return nil, invalidf("request", "release name %q: %v", r.Name, err)
 	}
-	cfg, err := d.cfg.Cluster.Helm(ns, newLogHandler(klog.FromContext(ctx), d.cfg.Redact))
+	if r.Namespace == "" {
+		return nil, invalidf("request", "release %q has no namespace", r.Name)
+	}
+	if r.StorageNamespace == "" {
+		r.StorageNamespace = r.Namespace
+	}
+	cfg, err := d.cfg.Cluster.Helm(r.StorageNamespace, r.Namespace, newLogHandler(klog.FromContext(ctx), d.cfg.Redact))
 	if err != nil {
 		return nil, err
 	}
 	if cfg == nil || cfg.Releases == nil || isNil(cfg.KubeClient) {
-		return nil, invalidf("cluster", "Helm(%q) gave no release storage or kube client", ns)
+		return nil, invalidf("cluster", "Helm(%q, %q) gave no release storage or kube client", r.StorageNamespace, r.Namespace)
 	}
 	cfg.Releases = withFence(cfg.Releases, req.Fence)
-	c := &call{ctx: ctx, cfg: cfg, namespace: ns, name: name, timeout: defaultTimeout, fence: req.Fence}
+	c := &call{ctx: ctx, cfg: cfg, namespace: r.Namespace, name: r.Name, timeout: defaultTimeout, fence: req.Fence}
 	if dl, ok := ctx.Deadline(); ok {
 		c.timeout = max(time.Until(dl), time.Second)
 	}
@@ -193,46 +210,4 @@ func (c *call) rollbackTarget(req addon.Request) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("helm: rollback of %s to %s (recorded revision %q): %w", c, req.To, req.Revision, ErrRollbackTargetMissing)
-}
-
-// replaceCRDs creates the chart's CRDs or replaces them (CRDsCreateReplace)
-// with a server-side apply that takes over their fields, waits for them to
-// be established, and makes Helm's REST mapper forget what it knew, as
-// Helm's own CRD install does.
-func (c *call) replaceCRDs(ch *chart.Chart) error {
-	var all kube.ResourceList
-	for _, crd := range ch.CRDObjects() {
-		if crd.File == nil {
-			continue
-		}
-		res, err := c.cfg.KubeClient.Build(bytes.NewBuffer(crd.File.Data), false)
-		if err != nil {
-			return c.fail("read CRD "+crd.Filename, err)
-		}
-		all = append(all, res...)
-	}
-	if len(all) == 0 {
-		return nil
-	}
-	if _, err := c.cfg.KubeClient.Update(nil, all, kube.ClientUpdateOptionServerSideApply(true, true)); err != nil {
-		return c.fail("apply the chart's CRDs", err)
-	}
-	waiter, err := c.cfg.KubeClient.GetWaiter(kube.StatusWatcherStrategy)
-	if w, ok := c.cfg.KubeClient.(kube.InterfaceWaitOptions); ok {
-		waiter, err = w.GetWaiterWithOptions(kube.StatusWatcherStrategy, c.waitOptions()...)
-	}
-	if err != nil {
-		return c.fail("wait for the chart's CRDs", err)
-	}
-	if err := waiter.Wait(all, c.timeout); err != nil {
-		return c.fail("wait for the chart's CRDs", err)
-	}
-	if g := c.cfg.RESTClientGetter; g != nil {
-		if m, err := g.ToRESTMapper(); err == nil {
-			if r, ok := m.(meta.ResettableRESTMapper); ok {
-				r.Reset()
-			}
-		}
-	}
-	return nil
 }

@@ -173,7 +173,7 @@ func run(args []string, out io.Writer) error {
 
 // history prints the release's revisions as helm history does.
 func history(out io.Writer, cluster helmconverge.Cluster, namespace string) error {
-	cfg, err := cluster.Helm(namespace, nil)
+	cfg, err := cluster.Helm(namespace, namespace, nil)
 	if err != nil {
 		return err
 	}
