@@ -228,7 +228,6 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 	case err == nil:
 	case errors.Is(err, errCrash):
 		r.logf("crashed: %v; restarting from the persisted status", err)
-		r.host.showing = r.host.showing[:0]
 		r.host.dead, r.host.crashAfter = false, -1
 		if err := r.restart(); err != nil {
 			return res, false, err
@@ -256,7 +255,12 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 		}
 	}
 	r.host.refused = r.host.refused[:0]
-	r.host.saw()
+	if err == nil {
+		r.host.saw()
+	}
+	// A sync that failed saw nothing it could keep: a landed write already
+	// kept what it was shown, and a lost one kept nothing.
+	r.host.showing = r.host.showing[:0]
 	for _, f := range r.host.fallbacks {
 		// The monitor's fallback the engine was shown, unless the
 		// engine's own fallback from the same revision came first; one
