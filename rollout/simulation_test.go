@@ -31,6 +31,10 @@ var (
 	simDebug     = flag.Bool("sim-debug", false, "TestSimRollout with -seed: log what Decide makes of every step")
 )
 
+// simFoundSeeds are the schedules beyond CI's count that found a bug:
+// TestSimRollout plays them as well as its first -schedules ones.
+var simFoundSeeds = []uint64{11111, 12151}
+
 // Simulation bounds. A schedule injects faults for simFaultSteps steps, then
 // stops them; it must then converge within simQuietSteps steps, each a sync
 // followed by a kubelet tick and the clock moved by the requeue the sync
@@ -444,6 +448,12 @@ func TestSimRollout(t *testing.T) {
 		}()
 	}
 	played := 0
+	for _, seed := range simFoundSeeds {
+		if seed > uint64(*simSchedules) {
+			next <- seed
+			played++
+		}
+	}
 	for i := range *simSchedules {
 		if failed.Load() && played >= 200 {
 			break // a bug is found: report it without playing every schedule
