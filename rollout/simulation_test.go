@@ -142,7 +142,7 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 	for i := range store.Status.NodeStatuses { // as the sync before the schedule wrote it
 		store.Status.NodeStatuses[i].NodeUID = cluster.UIDs[names[i]]
 	}
-	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, codec: jsonRoundTrip, crashAfter: -1, shown: map[string]bool{}},
+	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, codec: newPartCodec().roundTrip, crashAfter: -1, shown: map[string]bool{}},
 		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, lateInstall: map[string]int32{}, replacedAt: map[string]int{}, replica: skewedClock{world: clk}, ledger: map[nodeRev]int{}, fellBack: map[*rollout.OperandFallback]bool{}, reported: map[*rollout.OperandFallback]bool{},
 		nodeSeq: n, verbose: verbose}
 	r.policy = rollout.Policy{MaxUnavailable: int32(1 + rng.IntN(2))}
