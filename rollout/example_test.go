@@ -149,3 +149,32 @@ func ExampleController_Sync() {
 	// Normal NodeTargetRevisionChanged: Updating node "master-2" from revision 1 to 2 because starting revision 2
 	// Normal NodeCurrentRevisionChanged: Updated node "master-2" from revision 1 to 2 because static pod is ready
 }
+
+// ExampleDecide_crashAfterOrder: a sync writes the order of an installer
+// (InstallerNotSeen) before it creates it; when the process dies in
+// between, the next sync finds no installer and creates the same one
+// again: an installer ordered and never seen is no failed attempt. While
+// it has not started, the node is held (InstallerPending).
+func ExampleDecide_crashAfterOrder() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	st := rollout.Status{LatestAvailableRevision: 2, NodeStatuses: []rollout.NodeStatus{{NodeName: "master-0", CurrentRevision: 1}}}
+	ready := rollout.NodeObservation{Operand: rollout.OperandState{Phase: rollout.OperandReady, Revision: 1}}
+	first, _ := rollout.Decide(rollout.Input{Status: st, Observation: rollout.Observation{"master-0": ready}, Now: now})
+	n := first.Status.NodeStatuses[0]
+	fmt.Println("ordered", rollout.InstallerName(n), "not seen:", n.InstallerNotSeen)
+
+	// The process dies before the create: the next sync reads the order
+	// back and finds no installer.
+	next, _ := rollout.Decide(rollout.Input{Status: first.Status, Observation: rollout.Observation{"master-0": ready}, Now: now.Add(time.Minute)})
+	n = next.Status.NodeStatuses[0]
+	fmt.Println(next.Steps[0].Reason)
+	fmt.Println("create", next.Steps[0].Create.Name, "failed attempts:", n.LastFailedCount)
+	for _, h := range next.Status.Holds {
+		fmt.Printf("%s %s: %s\n", h.Reason, h.Object, h.Message)
+	}
+	// Output:
+	// ordered installer-2-master-0 not seen: true
+	// installer installer-2-master-0 ordered and not seen yet, ensuring it
+	// create installer-2-master-0 failed attempts: 0
+	// InstallerPending master-0: master-0: installer installer-2-master-0, ordered at 2026-01-01T12:00:00Z, has not started
+}

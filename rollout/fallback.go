@@ -36,27 +36,30 @@ func fallbackRecorded(n NodeStatus, op OperandState) bool {
 }
 
 // newFallback reports whether the operand of a node in transition is a
-// fallback from its target that its status does not record yet: one that
-// happened no earlier than the node's installer was ordered (an older one
-// is what the installer is about to replace), or, without a fallback time,
-// one seen once the installer succeeded. A fallback the status records is
-// not new while no installer of the target was seen succeeding since (the
-// retries since, if any, failed before they installed it), whatever the
-// times say (the clock may have stepped back).
+// fallback from its target that its status does not record yet. Once an
+// installer of the target was seen succeeding, a fallback the status has
+// no record of is new whatever its time: the installer superseded any
+// older one, and a clock that stepped back may date the monitor's reaction
+// before the order. Before that, one is new if it happened no earlier than
+// the node's installer was ordered (an older one is what the installer is
+// about to replace). A fallback the status records is not new while no
+// installer of the target was seen succeeding since (the retries since, if
+// any, failed before they installed it), whatever the times say.
 func newFallback(n NodeStatus, op OperandState, inst InstallerState) bool {
 	if !op.fallback() || op.fallbackFor() != n.TargetRevision {
 		return false
 	}
-	if n.LastFallbackCount > 0 && n.LastFailedRevision == n.TargetRevision && n.InstalledTime == nil && inst.Phase != InstallerSucceeded &&
-		(n.LastFailedReason == ReasonOperandFailedFallback || n.LastFailedReason == ReasonInstallerPodFailed || n.LastFailedReason == ReasonInstallerPodDisappeared ||
-			n.LastFailedReason == ReasonInstallerCreateFailed) {
+	installed := n.InstalledTime != nil || inst.Phase == InstallerSucceeded
+	recorded := n.LastFallbackCount > 0 && n.LastFailedRevision == n.TargetRevision
+	if recorded && !installed && (n.LastFailedReason == ReasonOperandFailedFallback || n.LastFailedReason == ReasonInstallerPodFailed ||
+		n.LastFailedReason == ReasonInstallerPodDisappeared || n.LastFailedReason == ReasonInstallerCreateFailed) {
 		// No installer put the revision on the node since the fallback
 		// recorded (its retries since failed before they installed it):
 		// the monitor had nothing to fall back from again.
 		return false
 	}
-	if op.Fallback.Time.IsZero() {
-		return n.InstalledTime != nil || inst.Phase == InstallerSucceeded
+	if op.Fallback.Time.IsZero() || (installed && !recorded) {
+		return installed
 	}
 	return n.InstallerOrderedTime == nil || !op.Fallback.Time.Truncate(time.Second).Before(n.InstallerOrderedTime.Time)
 }

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/converge-dev/converge"
 	"github.com/converge-dev/converge/fake"
 	"github.com/converge-dev/converge/rollout"
 )
@@ -159,17 +161,68 @@ func (h *simHost) DeleteInstaller(ctx context.Context, inst rollout.Installer) e
 	return h.RolloutCluster.DeleteInstaller(ctx, inst)
 }
 
-// jsonRoundTrip is a status as an API server stores it and serves it back.
-func jsonRoundTrip(st rollout.Status) rollout.Status {
-	raw, err := json.Marshal(st)
+// partCodec is a status as an API server stores it and serves it back,
+// through encoding/json, at the cost of what changed: each node status,
+// condition and hold, and the rest of the status, is encoded on its own, and a part whose encoding the run decoded
+// before is served from that decoding instead of being decoded again (most
+// writes change a part or two, and parts take the same values again).
+type partCodec struct {
+	rest  map[string]rollout.Status
+	nodes map[string]rollout.NodeStatus
+	conds map[string]metav1.Condition
+	holds map[string]converge.Hold
+}
+
+func newPartCodec() *partCodec {
+	return &partCodec{rest: map[string]rollout.Status{}, nodes: map[string]rollout.NodeStatus{},
+		conds: map[string]metav1.Condition{}, holds: map[string]converge.Hold{}}
+}
+
+func (c *partCodec) roundTrip(st rollout.Status) rollout.Status {
+	nodes, conds, holds := st.NodeStatuses, st.Conditions, st.Holds
+	st.NodeStatuses, st.Conditions, st.Holds = nil, nil, nil
+	var out rollout.Status
+	decodeOnce(st, c.rest, &out)
+	out.NodeStatuses = decodeEach(nodes, c.nodes)
+	out.Conditions = decodeEach(conds, c.conds)
+	out.Holds = decodeEach(holds, c.holds)
+	return out
+}
+
+// decodeEach is decodeOnce of each element; an empty list is nil, as
+// encoding/json decodes an omitted one.
+func decodeEach[T any, P interface {
+	*T
+	DeepCopy() *T
+}](vs []T, seen map[string]T) []T {
+	if len(vs) == 0 {
+		return nil
+	}
+	out := make([]T, len(vs))
+	for i, v := range vs {
+		decodeOnce[T, P](v, seen, &out[i])
+	}
+	return out
+}
+
+// decodeOnce encodes v and decodes it into out, or copies the decoding
+// seen holds for the same encoding, and keeps the decoding there.
+func decodeOnce[T any, P interface {
+	*T
+	DeepCopy() *T
+}](v T, seen map[string]T, out *T) {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
-	var out rollout.Status
-	if err := json.Unmarshal(raw, &out); err != nil {
-		panic(err)
+	d, ok := seen[string(raw)]
+	if !ok {
+		if err := json.Unmarshal(raw, &d); err != nil {
+			panic(err)
+		}
+		seen[string(raw)] = d
 	}
-	return out
+	*out = *P(&d).DeepCopy()
 }
 
 // dropping is a codec that loses the JSON field named field of every node

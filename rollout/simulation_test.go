@@ -31,6 +31,10 @@ var (
 	simDebug     = flag.Bool("sim-debug", false, "TestSimRollout with -seed: log what Decide makes of every step")
 )
 
+// simFoundSeeds are the schedules beyond CI's count that found a bug:
+// TestSimRollout plays them as well as its first -schedules ones.
+var simFoundSeeds = []uint64{11111, 12151}
+
 // Simulation bounds. A schedule injects faults for simFaultSteps steps, then
 // stops them; it must then converge within simQuietSteps steps, each a sync
 // followed by a kubelet tick and the clock moved by the requeue the sync
@@ -138,7 +142,7 @@ func newSimRun(seed uint64, verbose bool) (*simRun, error) {
 	for i := range store.Status.NodeStatuses { // as the sync before the schedule wrote it
 		store.Status.NodeStatuses[i].NodeUID = cluster.UIDs[names[i]]
 	}
-	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, codec: jsonRoundTrip, crashAfter: -1, shown: map[string]bool{}},
+	r := &simRun{seed: seed, rng: rng, clk: clk, host: &simHost{RolloutCluster: cluster, store: store, codec: newPartCodec().roundTrip, crashAfter: -1, shown: map[string]bool{}},
 		maxReady: map[machine]int32{}, lastCreated: map[string]string{}, failures: map[nodeRev]simFailure{}, installed: map[string]int32{}, podMachine: map[string]string{}, lateInstall: map[string]int32{}, replacedAt: map[string]int{}, replica: skewedClock{world: clk}, ledger: map[nodeRev]int{}, fellBack: map[*rollout.OperandFallback]bool{}, reported: map[*rollout.OperandFallback]bool{},
 		nodeSeq: n, verbose: verbose}
 	r.policy = rollout.Policy{MaxUnavailable: int32(1 + rng.IntN(2))}
@@ -228,7 +232,6 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 	case err == nil:
 	case errors.Is(err, errCrash):
 		r.logf("crashed: %v; restarting from the persisted status", err)
-		r.host.showing = r.host.showing[:0]
 		r.host.dead, r.host.crashAfter = false, -1
 		if err := r.restart(); err != nil {
 			return res, false, err
@@ -256,7 +259,12 @@ func (r *simRun) sync(ctx context.Context) (converge.Result, bool, error) {
 		}
 	}
 	r.host.refused = r.host.refused[:0]
-	r.host.saw()
+	if err == nil {
+		r.host.saw()
+	}
+	// A sync that failed saw nothing it could keep: a landed write already
+	// kept what it was shown, and a lost one kept nothing.
+	r.host.showing = r.host.showing[:0]
 	for _, f := range r.host.fallbacks {
 		// The monitor's fallback the engine was shown, unless the
 		// engine's own fallback from the same revision came first; one
@@ -440,6 +448,12 @@ func TestSimRollout(t *testing.T) {
 		}()
 	}
 	played := 0
+	for _, seed := range simFoundSeeds {
+		if seed > uint64(*simSchedules) {
+			next <- seed
+			played++
+		}
+	}
 	for i := range *simSchedules {
 		if failed.Load() && played >= 200 {
 			break // a bug is found: report it without playing every schedule

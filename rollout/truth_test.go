@@ -621,6 +621,10 @@ func TestFallback(t *testing.T) {
 		return n
 	}
 	retryAt := func(n NodeStatus, at time.Time) NodeStatus { n.RetryTime = mt(at); return n }
+	refused := func(n NodeStatus, rev int32, at time.Time) NodeStatus {
+		n.LastFailedRevision, n.LastFailedReason, n.LastFailedTime = rev, ReasonInstallerCreateFailed, mt(at)
+		return n
+	}
 	runDecideCases(t, []decideCase{
 		{
 			name: "the startup monitor's fallback is recorded, with library-go's names, and spaced by the fallback backoff",
@@ -668,6 +672,23 @@ func TestFallback(t *testing.T) {
 			obs:  Observation{"a": monitor(2, 3, now.Add(-time.Second))},
 			check: func(t *testing.T, d Decision) {
 				assert.Equal(t, ReasonOperandFailedFallback, nodeOf(t, d, "a").LastFailedReason)
+			},
+		},
+		{
+			// Found by TestSimRollout (seed 11111): after a refused create,
+			// the retry installed the revision and the monitor fell back
+			// from it, but a clock stepped back dated the fallback before
+			// the retry's order, and the engine waited for the operand.
+			name: "once its installer succeeded, a fallback the status has no record of is new, whatever its time",
+			st: Status{LatestAvailableRevision: 3, NodeStatuses: []NodeStatus{
+				counts(ordered(installed(refused(node("a", 2, 3), 3, now.Add(-20*time.Minute)), now.Add(-time.Minute)), now.Add(-time.Minute)), 1, 0)}},
+			obs: Observation{"a": withInstaller(monitor(2, 3, now.Add(-2*time.Minute)), InstallerSucceeded)},
+			check: func(t *testing.T, d Decision) {
+				a := nodeOf(t, d, "a")
+				assert.Equal(t, ReasonOperandFailedFallback, a.LastFailedReason)
+				assert.Equal(t, int32(1), a.LastFallbackCount)
+				assert.False(t, a.InTransition(), "the node runs its last good revision")
+				assert.Equal(t, []string{ReasonOperandFailedFallback}, eventReasons(d.Events))
 			},
 		},
 		{
